@@ -1,0 +1,914 @@
+"""One libcst pass over a file → `FileFacts`.
+
+The visitor keeps a stack of scopes (module, class, function) and records, per class, where
+handles are created and which attributes each method reads; per file, DataLoader calls and
+what their dataset argument refers to. Expressions are evaluated by small recursive helpers,
+not further visitor passes, so each tree is walked once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Union
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from ..facts import (
+    ClassFacts, DatasetRef, FileFacts, FunctionFacts, HandleArg, HandleSite, HeldHandle,
+    LoaderCall, MethodFacts, ModuleHandle, Span,
+)
+from ..registry import DERIVED_CALLABLE_SUFFIXES, GENERIC_DERIVED_METHODS, Registry
+from .names import (
+    CACHE_DECORATORS, GET_CONTEXT, LOADERS, PARTIAL, SET_START_METHOD, WRAPPERS, Scope,
+    bind_import, bind_import_from, dotted, qualify,
+)
+
+# Reading `self.x.<attr>` with one of these does no I/O: configuring, not using, the handle.
+CONFIG_ATTRS = frozenset({
+    "headers", "mount", "auth", "verify", "proxies", "cert", "params", "cookies", "trust_env",
+    "max_redirects", "hooks", "adapters", "close", "timeout", "base_url", "event_hooks",
+})
+CONTAINER_ADDERS = frozenset({"append", "add", "extend", "insert", "setdefault", "update"})
+CLOSERS = frozenset({"close", "shutdown", "dispose", "terminate"})
+LOADER_POSITIONAL = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")
+
+
+@dataclass
+class _Handle:
+    """A handle value during evaluation: its creating call, and whether it is derived."""
+
+    call: cst.Call
+    handle: str
+    derived: bool = False
+    closed: bool = False
+
+
+@dataclass
+class _Method:
+    name: str
+    attrs_read: set[str] = field(default_factory=set)
+    attrs_used: set[str] = field(default_factory=set)
+    config_reads: set[int] = field(default_factory=set)
+    self_calls: set[str] = field(default_factory=set)
+    globals_read: set[str] = field(default_factory=set)
+    guarded_attrs: set[str] = field(default_factory=set)
+    guarded_calls: set[str] = field(default_factory=set)
+    calls_super_init: bool = False
+    locals: dict[str, _Handle] = field(default_factory=dict)
+    closed_locals: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Class:
+    name: str
+    qualname: str
+    node: cst.ClassDef
+    bases: tuple[str, ...]
+    methods: list[_Method] = field(default_factory=list)
+    held: dict[tuple[str, str], tuple[_Handle, str]] = field(default_factory=dict)
+    closed: set[tuple[str, str]] = field(default_factory=set)  # (method, attr)
+    parent_used: set[tuple[str, str]] = field(default_factory=set)
+    class_held: dict[str, _Handle] = field(default_factory=dict)
+    attr_refs: dict[str, list[DatasetRef]] = field(default_factory=dict)
+    init_params: tuple[str, ...] = ()
+    param_attrs: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class _Function:
+    name: str
+    qualname: str
+    node: cst.FunctionDef
+    cached: bool
+    is_module_level: bool
+    returns: list[DatasetRef] = field(default_factory=list)
+    returned_handle: Optional[_Handle] = None
+    method_calls: set[str] = field(default_factory=set)
+    attr_handle_assigns: set[str] = field(default_factory=set)
+    calls: set[str] = field(default_factory=set)
+    env_refs: dict[str, list[DatasetRef]] = field(default_factory=dict)
+    env_ints: dict[str, Optional[int]] = field(default_factory=dict)
+    env_kwargs: dict[str, dict[str, cst.BaseExpression]] = field(default_factory=dict)
+    env_context: dict[str, str] = field(default_factory=dict)
+    globals_declared: set[str] = field(default_factory=set)
+    handles: dict[str, _Handle] = field(default_factory=dict)
+
+
+@dataclass
+class _Loader:
+    call: cst.Call
+    refs: list[DatasetRef]
+    num_workers: Optional[int]
+    num_workers_text: str
+    persistent: Optional[bool]
+    context: str
+    worker_init: str
+    has_worker_init: bool
+
+
+_Frame = Union[_Class, _Function, None]
+
+
+class FactExtractor(cst.CSTVisitor):
+    """Collects the facts of one module. Use `extract_facts` rather than this class."""
+
+    def __init__(self, module: cst.Module, path: str, module_name: str, is_package: bool,
+                 registry: Registry) -> None:
+        self.module = module
+        self.path = path
+        self.module_name = module_name
+        self.is_package = is_package
+        self.registry = registry
+        self.known = frozenset(registry.types)
+        self.scope = Scope()
+        self.module_scope = self.scope
+        self.frames: list[_Frame] = []  # innermost last; None marks a nested, ignored scope
+        self.classes: list[_Class] = []
+        self.functions: list[_Function] = []
+        self.loaders: list[_Loader] = []
+        self.module_handles: dict[str, tuple[_Handle, bool]] = {}
+        self.module_env_refs: dict[str, list[DatasetRef]] = {}
+        self.module_env_ints: dict[str, Optional[int]] = {}
+        self.module_env_kwargs: dict[str, dict[str, cst.BaseExpression]] = {}
+        self.module_env_context: dict[str, str] = {}
+        self.module_locals: dict[str, _Handle] = {}
+        self.globals_outside: set[str] = set()
+        self.start_method = ""
+        self.pid_guard_depth = 0
+        self.skip_names: set[int] = set()
+        self.store_nodes: set[int] = set()
+        self._predeclare(module)
+
+    # --- scopes ---------------------------------------------------------------------------
+
+    def _predeclare(self, module: cst.Module) -> None:
+        """Bind module-level classes and functions first: uses may precede definitions."""
+        for stmt in module.body:
+            if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
+                self.scope.bind(stmt.name.value, self._qual(stmt.name.value))
+
+    def _qual(self, name: str) -> str:
+        return f"{self.module_name}.{name}" if self.module_name else name
+
+    def q(self, node: cst.BaseExpression) -> Optional[str]:
+        name = dotted(node)
+        return qualify(name, self.scope, self.known) if name else None
+
+    @property
+    def frame(self) -> _Frame:
+        return self.frames[-1] if self.frames else None
+
+    def current_class(self) -> Optional[_Class]:
+        """The class whose method we are in (directly), if any."""
+        if len(self.frames) >= 2 and isinstance(self.frames[-1], _Function):
+            owner = self.frames[-2]
+            if isinstance(owner, _Class):
+                return owner
+        return None
+
+    def current_method(self) -> Optional[_Method]:
+        cls = self.current_class()
+        return cls.methods[-1] if cls is not None and cls.methods else None
+
+    def enclosing_function(self) -> Optional[_Function]:
+        for frame in reversed(self.frames):
+            if isinstance(frame, _Function):
+                return frame
+        return None
+
+    # --- imports --------------------------------------------------------------------------
+
+    def visit_Import(self, node: cst.Import) -> None:
+        bind_import(self.scope, node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        bind_import_from(self.scope, node, self.module_name, self.is_package)
+
+    # --- classes and functions --------------------------------------------------------------
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> Optional[bool]:
+        self.skip_names.add(id(node.name))
+        if self.frames:  # nested classes: not analysed, but their calls still count
+            self.frames.append(None)
+            return True
+        bases = tuple(filter(None, (self.q(arg.value) for arg in node.bases if arg.keyword is None)))
+        cls = _Class(node.name.value, self._qual(node.name.value), node, bases)
+        self.classes.append(cls)
+        self.frames.append(cls)
+        return True
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.frames.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
+        self.skip_names.add(id(node.name))
+        self.scope = Scope(self.scope)
+        owner = self.frame
+        if isinstance(owner, _Class):
+            method = _Method(node.name.value)
+            owner.methods.append(method)
+            if node.name.value == "__init__":
+                owner.init_params = tuple(p.name.value for p in node.params.params[1:])
+            func = _Function(node.name.value, f"{owner.qualname}.{node.name.value}", node,
+                             False, False)
+        else:
+            decorators = {self.q(_decorator_callee(d.decorator)) for d in node.decorators}
+            cached = bool(decorators & CACHE_DECORATORS)
+            module_level = not self.frames
+            qual = self._qual(node.name.value) if module_level else node.name.value
+            func = _Function(node.name.value, qual, node, cached, module_level)
+            if module_level:
+                self.functions.append(func)
+        self.frames.append(func)
+        return True
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.frames.pop()
+        self.scope = self.scope.parent or self.module_scope
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.skip_names.add(id(node.name))
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        for param in node.params.params:
+            self.skip_names.add(id(param.name))
+
+    def visit_Global(self, node: cst.Global) -> None:
+        func = self.enclosing_function()
+        if func is not None:
+            func.globals_declared.update(item.name.value for item in node.names)
+
+    # --- pid guards -------------------------------------------------------------------------
+
+    def visit_If(self, node: cst.If) -> None:
+        if _mentions_pid(node.test):
+            self.pid_guard_depth += 1
+
+    def leave_If(self, original_node: cst.If) -> None:
+        if _mentions_pid(original_node.test):
+            self.pid_guard_depth -= 1
+
+    # --- names and attributes ---------------------------------------------------------------
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.skip_names.add(id(node.attr))
+        method = self.current_method()
+        if method is None or id(node) in self.store_nodes:
+            return
+        if node.attr.value in CONFIG_ATTRS and _self_attr(node.value) is not None:
+            method.config_reads.add(id(node.value))
+        if _is_self(node.value) or _is_name(node.value, self.current_class_name()):
+            method.attrs_read.add(node.attr.value)
+            if id(node) not in method.config_reads:
+                method.attrs_used.add(node.attr.value)
+
+    def current_class_name(self) -> str:
+        cls = self.current_class()
+        return cls.name if cls else ""
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.skip_names.add(id(node.keyword))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) in self.skip_names or id(node) in self.store_nodes:
+            return
+        method = self.current_method()
+        if method is not None:
+            method.globals_read.add(node.value)
+        elif self.current_class() is None and not isinstance(self.frame, _Class):
+            self.globals_outside.add(node.value)
+
+    # --- statements -------------------------------------------------------------------------
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._mark_store(target.target)
+        for target in node.targets:
+            self._assign(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._mark_store(node.target)
+        if node.value is not None:
+            self._assign(node.target, node.value)
+
+    def _mark_store(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Name, cst.Attribute)):
+            self.store_nodes.add(id(target))
+            if isinstance(target, cst.Attribute):
+                self.skip_names.add(id(target.attr))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._mark_store(element.value)
+
+    def visit_With(self, node: cst.With) -> None:
+        for item in node.items:
+            handle = self.handle_of(item.item)
+            if handle is None or item.asname is None:
+                continue
+            if isinstance(item.asname.name, cst.Name):
+                closed = _Handle(handle.call, handle.handle, handle.derived, closed=True)
+                self._locals()[item.asname.name.value] = closed
+                self.store_nodes.add(id(item.asname.name))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        func = self.enclosing_function()
+        if func is None or node.value is None or not func.is_module_level:
+            return
+        func.returns.extend(self.refs_of(node.value))
+        handle = self.handle_of(node.value)
+        if handle is not None:
+            func.returned_handle = handle
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.q(node.func)
+        func = self.enclosing_function()
+        if name is not None and func is not None:
+            func.calls.add(name)
+        if name in LOADERS:
+            self.loaders.append(self._loader(node))
+        elif name in SET_START_METHOD and node.args:
+            self.start_method = _string(node.args[0].value) or "?"
+        if isinstance(node.func, cst.Attribute):
+            self._method_call(node, node.func)
+
+    def _method_call(self, node: cst.Call, func: cst.Attribute) -> None:
+        method_name = func.attr.value
+        frame = self.enclosing_function()
+        if frame is not None:
+            frame.method_calls.add(method_name)
+        method, cls = self.current_method(), self.current_class()
+        receiver = func.value
+        if method is not None and _is_self(receiver):
+            method.self_calls.add(method_name)
+            if self.pid_guard_depth:
+                method.guarded_calls.add(method_name)
+        if _is_super(receiver) and method_name == "__init__" and method is not None:
+            method.calls_super_init = True
+        if (method is not None and method_name == "__init__" and cls is not None
+                and node.args and _is_self(node.args[0].value)):
+            method.calls_super_init = True  # Base.__init__(self, ...)
+        if method_name in CLOSERS:
+            self._record_close(receiver)
+        elif method_name in CONTAINER_ADDERS and cls is not None and method is not None:
+            attr = _self_attr(receiver)
+            if attr is not None:
+                for arg in node.args:
+                    handle = self.handle_of(arg.value)
+                    if handle is not None:
+                        self._hold(cls, method, attr, handle)
+
+    def _record_close(self, receiver: cst.BaseExpression) -> None:
+        cls, method = self.current_class(), self.current_method()
+        attr = _self_attr(receiver)
+        if attr is not None and cls is not None and method is not None:
+            cls.closed.add((method.name, attr))
+        elif isinstance(receiver, cst.Name):
+            self._closed_locals().add(receiver.value)
+
+    # --- assignment -------------------------------------------------------------------------
+
+    def _assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        cls, method = self.current_class(), self.current_method()
+        frame = self.frame
+        if isinstance(frame, _Class):
+            self._class_body_assign(frame, target, value)
+            return
+        if isinstance(target, cst.Attribute):
+            self._attr_assign(cls, method, target, value)
+        elif isinstance(target, cst.Subscript) and cls and method:
+            attr = _self_attr(target.value)
+            handle = self.handle_of(value) if attr else None
+            if attr and handle:
+                self._hold(cls, method, attr, handle)
+        elif isinstance(target, cst.Name):
+            self._name_assign(target.value, value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            refs = self.refs_of(value)
+            for element in target.elements:
+                if isinstance(element.value, cst.Name) and refs:
+                    self._env_refs()[element.value.value] = list(refs)
+
+    def _class_body_assign(self, cls: _Class, target: cst.BaseExpression,
+                           value: cst.BaseExpression) -> None:
+        handle = self.handle_of(value)
+        if handle is not None and isinstance(target, cst.Name):
+            cls.class_held[target.value] = handle
+
+    def _attr_assign(self, cls: Optional[_Class], method: Optional[_Method],
+                     target: cst.Attribute, value: cst.BaseExpression) -> None:
+        attr = target.attr.value
+        handle = self.handle_of(value)
+        if cls is not None and method is not None and _is_self(target.value):
+            if handle is not None:
+                self._hold(cls, method, attr, handle)
+            elif isinstance(value, cst.Name) and value.value in cls.init_params \
+                    and method.name == "__init__":
+                cls.param_attrs.append((value.value, attr))
+            refs = self.refs_of(value)
+            if refs:
+                cls.attr_refs.setdefault(attr, []).extend(refs)
+            return
+        func = self.enclosing_function()
+        if handle is not None and func is not None and not _is_self(target.value):
+            func.attr_handle_assigns.add(attr)  # e.g. worker_init_fn: info.dataset.s = ...
+
+    def _hold(self, cls: _Class, method: _Method, attr: str, handle: _Handle) -> None:
+        if handle.closed:
+            return
+        if self.pid_guard_depth:
+            method.guarded_attrs.add(attr)
+        cls.held.setdefault((method.name, attr), (handle, method.name))
+
+    def _name_assign(self, name: str, value: cst.BaseExpression) -> None:
+        handle = self.handle_of(value)
+        func = self.enclosing_function()
+        if handle is not None:
+            if func is None and not self.frames:
+                self.module_handles[name] = (handle, False)
+            elif func is not None and name in func.globals_declared and not self.pid_guard_depth:
+                self.module_handles[name] = (handle, False)
+                if func.is_module_level:
+                    self.module_handles.setdefault(func.name, (handle, True))
+            else:
+                self._locals()[name] = handle
+        refs = self.refs_of(value)
+        if refs:
+            self._env_refs()[name] = list(refs)
+        ints = self._env_ints()
+        ints[name] = _int_value(value) if name not in ints else None
+        kwargs = _dict_literal(value, self)
+        if kwargs is not None:
+            self._env_kwargs()[name] = kwargs
+        context = self._context_of_call(value)
+        if context:
+            self._env_context()[name] = context
+
+    # --- environments (function-local, or module level) ---------------------------------------
+
+    def _locals(self) -> dict[str, _Handle]:
+        method = self.current_method()
+        if method is not None:
+            return method.locals
+        return self.module_locals if self.enclosing_function() is None else self._func_locals()
+
+    def _func_locals(self) -> dict[str, _Handle]:
+        func = self.enclosing_function()
+        assert func is not None
+        return func.handles
+
+    def _closed_locals(self) -> set[str]:
+        method = self.current_method()
+        if method is not None:
+            return method.closed_locals
+        return set()
+
+    def _env_refs(self) -> dict[str, list[DatasetRef]]:
+        func = self.enclosing_function()
+        return func.env_refs if func is not None else self.module_env_refs
+
+    def _env_ints(self) -> dict[str, Optional[int]]:
+        func = self.enclosing_function()
+        return func.env_ints if func is not None else self.module_env_ints
+
+    def _env_kwargs(self) -> dict[str, dict[str, cst.BaseExpression]]:
+        func = self.enclosing_function()
+        return func.env_kwargs if func is not None else self.module_env_kwargs
+
+    def _env_context(self) -> dict[str, str]:
+        func = self.enclosing_function()
+        return func.env_context if func is not None else self.module_env_context
+
+    def _lookup_local_handle(self, name: str) -> Optional[_Handle]:
+        method = self.current_method()
+        if method is not None and name in method.locals:
+            return method.locals[name]
+        func = self.enclosing_function()
+        if func is not None:
+            found = func.handles.get(name)
+            if found is not None:
+                return found
+        if func is None:
+            return self.module_locals.get(name) or _first(self.module_handles.get(name))
+        return None
+
+    # --- expression evaluation ----------------------------------------------------------------
+
+    def handle_of(self, expr: cst.BaseExpression) -> Optional[_Handle]:
+        """The handle an expression evaluates to (created, derived or held), if any."""
+        if isinstance(expr, cst.Call):
+            return self._handle_of_call(expr)
+        if isinstance(expr, cst.Subscript):
+            base = self.handle_of(expr.value)
+            if base is None or not self._subscript_keeps_handle(base, expr):
+                return None
+            return _Handle(base.call, base.handle, True, base.closed)
+        if isinstance(expr, cst.Name):
+            return self._lookup_local_handle(expr.value)
+        if isinstance(expr, cst.Attribute) and _is_self(expr.value):
+            cls, method = self.current_class(), self.current_method()
+            if cls is not None and method is not None:
+                held = cls.held.get((method.name, expr.attr.value))
+                return held[0] if held else None
+            return None
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            return _first_handle(self.handle_of(e.value) for e in expr.elements
+                                 if isinstance(e, cst.Element))
+        if isinstance(expr, cst.Dict):
+            return _first_handle(self.handle_of(e.value) for e in expr.elements
+                                 if isinstance(e, cst.DictElement))
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return self.handle_of(expr.elt)
+        if isinstance(expr, cst.DictComp):
+            return self.handle_of(expr.value)
+        if isinstance(expr, cst.BooleanOperation):
+            return self.handle_of(expr.left) or self.handle_of(expr.right)
+        if isinstance(expr, cst.IfExp):
+            return self.handle_of(expr.body) or self.handle_of(expr.orelse)
+        return None
+
+    def _handle_of_call(self, call: cst.Call) -> Optional[_Handle]:
+        name = self.q(call.func)
+        if name is not None and self.registry.lookup(name) is not None:
+            return _Handle(call, name)
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            base = self.handle_of(func.value)
+            if base is not None and self._method_keeps_handle(base, func.attr.value):
+                return _Handle(base.call, base.handle, True, base.closed)
+        if name is not None and name.rsplit(".", 1)[-1].endswith(DERIVED_CALLABLE_SUFFIXES):
+            for arg in call.args:
+                base = self.handle_of(arg.value)
+                if base is not None:
+                    return _Handle(base.call, base.handle, True, base.closed)
+        return None
+
+    def _method_keeps_handle(self, base: _Handle, method: str) -> bool:
+        htype = self.registry.lookup(base.handle)
+        derived = htype.derived_methods if htype else ()
+        return method in derived or method in GENERIC_DERIVED_METHODS
+
+    def _subscript_keeps_handle(self, base: _Handle, expr: cst.Subscript) -> bool:
+        htype = self.registry.lookup(base.handle)
+        if htype is None or not htype.derived_subscript:
+            return False
+        # f["images"] keeps the file open; f["images"][:] or [()] reads the data out.
+        return all(
+            isinstance(el.slice, cst.Index) and isinstance(el.slice.value, (cst.SimpleString,
+                                                                           cst.FormattedString,
+                                                                           cst.Name))
+            for el in expr.slice
+        ) and (not base.derived or _string_keys(expr))
+
+    def refs_of(self, expr: cst.BaseExpression) -> list[DatasetRef]:
+        """What dataset(s) an expression may evaluate to."""
+        if isinstance(expr, cst.Call):
+            return self._refs_of_call(expr)
+        if isinstance(expr, cst.Name):
+            local = self._env_refs().get(expr.value)
+            if local is not None:
+                return local
+            if expr.value in self.module_env_refs:
+                return self.module_env_refs[expr.value]
+            qualified = self.q(expr)
+            return [DatasetRef("name", qualified)] if qualified and "." in qualified else []
+        if isinstance(expr, cst.Attribute) and _is_self(expr.value):
+            cls = self.current_class()
+            if cls is not None:
+                return [DatasetRef("attr", f"{cls.qualname}.{expr.attr.value}")]
+            return []
+        if isinstance(expr, cst.Subscript):
+            return self.refs_of(expr.value)
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return [r for e in expr.elements for r in self.refs_of(e.value)]
+        if isinstance(expr, cst.IfExp):
+            return self.refs_of(expr.body) + self.refs_of(expr.orelse)
+        if isinstance(expr, cst.BooleanOperation):
+            return self.refs_of(expr.left) + self.refs_of(expr.right)
+        return []
+
+    def _refs_of_call(self, call: cst.Call) -> list[DatasetRef]:
+        name = self.q(call.func)
+        if name is None:
+            return []
+        wrapper = WRAPPERS.get(name)
+        if wrapper is not None:
+            return self._refs_through_wrapper(call, wrapper)
+        if name.startswith(("torch.", "builtins.")) or name in _BUILTINS:
+            return []
+        if self.registry.lookup(name) is not None:
+            return []
+        return [DatasetRef("call", name, tuple(self._handle_args(call)))]
+
+    def _refs_through_wrapper(self, call: cst.Call, spec: tuple) -> list[DatasetRef]:
+        how, position, keyword = spec
+        if how == "all":
+            return [r for arg in call.args for r in self.refs_of(arg.value)]
+        arg = _argument(call.args, position, keyword)
+        return self.refs_of(arg) if arg is not None else []
+
+    def _handle_args(self, call: cst.Call) -> list[HandleArg]:
+        found = []
+        for index, arg in enumerate(call.args):
+            if arg.star:
+                continue
+            handle = self.handle_of(arg.value)
+            if handle is None or handle.closed:
+                continue
+            keyword = arg.keyword.value if arg.keyword is not None else ""
+            found.append(HandleArg(-1 if keyword else index, keyword, self._site(handle)))
+        return found
+
+    def _context_of_call(self, expr: cst.BaseExpression) -> str:
+        if isinstance(expr, cst.Call) and self.q(expr.func) in GET_CONTEXT:
+            return (_string(expr.args[0].value) or "?") if expr.args else ""
+        return ""
+
+    # --- DataLoader calls -------------------------------------------------------------------
+
+    def _loader(self, call: cst.Call) -> _Loader:
+        args = self._loader_args(call)
+        dataset = args.get("dataset")
+        refs = self.refs_of(dataset) if dataset is not None else []
+        workers = args.get("num_workers")
+        num_workers, text = self._num_workers(workers)
+        persistent_node = args.get("persistent_workers")
+        persistent = _bool_value(persistent_node) if persistent_node is not None else False
+        context = self._context_value(args.get("multiprocessing_context"))
+        init_node = args.get("worker_init_fn")
+        worker_init = self._worker_init_name(init_node) if init_node is not None else ""
+        has_init = init_node is not None and not _is_none(init_node)
+        return _Loader(call, refs, num_workers, text, persistent, context, worker_init, has_init)
+
+    def _loader_args(self, call: cst.Call) -> dict[str, cst.BaseExpression]:
+        args: dict[str, cst.BaseExpression] = {}
+        position = 0
+        for arg in call.args:
+            if arg.star == "**":
+                args.update(self._kwargs_of(arg.value))
+            elif arg.star:
+                args["num_workers"] = arg.value  # *args: unknown, assume anything
+            elif arg.keyword is not None:
+                args[arg.keyword.value] = arg.value
+            else:
+                if position < len(LOADER_POSITIONAL):
+                    args[LOADER_POSITIONAL[position]] = arg.value
+                position += 1
+        return args
+
+    def _kwargs_of(self, expr: cst.BaseExpression) -> dict[str, cst.BaseExpression]:
+        literal = _dict_literal(expr, self)
+        if literal is not None:
+            return literal
+        if isinstance(expr, cst.Name):
+            for env in (self._env_kwargs(), self.module_env_kwargs):
+                if expr.value in env:
+                    return env[expr.value]
+        return {"num_workers": expr}  # unknown **kwargs: may set num_workers
+
+    def _num_workers(self, node: Optional[cst.BaseExpression]) -> tuple[Optional[int], str]:
+        if node is None:
+            return 0, "0"
+        text = self.module.code_for_node(node)
+        value = _int_value(node)
+        if value is None and isinstance(node, cst.Name):
+            for env in (self._env_ints(), self.module_env_ints):
+                if node.value in env:
+                    value = env[node.value]
+                    break
+        return value, text
+
+    def _context_value(self, node: Optional[cst.BaseExpression]) -> str:
+        if node is None or _is_none(node):
+            return ""
+        literal = _string(node)
+        if literal is not None:
+            return literal
+        direct = self._context_of_call(node)
+        if direct:
+            return direct
+        if isinstance(node, cst.Name):
+            for env in (self._env_context(), self.module_env_context):
+                if node.value in env:
+                    return env[node.value]
+        return "?"
+
+    def _worker_init_name(self, node: cst.BaseExpression) -> str:
+        if isinstance(node, cst.Call) and self.q(node.func) in PARTIAL and node.args:
+            inner = self._worker_init_name(node.args[0].value)
+            for arg in node.args[1:]:  # our own chaining: partial(fn, previous=seed)
+                if arg.keyword is not None:
+                    self._worker_init_name(arg.value)
+            return inner
+        return self.q(node) or ""
+
+    # --- output -----------------------------------------------------------------------------
+
+    def _site(self, handle: _Handle) -> HandleSite:
+        return HandleSite(handle.handle, _NodeSpan(handle.call))  # type: ignore[arg-type]
+
+    def facts(self) -> FileFacts:
+        spans = _Spans(self.module)
+        classes = tuple(self._class_facts(c, spans) for c in self.classes)
+        functions = tuple(self._function_facts(f, spans) for f in self.functions)
+        loaders = tuple(
+            LoaderCall(spans.of(l.call), tuple(_fix_refs(l.refs, spans)), l.num_workers,
+                       l.num_workers_text, l.persistent, l.context, l.worker_init,
+                       l.has_worker_init)
+            for l in self.loaders
+        )
+        handles = tuple(
+            ModuleHandle(name, HandleSite(h.handle, spans.of(h.call)), via_call)
+            for name, (h, via_call) in self.module_handles.items()
+        )
+        module_vars = tuple((n, tuple(_fix_refs(r, spans))) for n, r in self.module_env_refs.items())
+        return FileFacts(
+            path=self.path, module=self.module_name,
+            imports=tuple(sorted(self.module_scope.names.items())),
+            star_imports=tuple(self.module_scope.star_modules),
+            classes=classes, functions=functions, loaders=loaders, module_handles=handles,
+            module_vars=module_vars,
+            globals_read_outside_classes=tuple(sorted(self.globals_outside)),
+            start_method=self.start_method,
+        )
+
+    def _class_facts(self, cls: _Class, spans: "_Spans") -> ClassFacts:
+        held = tuple(
+            HeldHandle(attr, HandleSite(h.handle, spans.of(h.call)), method, h.derived,
+                       closed=(method, attr) in cls.closed)
+            for (method, attr), (h, _) in cls.held.items()
+        )
+        class_held = tuple(
+            HeldHandle(attr, HandleSite(h.handle, spans.of(h.call)), "", h.derived)
+            for attr, h in cls.class_held.items()
+        )
+        methods = tuple(
+            MethodFacts(m.name, tuple(sorted(m.attrs_read)), tuple(sorted(m.attrs_used)),
+                        tuple(sorted(m.self_calls)),
+                        tuple(sorted(m.globals_read)), tuple(sorted(m.guarded_attrs)),
+                        tuple(sorted(m.guarded_calls)), m.calls_super_init)
+            for m in cls.methods
+        )
+        return ClassFacts(
+            cls.name, cls.qualname, cls.bases, spans.of(cls.node.name), methods, held,
+            class_held, cls.init_params, tuple(cls.param_attrs),
+            tuple((attr, tuple(_fix_refs(refs, spans))) for attr, refs in cls.attr_refs.items()),
+        )
+
+    def _function_facts(self, func: _Function, spans: "_Spans") -> FunctionFacts:
+        if func.cached and func.returned_handle is not None:
+            self.module_handles.setdefault(func.name, (func.returned_handle, True))
+        return FunctionFacts(
+            func.name, func.qualname, tuple(_fix_refs(func.returns, spans)),
+            tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)),
+            tuple(sorted(func.calls)),
+        )
+
+
+_BUILTINS = frozenset({"list", "tuple", "dict", "set", "len", "range", "print", "iter", "next",
+                       "sorted", "enumerate", "zip", "map", "filter", "open", "super", "type",
+                       "isinstance", "getattr", "str", "int", "float"})
+
+
+class _NodeSpan:
+    """Placeholder for a node's position until positions are resolved (once, at the end)."""
+
+    def __init__(self, node: cst.CSTNode) -> None:
+        self.node = node
+
+
+class _Spans:
+    """Resolves node positions lazily: the position pass costs a code generation."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self._positions: Optional[dict] = None
+
+    def of(self, node: cst.CSTNode) -> Span:
+        if self._positions is None:
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._positions = dict(wrapper.resolve(PositionProvider))
+        pos = self._positions[node]
+        return Span(pos.start.line, pos.start.column, pos.end.line, pos.end.column)
+
+
+def _fix_refs(refs: Sequence[DatasetRef], spans: _Spans) -> list[DatasetRef]:
+    """Replace node placeholders in handle arguments with real spans."""
+    fixed = []
+    for ref in refs:
+        args = tuple(
+            HandleArg(a.position, a.keyword,
+                      HandleSite(a.site.handle, spans.of(a.site.span.node)))  # type: ignore
+            if isinstance(a.site.span, _NodeSpan) else a
+            for a in ref.handle_args
+        )
+        fixed.append(DatasetRef(ref.kind, ref.target, args))
+    return fixed
+
+
+# --- small expression helpers ---------------------------------------------------------------
+
+def _is_self(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("self", "cls")
+
+
+def _is_name(node: cst.BaseExpression, name: str) -> bool:
+    return bool(name) and isinstance(node, cst.Name) and node.value == name
+
+
+def _is_super(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) \
+        and node.func.value == "super"
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _self_attr(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.Attribute) and _is_self(node.value):
+        return node.attr.value
+    return None
+
+
+def _decorator_callee(node: cst.BaseExpression) -> cst.BaseExpression:
+    return node.func if isinstance(node, cst.Call) else node
+
+
+def _first(pair: Optional[tuple[_Handle, bool]]) -> Optional[_Handle]:
+    return pair[0] if pair else None
+
+
+def _first_handle(handles) -> Optional[_Handle]:  # type: ignore[no-untyped-def]
+    for handle in handles:
+        if handle is not None:
+            return _Handle(handle.call, handle.handle, False, handle.closed)
+    return None
+
+
+def _string(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _string_keys(expr: cst.Subscript) -> bool:
+    return all(isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.SimpleString)
+               for el in expr.slice)
+
+
+def _int_value(node: cst.BaseExpression) -> Optional[int]:
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return None
+    return None
+
+
+def _bool_value(node: cst.BaseExpression) -> Optional[bool]:
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
+
+
+def _mentions_pid(node: cst.BaseExpression) -> bool:
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name) and "pid" in current.value.lower():
+            return True
+        stack.extend(current.children)
+    return False
+
+
+def _argument(args: Sequence[cst.Arg], position: int, keyword: str) -> Optional[cst.BaseExpression]:
+    positional = [a for a in args if a.keyword is None and not a.star]
+    for arg in args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    return positional[position].value if len(positional) > position else None
+
+
+def _dict_literal(node: cst.BaseExpression, ext: FactExtractor
+                  ) -> Optional[dict[str, cst.BaseExpression]]:
+    """`dict(num_workers=4)` or `{"num_workers": 4}` → {"num_workers": <node>}."""
+    if isinstance(node, cst.Dict):
+        out = {}
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                key = _string(element.key)
+                if key is not None:
+                    out[key] = element.value
+        return out
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "dict":
+        return {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+    return None
+
+
+def extract_facts(module: cst.Module, path: str, module_name: str, is_package: bool,
+                  registry: Registry) -> FileFacts:
+    extractor = FactExtractor(module, path, module_name, is_package, registry)
+    module.visit(extractor)
+    return extractor.facts()

@@ -1,0 +1,116 @@
+"""Discovery: command-line paths → Python files, with module names for linking.
+
+Honours `.gitignore` (through `git ls-files` when the path is in a git work tree) and the
+`exclude`/`extend-exclude` globs. Symlinks to directories are not followed (no loops)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import subprocess
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Optional
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: str  # as shown to the user
+    module: str  # dotted module name ("" when unknown)
+    is_package: bool  # an __init__.py
+    root: str  # the directory module names are relative to
+
+
+class DiscoveryError(Exception):
+    """A path given on the command line does not exist or cannot be read."""
+
+
+def discover(paths: Iterable[str], exclude: Iterable[str] = ()) -> list[SourceFile]:
+    patterns = tuple(exclude)
+    found: dict[str, SourceFile] = {}
+    for path in paths:
+        if not os.path.exists(path) and not os.path.islink(path):
+            raise DiscoveryError(f"{path}: no such file or directory")
+        if os.path.isdir(path):
+            root = _source_root(path)
+            for file_path in _walk(path, patterns):
+                found.setdefault(os.path.normpath(file_path), _source_file(file_path, root))
+        else:
+            if os.path.isfile(path):
+                found.setdefault(os.path.normpath(path),
+                                 _source_file(path, _package_root(os.path.dirname(path) or ".")))
+    return sorted(found.values(), key=lambda f: f.path)
+
+
+def _source_root(directory: str) -> str:
+    """Module names are relative to this: the directory, its `src/`, or above a package."""
+    if os.path.isfile(os.path.join(directory, "__init__.py")):
+        return _package_root(directory)
+    return directory
+
+
+def _package_root(directory: str) -> str:
+    current = os.path.abspath(directory)
+    while os.path.isfile(os.path.join(current, "__init__.py")):
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return current
+
+
+def _source_file(path: str, root: str) -> SourceFile:
+    return SourceFile(os.path.normpath(path), module_name(path, root),
+                      os.path.basename(path) == "__init__.py", root)
+
+
+def module_name(path: str, root: str) -> str:
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    if rel.startswith(".."):
+        rel = os.path.basename(path)
+    parts = rel[:-3].split(os.sep) if rel.endswith(".py") else rel.split(os.sep)
+    if parts and parts[0] == "src" and len(parts) > 1:
+        parts = parts[1:]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(p for p in parts if p)
+
+
+def _excluded(path: str, patterns: tuple[str, ...]) -> bool:
+    name = os.path.basename(path.rstrip(os.sep))
+    norm = os.path.normpath(path)
+    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(norm, p) for p in patterns)
+
+
+def _walk(directory: str, patterns: tuple[str, ...]) -> Iterator[str]:
+    tracked = _git_visible(directory)
+    for current, dirs, files in os.walk(directory, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not _excluded(os.path.join(current, d), patterns))
+        for name in sorted(files):
+            if not name.endswith((".py", ".pyi")) or name.endswith(".fixed.py"):
+                continue
+            path = os.path.join(current, name)
+            if _excluded(path, patterns):
+                continue
+            if tracked is not None and os.path.abspath(path) not in tracked:
+                continue
+            if os.path.isfile(path):
+                yield path
+
+
+def _git_visible(directory: str) -> Optional[set[str]]:
+    """Files git tracks or would track (not ignored) below `directory`; None outside git."""
+    try:
+        top = subprocess.run(["git", "-C", directory, "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, timeout=30)
+        if top.returncode != 0:
+            return None
+        listed = subprocess.run(
+            ["git", "-C", directory, "ls-files", "-z", "--cached", "--others",
+             "--exclude-standard", "--", "."],
+            capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if listed.returncode != 0:
+        return None
+    base = os.path.abspath(directory)
+    return {os.path.join(base, p) for p in listed.stdout.decode("utf-8", "replace").split("\0") if p}

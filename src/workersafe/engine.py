@@ -1,0 +1,284 @@
+"""The engine both front ends use: files in, findings out.
+
+discover → read → prefilter → parse (cached, maybe parallel) → link → rules → noqa/select."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence
+
+from .cache import FactsCache
+from .config import Config
+from .discovery import SourceFile, discover
+from .facts import FileFacts, Span
+from .findings import Finding
+from .link import Project
+from .noqa import NoqaFilter, file_is_ignored
+from .prefilter import Prefilter, words_pattern
+from .source import Source, SourceError, decode, read_source
+
+ERROR_CODE = "WS001"
+_IMPORT_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import\b", re.MULTILINE)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w. \t,]+)", re.MULTILINE)
+
+
+@dataclass
+class Stats:
+    files: int = 0
+    candidates: int = 0
+    parsed: int = 0
+    cache_hits: int = 0
+    errors: int = 0
+    findings: int = 0
+    workers: int = 1
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class CheckResult:
+    findings: list[Finding]
+    stats: Stats
+    facts: dict[str, FileFacts] = field(default_factory=dict)
+    sources: dict[str, Source] = field(default_factory=dict)
+
+
+@dataclass
+class Engine:
+    config: Config = field(default_factory=Config)
+    link: bool = True
+    prefilter: bool = True
+    jobs: int = 0  # 0: as many as CPUs, when there is enough work
+    cache_dir: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        self.registry = self.config.registry()
+        extra_words = tuple(b.rsplit(".", 1)[-1] for b in self.config.dataset_bases)
+        self.filter = Prefilter(self.registry, extra_words)
+        self.cache = FactsCache(self.cache_dir, self.registry) if self.cache_dir else None
+
+    # --- public API ---------------------------------------------------------------------------
+
+    def check_paths(self, paths: Sequence[str]) -> CheckResult:
+        excludes = self.config.exclude + self.config.extend_exclude
+        files = discover(paths, excludes)
+        stats = Stats(files=len(files))
+        sources, errors = self._read_all(files)
+        facts = self._analyse(files, sources, stats)
+        errors += [self._error_finding(f.path, f.error) for f in facts.values() if f.error]
+        findings = self._rules(facts)
+        result = self._filter(findings + errors, sources)
+        stats.errors = sum(1 for f in result if f.code == ERROR_CODE)
+        stats.findings = len(result) - stats.errors
+        return CheckResult(result, stats, facts, sources)
+
+    def check_text(self, path: str, text: str, module: str = "", noqa: bool = True
+                   ) -> list[Finding]:
+        """One file alone (flake8, editors, stdin): same-file knowledge only."""
+        if self.prefilter and not self.filter.single_file_candidate(text):
+            return []
+        from .parse import file_facts
+
+        facts = file_facts(text, path, module, os.path.basename(path) == "__init__.py",
+                           self.registry)
+        if facts.error:
+            return [self._error_finding(path, facts.error)]
+        findings = self._rules({path: facts})
+        if not noqa:
+            return [f for f in findings if self.config.enabled(f.code)]
+        source = Source(path, b"", text, "utf-8", False)
+        return self._filter(findings, {path: source})
+
+    def check_bytes(self, path: str, raw: bytes) -> list[Finding]:
+        try:
+            source = decode(path, raw)
+        except SourceError as exc:
+            return self._filter([self._error_finding(path, str(exc))], {})
+        from .discovery import module_name
+
+        return self.check_text(path, source.text, module_name(path, os.path.dirname(path) or "."))
+
+    # --- steps --------------------------------------------------------------------------------
+
+    def _read_all(self, files: list[SourceFile]) -> tuple[dict[str, Source], list[Finding]]:
+        sources: dict[str, Source] = {}
+        errors: list[Finding] = []
+        for file in files:
+            try:
+                sources[file.path] = read_source(file.path)
+            except SourceError as exc:
+                errors.append(self._error_finding(file.path, str(exc)))
+        return sources, errors
+
+    def _analyse(self, files: list[SourceFile], sources: dict[str, Source], stats: Stats
+                 ) -> dict[str, FileFacts]:
+        by_path = {f.path: f for f in files if f.path in sources}
+        texts = {p: s.text for p, s in sources.items()}
+        if not self.prefilter:
+            wanted = list(by_path)
+        else:
+            wanted = [p for p, t in texts.items() if self.filter.single_file_candidate(t)]
+        stats.candidates = len(wanted)
+        facts = self._parse_many([by_path[p] for p in wanted], texts, stats)
+        if self.link and self.prefilter:
+            self._link_closure(by_path, texts, facts, stats)
+        return facts
+
+    def _link_closure(self, by_path: dict[str, SourceFile], texts: dict[str, str],
+                      facts: dict[str, FileFacts], stats: Stats) -> None:
+        """Parse more files until every file that could add to a finding has been parsed."""
+        by_module = {f.module: f.path for f in by_path.values() if f.module}
+        handle_files = {p for p, t in texts.items() if self.filter.mentions_handle(t)}
+        dataset_files = {p for p, t in texts.items() if self.filter.mentions_dataset(t)}
+        first_round = True
+        while True:
+            wanted = _needed_modules(facts.values(), by_module)
+            pattern = words_pattern(_interesting_names(facts.values()))
+            if pattern is not None:
+                wanted |= {p for p in dataset_files | handle_files if pattern.search(texts[p])}
+            if first_round:
+                wanted |= _dataset_files_importing_handles(
+                    dataset_files - handle_files, handle_files, by_path, by_module, texts)
+                first_round = False
+            wanted -= set(facts)
+            if not wanted:
+                return
+            stats.candidates += len(wanted)
+            facts.update(self._parse_many([by_path[p] for p in sorted(wanted)], texts, stats))
+
+    def _parse_many(self, files: list[SourceFile], texts: dict[str, str], stats: Stats
+                    ) -> dict[str, FileFacts]:
+        from .parallel import parse_files
+
+        out: dict[str, FileFacts] = {}
+        todo: list[SourceFile] = []
+        for file in files:
+            cached = self.cache.get(file, texts[file.path]) if self.cache else None
+            if cached is not None:
+                out[file.path] = cached
+                stats.cache_hits += 1
+            else:
+                todo.append(file)
+        parsed, workers = parse_files(todo, texts, self.config, self.jobs)
+        stats.parsed += len(parsed)
+        stats.workers = max(stats.workers, workers)
+        for file in todo:
+            result = parsed[file.path]
+            out[file.path] = result
+            if self.cache:
+                self.cache.put(file, texts[file.path], result)
+        return out
+
+    def _rules(self, facts: dict[str, FileFacts]) -> list[Finding]:
+        from .rules import evaluate
+
+        good = [f for f in facts.values() if not f.error]
+        bases = self.config.all_dataset_bases()
+        if self.link:
+            return evaluate(Project(good, bases), self.registry)
+        return [finding for f in good for finding in evaluate(Project([f], bases), self.registry)]
+
+    def _filter(self, findings: Iterable[Finding], sources: dict[str, Source]) -> list[Finding]:
+        """select/ignore, then `# noqa` exactly as flake8 applies it."""
+        filters: dict[str, Optional[NoqaFilter]] = {}
+        kept = []
+        for finding in sorted(findings, key=Finding.sort_key):
+            if not self.config.enabled(finding.code):
+                continue
+            source = sources.get(finding.path)
+            if source is not None:
+                if finding.path not in filters:
+                    lines = source.lines
+                    filters[finding.path] = None if file_is_ignored(lines) else NoqaFilter(lines)
+                noqa = filters[finding.path]
+                if noqa is None or noqa.suppressed(finding.code, finding.line):
+                    continue
+            kept.append(finding)
+        return kept
+
+    @staticmethod
+    def _error_finding(path: str, message: str) -> Finding:
+        return Finding(path, Span(1, 0, 1, 0), ERROR_CODE, f"cannot analyse this file: {message}")
+
+
+# --- linking helpers ----------------------------------------------------------------------------
+
+def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str]) -> set[str]:
+    """Files defining names the parsed facts refer to (bases, datasets, worker_init_fns, ...)."""
+    wanted: set[str] = set()
+    for facts in all_facts:
+        names = list(facts.star_imports)
+        imports = facts.import_map()
+        for cls in facts.classes:
+            names += cls.bases
+            names += [imports.get(g, "") for m in cls.methods for g in m.globals_read]
+            names += [r.target for _, refs in cls.attr_refs for r in refs]
+        for loader in facts.loaders:
+            names += [r.target for r in loader.datasets] + [loader.worker_init]
+        for func in facts.functions:
+            names += [r.target for r in func.returns]
+        names += [r.target for _, refs in facts.module_vars for r in refs]
+        for name in names:
+            path = _module_file(name, by_module)
+            if path is not None:
+                wanted.add(path)
+    return wanted
+
+
+def _module_file(name: str, by_module: dict[str, str]) -> Optional[str]:
+    parts = name.split(".") if name else []
+    for cut in range(len(parts), 0, -1):
+        path = by_module.get(".".join(parts[:cut]))
+        if path is not None:
+            return path
+    return None
+
+
+def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
+    """Names whose mention makes another file worth parsing: handle holders and their kin."""
+    names: set[str] = set()
+    for facts in all_facts:
+        holders = {c.name for c in facts.classes if c.held or c.class_held or c.param_attrs}
+        holders |= {c.name for c in facts.classes if set(c.bases) & holders}
+        names |= holders
+        names |= {h.name for h in facts.module_handles}
+        names |= {f.name for f in facts.functions if f.returns}
+        names |= {n for n, _ in facts.module_vars if n[:1].isalpha()}
+    return {n for n in names if len(n) > 2}
+
+
+def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[str],
+                                     by_path: dict[str, SourceFile], by_module: dict[str, str],
+                                     texts: dict[str, str]) -> set[str]:
+    """A dataset file importing from a handle file: the handle may be a module-level one."""
+    handle_modules = {by_path[p].module: p for p in handle_only if by_path[p].module}
+    if not handle_modules:
+        return set()
+    found: set[str] = set()
+    for path in dataset_only:
+        file = by_path[path]
+        for imported in _imported_modules(texts[path], file):
+            target = handle_modules.get(imported) or _module_file(imported, {
+                m: p for m, p in handle_modules.items()})
+            if target is not None:
+                found |= {path, target}
+    return found
+
+
+def _imported_modules(text: str, file: SourceFile) -> set[str]:
+    from .analysis.names import module_of_import
+
+    out: set[str] = set()
+    for match in _IMPORT_FROM.finditer(text):
+        spec = match.group(1)
+        level = len(spec) - len(spec.lstrip("."))
+        out.add(module_of_import(file.module, file.is_package, level, spec.lstrip(".")))
+    for match in _IMPORT.finditer(text):
+        for part in match.group(1).split(","):
+            name = part.strip().split()[0] if part.strip() else ""
+            if name:
+                out.add(name)
+    return out

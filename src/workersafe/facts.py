@@ -1,0 +1,180 @@
+"""Per-file facts: what one file says, with no knowledge of other files.
+
+Plain frozen dataclasses, so they can be cached on disk and linked across files later. Names
+are qualified through the file's own imports: `torch.utils.data.Dataset`, `pkg.data.Remote`.
+A name that could not be qualified is kept bare; the linker tries the file's star imports."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Optional, Tuple
+
+FACTS_VERSION = 3  # bump whenever a dataclass below changes: old caches are then ignored
+
+
+@dataclass(frozen=True)
+class Span:
+    line: int  # 1-based
+    col: int  # 0-based, as flake8 reports
+    end_line: int
+    end_col: int
+
+
+@dataclass(frozen=True)
+class HandleSite:
+    """A call that creates a handle."""
+
+    handle: str  # qualified constructor name (a registry key)
+    span: Span
+    path: str = ""  # filled in by the linker for messages
+
+
+@dataclass(frozen=True)
+class HeldHandle:
+    """A handle kept on an instance (created in a method) or on a class (class body)."""
+
+    attr: str
+    site: HandleSite
+    method: str  # creating method, or "" for a class attribute
+    derived: bool = False  # the attribute holds an object derived from the handle
+    closed: bool = False  # closed again in the creating method
+    parent_use: bool = False  # used in the creating method after it was created
+
+
+@dataclass(frozen=True)
+class MethodFacts:
+    name: str
+    attrs_read: Tuple[str, ...] = ()  # `self.x` / `Cls.x` read (not only assigned)
+    attrs_used: Tuple[str, ...] = ()  # read for I/O, not just configured (`self.x.headers`)
+    self_calls: Tuple[str, ...] = ()  # `self.m(...)`
+    globals_read: Tuple[str, ...] = ()  # bare names read (candidates for module handles)
+    guarded_attrs: Tuple[str, ...] = ()  # attrs re-created under a pid check
+    guarded_calls: Tuple[str, ...] = ()  # `self.m()` called under a pid check
+    calls_super_init: bool = False
+
+
+@dataclass(frozen=True)
+class ClassFacts:
+    name: str
+    qualname: str
+    bases: Tuple[str, ...]
+    span: Span
+    methods: Tuple[MethodFacts, ...] = ()
+    held: Tuple[HeldHandle, ...] = ()  # instance handles (created in methods)
+    class_held: Tuple[HeldHandle, ...] = ()  # class-attribute handles
+    init_params: Tuple[str, ...] = ()  # `__init__` parameters after self, in order
+    param_attrs: Tuple[Tuple[str, str], ...] = ()  # (param, attr) for `self.attr = param`
+    attr_refs: Tuple[Tuple[str, Tuple[DatasetRef, ...]], ...] = ()  # `self.train_ds = DS()`
+
+    def method(self, name: str) -> Optional[MethodFacts]:
+        return next((m for m in self.methods if m.name == name), None)
+
+
+@dataclass(frozen=True)
+class HandleArg:
+    """A handle passed to a constructor call: by position or by keyword."""
+
+    position: int  # -1 when passed by keyword
+    keyword: str
+    site: HandleSite
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """What a DataLoader's dataset argument (or a factory's return value) refers to."""
+
+    kind: str  # "instance" (Cls(...)), "call" (factory(...)), "name" (module variable)
+    target: str  # qualified name of the class, function or variable
+    handle_args: Tuple[HandleArg, ...] = ()
+
+
+@dataclass(frozen=True)
+class LoaderCall:
+    span: Span
+    datasets: Tuple[DatasetRef, ...]
+    num_workers: Optional[int]  # None: not a constant (treated as >= 2)
+    num_workers_text: str
+    persistent: Optional[bool]  # None: not a constant
+    context: str  # "fork", "spawn", "forkserver", "" (platform default), "?" unknown
+    worker_init: str = ""  # qualified name of the worker_init_fn (partial unwrapped)
+    has_worker_init: bool = False
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class FunctionFacts:
+    """A module-level function: factory, worker_init_fn, or cached handle getter."""
+
+    name: str
+    qualname: str
+    returns: Tuple[DatasetRef, ...] = ()
+    method_calls: Tuple[str, ...] = ()  # `.m(...)` called anywhere inside
+    attr_handle_assigns: Tuple[str, ...] = ()  # `<expr>.attr = <handle>` inside
+    calls: Tuple[str, ...] = ()  # qualified names of functions called inside
+
+
+@dataclass(frozen=True)
+class ModuleHandle:
+    """A handle created at module level, or returned by a cached module-level function."""
+
+    name: str
+    site: HandleSite
+    via_call: bool = False  # `@functools.cache def get_client(): return boto3.client(...)`
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    path: str
+    module: str
+    imports: Tuple[Tuple[str, str], ...] = ()  # (local name, qualified name), module level
+    star_imports: Tuple[str, ...] = ()
+    classes: Tuple[ClassFacts, ...] = ()
+    functions: Tuple[FunctionFacts, ...] = ()
+    loaders: Tuple[LoaderCall, ...] = ()
+    module_handles: Tuple[ModuleHandle, ...] = ()
+    module_vars: Tuple[Tuple[str, Tuple[DatasetRef, ...]], ...] = ()
+    globals_read_outside_classes: Tuple[str, ...] = ()
+    start_method: str = ""  # from set_start_method(...) anywhere in the file
+    error: str = ""  # parse failure: the message for WS001
+
+    def import_map(self) -> dict[str, str]:
+        return dict(self.imports)
+
+
+# --- serialisation (for the on-disk cache) -------------------------------------------------
+
+def to_jsonable(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, tuple):
+        return [to_jsonable(x) for x in obj]
+    return obj
+
+
+def from_jsonable(cls: Any, data: Any) -> Any:
+    """Rebuild a facts dataclass from `to_jsonable` output; raises on a shape mismatch."""
+    hints = typing.get_type_hints(cls, globals())
+    kwargs = {f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(cls)}
+    return cls(**kwargs)
+
+
+def _convert(tp: Any, value: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return from_jsonable(tp, value)
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_convert(args[0], v) for v in value)
+        return tuple(_convert(a, v) for a, v in zip(args, value))
+    if origin is typing.Union:
+        if value is None:
+            return None
+        inner = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _convert(inner[0], value)
+    return value
+
+
+__all__ = [name for name in dir() if name[0].isupper()] + ["to_jsonable", "from_jsonable", "field"]

@@ -1,0 +1,211 @@
+"""Linking: the facts of many files seen as one program.
+
+Resolves names across modules (imports, re-exports, star imports), the class hierarchy, and
+which DataLoader calls use which dataset class (through factories, module variables and
+attributes). With one file it degrades to same-file knowledge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Iterable, Iterator, Optional
+
+from .analysis.names import DATASET_BASES
+from .facts import ClassFacts, DatasetRef, FileFacts, FunctionFacts, LoaderCall, ModuleHandle
+
+
+@dataclass
+class Project:
+    files: list[FileFacts]
+    dataset_bases: frozenset[str] = DATASET_BASES
+    by_module: dict[str, FileFacts] = field(init=False)
+    classes: dict[str, ClassFacts] = field(init=False)
+    functions: dict[str, FunctionFacts] = field(init=False)
+    class_file: dict[str, FileFacts] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.by_module = {f.module: f for f in self.files}
+        self.classes, self.functions, self.class_file = {}, {}, {}
+        for facts in self.files:
+            for cls in facts.classes:
+                self.classes[cls.qualname] = cls
+                self.class_file[cls.qualname] = facts
+            for func in facts.functions:
+                self.functions[func.qualname] = func
+        self._resolve_cache: dict[str, str] = {}
+        self._subclasses: Optional[dict[str, list[str]]] = None
+
+    # --- names ----------------------------------------------------------------------------
+
+    def resolve(self, name: str, context: Optional[FileFacts] = None) -> str:
+        """Follow re-exports until a defined class/function/variable, or the name as given."""
+        if context is not None and "." not in name:
+            for star in context.star_imports:
+                found = self.resolve(f"{star}.{name}")
+                if self._defined(found):
+                    return found
+            if context.module:
+                local = f"{context.module}.{name}"
+                if self._defined(local):
+                    return local
+        if name in self._resolve_cache:
+            return self._resolve_cache[name]
+        self._resolve_cache[name] = name  # cycle guard
+        resolved = self._resolve_uncached(name)
+        self._resolve_cache[name] = resolved
+        return resolved
+
+    def _defined(self, name: str) -> bool:
+        return name in self.classes or name in self.functions or self._module_attr(name) is not None
+
+    def _module_attr(self, name: str) -> Optional[tuple[FileFacts, str]]:
+        module, _, attr = name.rpartition(".")
+        facts = self.by_module.get(module)
+        if facts is None:
+            return None
+        if any(n == attr for n, _ in facts.module_vars) or \
+                any(h.name == attr for h in facts.module_handles):
+            return facts, attr
+        return None
+
+    def _resolve_uncached(self, name: str) -> str:
+        if self._defined(name):
+            return name
+        module, attr = self._split_module(name)
+        if module is None:
+            return name
+        facts = self.by_module[module]
+        head, _, rest = attr.partition(".")
+        imported = facts.import_map().get(head)
+        if imported is not None:
+            return self.resolve(f"{imported}.{rest}" if rest else imported)
+        for star in facts.star_imports:
+            found = self.resolve(f"{star}.{attr}")
+            if self._defined(found):
+                return found
+        return name
+
+    def _split_module(self, name: str) -> tuple[Optional[str], str]:
+        parts = name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:cut])
+            if module in self.by_module:
+                return module, ".".join(parts[cut:])
+        return None, name
+
+    # --- classes --------------------------------------------------------------------------
+
+    def base_classes(self, cls: ClassFacts) -> list[ClassFacts]:
+        facts = self.class_file[cls.qualname]
+        out = []
+        for base in cls.bases:
+            found = self.classes.get(self.resolve(base, facts))
+            if found is not None and found.qualname != cls.qualname:
+                out.append(found)
+        return out
+
+    def mro(self, cls: ClassFacts) -> list[ClassFacts]:
+        """The class and its project bases, nearest first (depth-first, no repeats)."""
+        seen: dict[str, ClassFacts] = {}
+        stack = [cls]
+        while stack:
+            current = stack.pop(0)
+            if current.qualname in seen:
+                continue
+            seen[current.qualname] = current
+            stack.extend(self.base_classes(current))
+        return list(seen.values())
+
+    def is_torch_dataset(self, cls: ClassFacts) -> bool:
+        for member in self.mro(cls):
+            facts = self.class_file[member.qualname]
+            if any(self.resolve(b, facts) in self.dataset_bases or b in self.dataset_bases
+                   for b in member.bases):
+                return True
+        return False
+
+    def subclasses(self, qualname: str) -> list[str]:
+        if self._subclasses is None:
+            children: dict[str, list[str]] = {}
+            for cls in self.classes.values():
+                for base in self.base_classes(cls):
+                    children.setdefault(base.qualname, []).append(cls.qualname)
+            self._subclasses = children
+        out, stack = [], [qualname]
+        while stack:
+            for child in self._subclasses.get(stack.pop(), []):
+                if child not in out and child != qualname:
+                    out.append(child)
+                    stack.append(child)
+        return out
+
+    # --- loaders → classes ---------------------------------------------------------------------
+
+    def loaders(self) -> Iterator[tuple[FileFacts, LoaderCall]]:
+        for facts in self.files:
+            for loader in facts.loaders:
+                yield facts, loader
+
+    def classes_of_ref(self, ref: DatasetRef, facts: FileFacts, depth: int = 0
+                       ) -> list[tuple[ClassFacts, DatasetRef]]:
+        """Dataset classes a reference may construct, with the ref that constructs them."""
+        if depth > 8:
+            return []
+        target = self.resolve(ref.target, facts)
+        if ref.kind == "call":
+            cls = self.classes.get(target)
+            if cls is not None:
+                return [(cls, ref)]
+            func = self.functions.get(target)
+            if func is not None:
+                home = self.by_module.get(target.rpartition(".")[0], facts)
+                return [c for r in func.returns for c in self.classes_of_ref(r, home, depth + 1)]
+            return []
+        if ref.kind == "name":
+            found = self._module_attr(target)
+            if found is None:
+                return []
+            home, attr = found
+            refs = dict(home.module_vars).get(attr, ())
+            return [c for r in refs for c in self.classes_of_ref(r, home, depth + 1)]
+        if ref.kind == "attr":
+            owner_name, _, attr = ref.target.rpartition(".")
+            owner = self.classes.get(owner_name)
+            if owner is None:
+                return []
+            home = self.class_file[owner_name]
+            refs = [r for member in self.mro(owner) for a, rs in member.attr_refs if a == attr
+                    for r in rs]
+            return [c for r in refs for c in self.classes_of_ref(r, home, depth + 1)]
+        return []
+
+    def loaders_by_class(self) -> dict[str, list[tuple[FileFacts, LoaderCall, DatasetRef]]]:
+        out: dict[str, list[tuple[FileFacts, LoaderCall, DatasetRef]]] = {}
+        for facts, loader in self.loaders():
+            for ref in loader.datasets:
+                for cls, constructing in self.classes_of_ref(ref, facts):
+                    entries = out.setdefault(cls.qualname, [])
+                    if not any(e[1] is loader and e[2] == constructing for e in entries):
+                        entries.append((facts, loader, constructing))
+        return out
+
+    def worker_init_function(self, loader: LoaderCall, facts: FileFacts) -> Optional[FunctionFacts]:
+        if not loader.worker_init:
+            return None
+        return self.functions.get(self.resolve(loader.worker_init, facts))
+
+    def module_handle(self, name: str, facts: FileFacts) -> Optional[tuple[FileFacts, ModuleHandle]]:
+        """The module-level handle a bare name in `facts` refers to, if any."""
+        for handle in facts.module_handles:
+            if handle.name == name:
+                return facts, handle
+        imported = facts.import_map().get(name)
+        candidates = [imported] if imported else [f"{s}.{name}" for s in facts.star_imports]
+        for candidate in candidates:
+            found = self._module_attr(self.resolve(candidate))
+            if found is not None:
+                home, attr = found
+                for handle in home.module_handles:
+                    if handle.name == attr:
+                        return home, handle
+        return None

@@ -1,0 +1,67 @@
+"""Parsing many files: in this process, or in a spawn-based pool when there is enough work.
+(A fork-based pool would be ironic here: spawn it is.)"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Sequence
+
+from .config import Config
+from .discovery import SourceFile
+from .facts import FileFacts
+
+# Below this much source a pool costs more (interpreter + libcst start per worker) than it saves.
+MIN_PARALLEL_BYTES = 400_000
+MIN_PARALLEL_FILES = 8
+
+
+def parse_files(files: Sequence[SourceFile], texts: dict[str, str], config: Config,
+                jobs: int) -> tuple[dict[str, FileFacts], int]:
+    """Facts for each file, and how many processes did the work."""
+    if not files:
+        return {}, 1
+    workers = _worker_count(files, texts, jobs)
+    if workers <= 1:
+        registry = config.registry()
+        return {f.path: _facts(f, texts[f.path], registry) for f in files}, 1
+    batches = _balanced_batches(files, texts, workers * 4)
+    context = multiprocessing.get_context("spawn")
+    out: dict[str, FileFacts] = {}
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        jobs_args = [([(f, texts[f.path]) for f in batch], config) for batch in batches]
+        for result in pool.map(_parse_batch, *zip(*jobs_args)):
+            out.update(result)
+    return out, workers
+
+
+def _worker_count(files: Sequence[SourceFile], texts: dict[str, str], jobs: int) -> int:
+    total = sum(len(texts[f.path]) for f in files)
+    limit = jobs if jobs > 0 else (os.cpu_count() or 1)
+    if limit <= 1 or len(files) < MIN_PARALLEL_FILES or total < MIN_PARALLEL_BYTES:
+        return 1
+    return min(limit, len(files))
+
+
+def _balanced_batches(files: Sequence[SourceFile], texts: dict[str, str], count: int
+                      ) -> list[list[SourceFile]]:
+    """Largest first into the lightest batch: keeps every worker busy until the end."""
+    batches: list[list[SourceFile]] = [[] for _ in range(min(count, len(files)))]
+    sizes = [0] * len(batches)
+    for file in sorted(files, key=lambda f: -len(texts[f.path])):
+        index = sizes.index(min(sizes))
+        batches[index].append(file)
+        sizes[index] += len(texts[file.path])
+    return [b for b in batches if b]
+
+
+def _parse_batch(items: list[tuple[SourceFile, str]], config: Config) -> dict[str, FileFacts]:
+    registry = config.registry()
+    return {file.path: _facts(file, text, registry) for file, text in items}
+
+
+def _facts(file: SourceFile, text: str, registry) -> FileFacts:  # type: ignore[no-untyped-def]
+    from .parse import file_facts
+
+    return file_facts(text, file.path, file.module, file.is_package, registry)

@@ -1,0 +1,90 @@
+"""Output formats: text (flake8-style), json, sarif (2.1.0), github (workflow annotations)."""
+
+from __future__ import annotations
+
+import json
+from typing import Callable, Sequence
+
+from . import __version__
+from .findings import Finding
+
+DOCS_URL = "https://github.com/workersafe/workersafe/blob/main/src/workersafe/docs/{code}.md"
+
+
+def text(findings: Sequence[Finding]) -> str:
+    return "".join(f"{f.path}:{f.line}:{f.col + 1}: {f.code} {f.message}\n" for f in findings)
+
+
+def as_json(findings: Sequence[Finding]) -> str:
+    rows = [
+        {"path": f.path, "line": f.line, "col": f.col + 1, "end_line": f.span.end_line,
+         "end_col": f.span.end_col + 1, "code": f.code, "message": f.message,
+         "fixable": bool(f.plan)}
+        for f in findings
+    ]
+    return json.dumps(rows, indent=2) + "\n"
+
+
+def github(findings: Sequence[Finding]) -> str:
+    def escape(value: str) -> str:
+        return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+    def prop(value: str) -> str:
+        return escape(value).replace(":", "%3A").replace(",", "%2C")
+
+    return "".join(
+        f"::error file={prop(f.path)},line={f.line},col={f.col + 1},endLine={f.span.end_line},"
+        f"endColumn={f.span.end_col + 1},title={prop(f.code)}::{escape(f.code + ' ' + f.message)}\n"
+        for f in findings
+    )
+
+
+def sarif(findings: Sequence[Finding]) -> str:
+    from .docs import rule_docs
+
+    docs = rule_docs()
+    rules = [
+        {
+            "id": code,
+            "name": doc.name,
+            "shortDescription": {"text": doc.summary},
+            "fullDescription": {"text": doc.summary},
+            "help": {"text": doc.text, "markdown": doc.text},
+            "helpUri": DOCS_URL.format(code=code),
+            "defaultConfiguration": {"level": "error" if code != "WS001" else "warning"},
+        }
+        for code, doc in sorted(docs.items())
+    ]
+    index = {rule["id"]: i for i, rule in enumerate(rules)}
+    results = [
+        {
+            "ruleId": f.code,
+            **({"ruleIndex": index[f.code]} if f.code in index else {}),
+            "level": "error" if f.code != "WS001" else "warning",
+            "message": {"text": f.message},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": f.path.replace("\\", "/")},
+                    "region": {"startLine": f.line, "startColumn": f.col + 1,
+                               "endLine": f.span.end_line, "endColumn": f.span.end_col + 1},
+                }
+            }],
+        }
+        for f in findings
+    ]
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "workersafe", "version": __version__,
+                                "informationUri": DOCS_URL.format(code="README").rsplit("/", 1)[0],
+                                "rules": rules}},
+            "results": results,
+        }],
+    }
+    return json.dumps(log, indent=2) + "\n"
+
+
+FORMATS: dict[str, Callable[[Sequence[Finding]], str]] = {
+    "text": text, "json": as_json, "sarif": sarif, "github": github,
+}

@@ -1,0 +1,319 @@
+"""The rules: pure functions of linked facts → findings (SPEC section 4).
+
+A finding is a handle that DataLoader worker processes would share. Where it is created picks
+the code (WS101 instance, WS102 module, WS103 class attribute, WS104 passed in); whether a
+DataLoader that makes it a hazard was found picks confirmed (WS10x) or latent (WS11x); a
+spawn/forkserver loader with a handle that does not pickle gives WS201."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Optional
+
+from .facts import ClassFacts, FileFacts, HandleSite, LoaderCall, MethodFacts
+from .findings import Finding, FixPlan
+from .link import Project
+from .registry import HandleType, Registry
+
+# Methods that never run in a worker for the dataset's sake, or that only tear down.
+NOT_WORKER_METHODS = frozenset({
+    "__init__", "__len__", "close", "__del__", "__exit__", "__enter__", "__getstate__",
+    "__setstate__", "__repr__", "__str__", "__reduce__", "__reduce_ex__",
+})
+LATENT = {"WS101": "WS111", "WS102": "WS112", "WS103": "WS113"}
+
+HAZARD, SPAWN_CRASH, SAFE = "hazard", "spawn", "safe"
+
+
+@dataclass(frozen=True)
+class UsedLoader:
+    facts: FileFacts
+    loader: LoaderCall
+    verdict: str
+
+
+@dataclass
+class Candidate:
+    """One handle site, gathered over every dataset class that holds it."""
+
+    code: str
+    site: HandleSite
+    path: str
+    what: str  # "created in Remote.__init__", "created at module level (SESSION)", ...
+    holder: str  # dataset class name, for messages
+    plan: FixPlan
+    fork_unsafe: bool
+    loaders: list[UsedLoader] = field(default_factory=list)
+    any_loader: bool = False  # some loader uses a dataset holding it (even a safe one)
+    torch_dataset: bool = False
+
+
+@dataclass
+class ClassView:
+    """A dataset class with its inherited methods resolved (the effective class)."""
+
+    cls: ClassFacts
+    facts: FileFacts
+    methods: dict[str, tuple[ClassFacts, MethodFacts]]
+    init_run: set[tuple[str, str]]  # (class qualname, method) that run when constructing
+    worker_methods: set[str]
+    worker_reads: set[str]
+    parent_uses: set[str]
+    guarded: set[str]
+
+
+def evaluate(project: Project, registry: Registry) -> list[Finding]:
+    candidates: dict[tuple, Candidate] = {}
+    loaders_by_class = project.loaders_by_class()
+    for cls in project.classes.values():
+        uses = loaders_by_class.get(cls.qualname, [])
+        is_torch = project.is_torch_dataset(cls)
+        if not is_torch and not uses:
+            continue
+        view = class_view(project, cls)
+        for cand, parent_use, attr, kind in _candidates_of(project, registry, view):
+            merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
+            merged.torch_dataset |= is_torch
+            merged.any_loader |= bool(uses)
+            for facts, loader, _ in uses:
+                verdict = classify(project, registry, view, facts, loader, cand.site.handle,
+                                   attr, parent_use, kind)
+                merged.loaders.append(UsedLoader(facts, loader, verdict))
+        for facts, loader, ref in uses:
+            for cand, parent_use, attr in _passed_candidates(view, registry, ref, facts):
+                merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
+                merged.any_loader = True
+                verdict = classify(project, registry, view, facts, loader, cand.site.handle,
+                                   attr, parent_use, "passed")
+                merged.loaders.append(UsedLoader(facts, loader, verdict))
+    findings = [f for cand in candidates.values() for f in _findings_of(cand, registry)]
+    return sorted(findings, key=Finding.sort_key)
+
+
+# --- the effective class ------------------------------------------------------------------
+
+def class_view(project: Project, cls: ClassFacts) -> ClassView:
+    mro = project.mro(cls)
+    methods: dict[str, tuple[ClassFacts, MethodFacts]] = {}
+    for member in mro:
+        for method in member.methods:
+            methods.setdefault(method.name, (member, method))
+    init_run = _init_run(mro, methods)
+    init_names = {name for _, name in init_run}
+    roots = [n for n in methods if n not in init_names and n not in NOT_WORKER_METHODS]
+    worker_methods = _closure(roots, methods)
+    worker_reads = {a for n in worker_methods for a in methods[n][1].attrs_read}
+    parent_methods = (init_names - worker_methods) | {"__init__", "__len__"}
+    parent_uses = {a for n in parent_methods if n in methods for a in methods[n][1].attrs_used}
+    guarded = _guarded_attrs(mro, methods)
+    return ClassView(cls, project.class_file[cls.qualname], methods, init_run, worker_methods,
+                     worker_reads, parent_uses, guarded)
+
+
+def _init_run(mro: list[ClassFacts], methods: dict) -> set[tuple[str, str]]:
+    """Methods run by construction: the `__init__` chain (through super) and what it calls."""
+    run: set[tuple[str, str]] = set()
+    for member in mro:
+        init = member.method("__init__")
+        if init is None:
+            continue
+        run |= {(member.qualname, "__init__")}
+        for name in _closure(init.self_calls, methods):
+            run.add((methods[name][0].qualname, name))
+        if not init.calls_super_init:
+            break
+    return run
+
+
+def _closure(roots: Iterable[str], methods: dict) -> set[str]:
+    seen: set[str] = set()
+    stack = [r for r in roots if r in methods]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        stack.extend(c for c in methods[name][1].self_calls if c in methods)
+    return seen
+
+
+def _guarded_attrs(mro: list[ClassFacts], methods: dict) -> set[str]:
+    guarded: set[str] = set()
+    for member in mro:
+        for method in member.methods:
+            guarded.update(method.guarded_attrs)
+            for called in _closure(method.guarded_calls, methods):
+                owner = methods[called][0]
+                guarded.update(h.attr for h in owner.held if h.method == called)
+    return guarded
+
+
+# --- candidates ---------------------------------------------------------------------------
+
+def _candidates_of(project: Project, registry: Registry, view: ClassView
+                   ) -> Iterator[tuple[Candidate, bool, str, str]]:
+    mro = project.mro(view.cls)
+    for member in mro:
+        home = project.class_file[member.qualname]
+        for held in member.held:
+            htype = registry.lookup(held.site.handle)
+            if htype is None or (member.qualname, held.method) not in view.init_run:
+                continue
+            if held.closed or held.attr not in view.worker_reads or held.attr in view.guarded:
+                continue
+            plan = FixPlan("instance", member.qualname, held.attr, held.method)
+            cand = Candidate("WS101", held.site, home.path, f"created in {member.name}.{held.method}",
+                             view.cls.name, plan, not htype.fork_safe)
+            yield cand, held.attr in view.parent_uses, held.attr, "instance"
+        for held in member.class_held:
+            htype = registry.lookup(held.site.handle)
+            if htype is None or held.attr not in view.worker_reads or held.attr in view.guarded:
+                continue
+            plan = FixPlan("class", member.qualname, held.attr)
+            cand = Candidate("WS103", held.site, home.path,
+                             f"created as class attribute {member.name}.{held.attr}",
+                             view.cls.name, plan, not htype.fork_safe)
+            yield cand, held.attr in view.parent_uses, held.attr, "class"
+    yield from _module_candidates(project, registry, view)
+
+
+def _module_candidates(project: Project, registry: Registry, view: ClassView
+                       ) -> Iterator[tuple[Candidate, bool, str, str]]:
+    seen: set[tuple[str, str]] = set()
+    for name in sorted(view.worker_methods):
+        owner, method = view.methods[name]
+        owner_facts = project.class_file[owner.qualname]
+        for global_name in method.globals_read:
+            found = project.module_handle(global_name, owner_facts)
+            if found is None:
+                continue
+            home, handle = found
+            htype = registry.lookup(handle.site.handle)
+            if htype is None or (home.path, handle.name) in seen:
+                continue
+            seen.add((home.path, handle.name))
+            parent_use = _module_parent_use(view, global_name, project)
+            plan = FixPlan("module", view.cls.qualname, handle.name)
+            cand = Candidate("WS102", handle.site, home.path,
+                             f"created at module level ({handle.name})", view.cls.name, plan,
+                             not htype.fork_safe)
+            yield cand, parent_use, handle.name, "module"
+
+
+def _module_parent_use(view: ClassView, name: str, project: Project) -> bool:
+    parent = {n for _, n in view.init_run} | {"__len__"}
+    if any(name in view.methods[n][1].globals_read for n in parent if n in view.methods):
+        return True
+    return any(name in f.globals_read_outside_classes for f in project.files)
+
+
+def _passed_candidates(view: ClassView, registry: Registry, ref, facts: FileFacts
+                       ) -> Iterator[tuple[Candidate, bool, str]]:
+    """WS104: handles the caller passes to the dataset's constructor."""
+    init_owner = next((c for c, m in view.methods.values() if m.name == "__init__"), None)
+    if init_owner is None:
+        return
+    params, param_attrs = init_owner.init_params, dict(init_owner.param_attrs)
+    for arg in ref.handle_args:
+        param = arg.keyword or (params[arg.position] if 0 <= arg.position < len(params) else "")
+        attr = param_attrs.get(param)
+        htype = registry.lookup(arg.site.handle)
+        if attr is None or htype is None or attr not in view.worker_reads or attr in view.guarded:
+            continue
+        plan = FixPlan("passed", init_owner.qualname, attr)
+        cand = Candidate("WS104", arg.site, facts.path,
+                         f"created by the caller and passed to {view.cls.name}({param})",
+                         view.cls.name, plan, not htype.fork_safe)
+        yield cand, attr in view.parent_uses, attr
+
+
+# --- loaders ------------------------------------------------------------------------------
+
+def classify(project: Project, registry: Registry, view: ClassView, facts: FileFacts,
+             loader: LoaderCall, handle: str, attr: str, parent_use: bool, kind: str) -> str:
+    htype = registry.lookup(handle)
+    assert htype is not None
+    context = loader.context or facts.start_method
+    if context in ("spawn", "forkserver"):
+        unpicklable = kind != "module" and not htype.picklable
+        return SPAWN_CRASH if unpicklable else SAFE
+    if htype.fork_safe or _worker_init_recreates(project, view, facts, loader, attr, kind):
+        return SAFE
+    workers = loader.num_workers
+    if workers == 0:
+        return SAFE
+    if workers == 1:
+        return HAZARD if parent_use and loader.persistent is not True else SAFE
+    return HAZARD
+
+
+def _worker_init_recreates(project: Project, view: ClassView, facts: FileFacts,
+                           loader: LoaderCall, attr: str, kind: str) -> bool:
+    func = project.worker_init_function(loader, facts)
+    if func is None or kind == "module":
+        return False
+    if attr in func.attr_handle_assigns:
+        return True
+    creating = {name for name, (owner, _) in view.methods.items()
+                if any(h.attr == attr and h.method == name for h in owner.held)}
+    reopened = {name for name in func.method_calls if name in view.methods}
+    return bool(creating & _closure(reopened, view.methods))
+
+
+# --- findings -----------------------------------------------------------------------------
+
+def _findings_of(cand: Candidate, registry: Registry) -> Iterator[Finding]:
+    hazards = [u for u in cand.loaders if u.verdict == HAZARD]
+    crashes = [u for u in cand.loaders if u.verdict == SPAWN_CRASH]
+    htype = registry.lookup(cand.site.handle)
+    assert htype is not None
+    if hazards:
+        yield _finding(cand, cand.code, _shared_message(cand, hazards, htype))
+    if crashes:
+        yield _finding(cand, "WS201", _spawn_message(cand, crashes))
+    if not cand.any_loader and cand.fork_unsafe and cand.torch_dataset and cand.code in LATENT:
+        message = (f"{cand.site.handle} {cand.what} would be shared by DataLoader workers "
+                   f"(no DataLoader using {cand.holder} found in the checked files): "
+                   f"create it per worker")
+        yield _finding(cand, LATENT[cand.code], message)
+
+
+def _finding(cand: Candidate, code: str, message: str) -> Finding:
+    plan = cand.plan
+    loaders = tuple(sorted({(u.facts.path, u.loader.span.line, u.loader.span.col)
+                            for u in cand.loaders}))
+    plan = FixPlan(plan.kind, plan.class_qualname, plan.attr, plan.method, loaders)
+    return Finding(cand.path, cand.site.span, code, message, plan)
+
+
+def _shared_message(cand: Candidate, hazards: list[UsedLoader], htype: HandleType) -> str:
+    worst = max(hazards, key=_severity)
+    where = _loader_location(cand.path, worst)
+    others = len({(u.facts.path, u.loader.span) for u in hazards}) - 1
+    more = f", and {others} other loader{'s' if others > 1 else ''}" if others else ""
+    return (f"{cand.site.handle} {cand.what} is shared by DataLoader workers "
+            f"(num_workers={worst.loader.num_workers_text}, {where}{more}): create it per worker")
+
+
+def _spawn_message(cand: Candidate, crashes: list[UsedLoader]) -> str:
+    first = crashes[0]
+    context = first.loader.context or first.facts.start_method
+    return (f"{cand.site.handle} {cand.what} does not pickle: the DataLoader at "
+            f"{_loader_location(cand.path, first)} uses {context} workers and crashes when "
+            f"they start: create it per worker")
+
+
+def _severity(used: UsedLoader) -> tuple:
+    workers = used.loader.num_workers
+    return (workers if workers is not None else 2, -used.loader.span.line)
+
+
+def _loader_location(finding_path: str, used: UsedLoader) -> str:
+    path = used.facts.path
+    if path == finding_path:
+        shown = os.path.basename(path)
+    else:
+        rel = os.path.relpath(path, os.path.dirname(finding_path) or ".")
+        shown = rel if not rel.startswith("..") else path
+    return f"{shown}:{used.loader.span.line}"

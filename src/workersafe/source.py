@@ -1,0 +1,57 @@
+"""Reading source files: bytes → text, remembering what the fixer must keep (encoding, BOM,
+line endings). A file that cannot be decoded is reported, never guessed."""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Source:
+    path: str
+    raw: bytes
+    text: str
+    encoding: str
+    bom: bool
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.splitlines(keepends=True)
+
+
+class SourceError(Exception):
+    """The file could not be read or decoded; the message is for the user."""
+
+
+def decode(path: str, raw: bytes) -> Source:
+    if b"\x00" in raw:
+        raise SourceError("file contains NUL bytes (binary file?)")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"cannot determine encoding: {exc}") from None
+    bom = raw.startswith(b"\xef\xbb\xbf")
+    try:
+        text = raw.decode("utf-8-sig" if bom else encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise SourceError(f"cannot decode as {encoding}: {exc}") from None
+    return Source(path, raw, text, "utf-8" if encoding == "utf-8-sig" else encoding, bom)
+
+
+def read_source(path: str) -> Source:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    return decode(path, raw)
+
+
+def text_or_none(path: str) -> Optional[str]:
+    try:
+        return read_source(path).text
+    except SourceError:
+        return None
