@@ -133,21 +133,29 @@ class Engine:
         by_module = {f.module: f.path for f in by_path.values() if f.module}
         handle_files = {p for p, t in texts.items() if self.filter.mentions_handle(t)}
         dataset_files = {p for p, t in texts.items() if self.filter.mentions_dataset(t)}
-        first_round = True
+        imports: dict[str, set[str]] = {}
+
+        def imported_by(path: str) -> set[str]:
+            if path not in imports:
+                imports[path] = _imported_modules(texts[path], by_path[path])
+            return imports[path]
+
+        wanted = _dataset_files_importing_handles(
+            dataset_files - handle_files, handle_files, by_path, imported_by)
         while True:
-            wanted = _needed_modules(facts.values(), by_module)
+            wanted |= _needed_modules(facts.values(), by_module)
             pattern = words_pattern(_interesting_names(facts.values()))
             if pattern is not None:
                 wanted |= {p for p in dataset_files | handle_files if pattern.search(texts[p])}
-            if first_round:
-                wanted |= _dataset_files_importing_handles(
-                    dataset_files - handle_files, handle_files, by_path, by_module, texts)
-                first_round = False
+            modules = _interesting_modules(facts.values())
+            if modules:
+                wanted |= {p for p in by_path if p not in facts and imported_by(p) & modules}
             wanted -= set(facts)
             if not wanted:
                 return
             stats.candidates += len(wanted)
             facts.update(self._parse_many([by_path[p] for p in sorted(wanted)], texts, stats))
+            wanted = set()
 
     def _parse_many(self, files: list[SourceFile], texts: dict[str, str], stats: Stats
                     ) -> dict[str, FileFacts]:
@@ -250,19 +258,36 @@ def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
     return {n for n in names if len(n) > 2}
 
 
+def _interesting_modules(all_facts: Iterable[FileFacts]) -> set[str]:
+    """Modules defining or re-exporting a handle holder, a module handle or a factory."""
+    modules = {f.module for f in all_facts if f.module and _interesting_names([f])}
+    changed = True
+    while changed:
+        changed = False
+        for facts in all_facts:
+            if facts.module in modules or not facts.module:
+                continue
+            if any(_module_prefixes(q) & modules for _, q in facts.imports):
+                modules.add(facts.module)
+                changed = True
+    return modules
+
+
+def _module_prefixes(name: str) -> set[str]:
+    parts = name.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+
+
 def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[str],
-                                     by_path: dict[str, SourceFile], by_module: dict[str, str],
-                                     texts: dict[str, str]) -> set[str]:
+                                     by_path: dict[str, SourceFile], imported_by) -> set[str]:
     """A dataset file importing from a handle file: the handle may be a module-level one."""
     handle_modules = {by_path[p].module: p for p in handle_only if by_path[p].module}
     if not handle_modules:
         return set()
     found: set[str] = set()
     for path in dataset_only:
-        file = by_path[path]
-        for imported in _imported_modules(texts[path], file):
-            target = handle_modules.get(imported) or _module_file(imported, {
-                m: p for m, p in handle_modules.items()})
+        for imported in imported_by(path):
+            target = _module_file(imported, handle_modules)
             if target is not None:
                 found |= {path, target}
     return found

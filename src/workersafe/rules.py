@@ -236,7 +236,9 @@ def classify(project: Project, registry: Registry, view: ClassView, facts: FileF
     assert htype is not None
     context = loader.context or facts.start_method
     if context in ("spawn", "forkserver"):
-        unpicklable = kind != "module" and not htype.picklable
+        # Only the instance is pickled: module and class attributes are created anew when a
+        # spawned worker imports the module.
+        unpicklable = kind in ("instance", "passed") and not htype.picklable
         return SPAWN_CRASH if unpicklable else SAFE
     if htype.fork_safe or _worker_init_recreates(project, view, facts, loader, attr, kind):
         return SAFE

@@ -65,10 +65,10 @@ class _Class:
     node: cst.ClassDef
     bases: tuple[str, ...]
     methods: list[_Method] = field(default_factory=list)
-    held: dict[tuple[str, str], tuple[_Handle, str]] = field(default_factory=dict)
+    held: dict[tuple[str, str, int], _Handle] = field(default_factory=dict)
     closed: set[tuple[str, str]] = field(default_factory=set)  # (method, attr)
     parent_used: set[tuple[str, str]] = field(default_factory=set)
-    class_held: dict[str, _Handle] = field(default_factory=dict)
+    class_held: dict[tuple[str, int], _Handle] = field(default_factory=dict)
     attr_refs: dict[str, list[DatasetRef]] = field(default_factory=dict)
     init_params: tuple[str, ...] = ()
     param_attrs: list[tuple[str, str]] = field(default_factory=list)
@@ -208,7 +208,10 @@ class FactExtractor(cst.CSTVisitor):
             method = _Method(node.name.value)
             owner.methods.append(method)
             if node.name.value == "__init__":
-                owner.init_params = tuple(p.name.value for p in node.params.params[1:])
+                params = node.params
+                owner.init_params = tuple(p.name.value for p in (
+                    *params.posonly_params, *params.params)[1:]) + tuple(
+                    p.name.value for p in params.kwonly_params)
             func = _Function(node.name.value, f"{owner.qualname}.{node.name.value}", node,
                              False, False)
         else:
@@ -391,18 +394,19 @@ class FactExtractor(cst.CSTVisitor):
 
     def _class_body_assign(self, cls: _Class, target: cst.BaseExpression,
                            value: cst.BaseExpression) -> None:
-        handle = self.handle_of(value)
-        if handle is not None and isinstance(target, cst.Name):
-            cls.class_held[target.value] = handle
+        if isinstance(target, cst.Name):
+            for handle in self.handles_in(value):
+                cls.class_held[(target.value, id(handle.call))] = handle
 
     def _attr_assign(self, cls: Optional[_Class], method: Optional[_Method],
                      target: cst.Attribute, value: cst.BaseExpression) -> None:
         attr = target.attr.value
         handle = self.handle_of(value)
         if cls is not None and method is not None and _is_self(target.value):
-            if handle is not None:
-                self._hold(cls, method, attr, handle)
-            elif isinstance(value, cst.Name) and value.value in cls.init_params \
+            held = self.handles_in(value)
+            for each in held:
+                self._hold(cls, method, attr, each)
+            if not held and isinstance(value, cst.Name) and value.value in cls.init_params \
                     and method.name == "__init__":
                 cls.param_attrs.append((value.value, attr))
             refs = self.refs_of(value)
@@ -418,7 +422,7 @@ class FactExtractor(cst.CSTVisitor):
             return
         if self.pid_guard_depth:
             method.guarded_attrs.add(attr)
-        cls.held.setdefault((method.name, attr), (handle, method.name))
+        cls.held.setdefault((method.name, attr, id(handle.call)), handle)
 
     def _name_assign(self, name: str, value: cst.BaseExpression) -> None:
         handle = self.handle_of(value)
@@ -494,6 +498,16 @@ class FactExtractor(cst.CSTVisitor):
 
     # --- expression evaluation ----------------------------------------------------------------
 
+    def handles_in(self, expr: cst.BaseExpression) -> list[_Handle]:
+        """Every handle a container literal holds; else the one handle the value is."""
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+            return [h for e in expr.elements for h in self.handles_in(e.value)]
+        if isinstance(expr, cst.Dict):
+            return [h for e in expr.elements if isinstance(e, cst.DictElement)
+                    for h in self.handles_in(e.value)]
+        handle = self.handle_of(expr)
+        return [handle] if handle is not None else []
+
     def handle_of(self, expr: cst.BaseExpression) -> Optional[_Handle]:
         """The handle an expression evaluates to (created, derived or held), if any."""
         if isinstance(expr, cst.Call):
@@ -508,8 +522,8 @@ class FactExtractor(cst.CSTVisitor):
         if isinstance(expr, cst.Attribute) and _is_self(expr.value):
             cls, method = self.current_class(), self.current_method()
             if cls is not None and method is not None:
-                held = cls.held.get((method.name, expr.attr.value))
-                return held[0] if held else None
+                return next((h for (m, a, _), h in cls.held.items()
+                             if m == method.name and a == expr.attr.value), None)
             return None
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
             return _first_handle(self.handle_of(e.value) for e in expr.elements
@@ -736,11 +750,11 @@ class FactExtractor(cst.CSTVisitor):
         held = tuple(
             HeldHandle(attr, HandleSite(h.handle, spans.of(h.call)), method, h.derived,
                        closed=(method, attr) in cls.closed)
-            for (method, attr), (h, _) in cls.held.items()
+            for (method, attr, _), h in cls.held.items()
         )
         class_held = tuple(
             HeldHandle(attr, HandleSite(h.handle, spans.of(h.call)), "", h.derived)
-            for attr, h in cls.class_held.items()
+            for (attr, _), h in cls.class_held.items()
         )
         methods = tuple(
             MethodFacts(m.name, tuple(sorted(m.attrs_read)), tuple(sorted(m.attrs_used)),

@@ -1,0 +1,189 @@
+"""Run a fixture program in its own process group and read its one-line JSON summary.
+
+The programs in ``fixtures/runtime/`` print ``{"ok", "wrong_items", "error", "items"}`` and
+exit 0 (ok), 3 (wrong items) or 4 (exception). Here they run with a hard timeout; on timeout,
+or if anything goes wrong in the caller, the whole process group (DataLoader workers
+included) is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tls_server import payload_for
+
+REPO = Path(__file__).resolve().parents[2]
+PROGRAMS = REPO / "fixtures" / "runtime"
+
+FORK_TIMEOUT = 120.0
+SPAWN_TIMEOUT = 240.0
+
+
+@dataclass(frozen=True)
+class Config:
+    """One DataLoader configuration, passed to the program through ``WS_*`` variables."""
+
+    workers: int = 4
+    context: str = "fork"
+    persistent: bool = False
+    epochs: int = 3
+    items: int = 64
+
+    @property
+    def label(self) -> str:
+        extra = "-persistent" if self.persistent else ""
+        return f"{self.context}-w{self.workers}{extra}"
+
+    def env(self) -> dict[str, str]:
+        return {
+            "WS_WORKERS": str(self.workers),
+            "WS_CONTEXT": self.context,
+            "WS_PERSISTENT": "1" if self.persistent else "0",
+            "WS_EPOCHS": str(self.epochs),
+            "WS_ITEMS": str(self.items),
+        }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one run of a program did."""
+
+    returncode: int | None  # None: killed after the timeout
+    summary: dict[str, object] | None
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and bool(self.summary and self.summary.get("ok"))
+
+    @property
+    def error(self) -> str:
+        return str(self.summary.get("error") or "") if self.summary else ""
+
+    @property
+    def wrong_items(self) -> int:
+        return int(self.summary.get("wrong_items") or 0) if self.summary else 0  # type: ignore[call-overload]
+
+    @property
+    def error_headline(self) -> str:
+        """The original exception's last line (a worker's error comes with its traceback)."""
+        lines = [line.strip() for line in self.error.splitlines() if line.strip()]
+        return lines[-1][:300] if lines else ""
+
+    def describe(self) -> str:
+        if self.timed_out:
+            state = "TIMEOUT"
+        elif self.ok:
+            state = "ok"
+        else:
+            state = f"exit {self.returncode}"
+        headline = self.error_headline
+        details = f"wrong_items={self.wrong_items}" + (f" error={headline!r}" if headline else "")
+        if self.summary is None:
+            details = f"no summary; stderr tail: {self.stderr[-600:]!r}"
+        return f"{state} in {self.seconds:.1f}s ({details})"
+
+
+@dataclass
+class Target:
+    """Where the programs find their server and which CA they trust."""
+
+    base_url: str
+    ca_bundle: Path
+    data_file: Path | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def env(self, config: Config) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(config.env())
+        env.update(
+            {
+                "WS_URL": self.base_url,
+                # The machine exports REQUESTS_CA_BUNDLE, which overrides Session.verify.
+                "REQUESTS_CA_BUNDLE": str(self.ca_bundle),
+                "SSL_CERT_FILE": str(self.ca_bundle),
+                "PYTHONUNBUFFERED": "1",
+                "PYTHONDONTWRITEBYTECODE": "1",
+            }
+        )
+        if self.data_file is not None:
+            env["WS_DATA"] = str(self.data_file)
+        env.update(self.extra_env)
+        return env
+
+
+def default_timeout(config: Config) -> float:
+    return FORK_TIMEOUT if config.context == "fork" or config.workers == 0 else SPAWN_TIMEOUT
+
+
+def run_program(
+    program: Path, target: Target, config: Config, timeout: float | None = None
+) -> Outcome:
+    """Run ``program`` under ``config``; never leaves a process of its group behind."""
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, str(program.resolve())],
+        env=target.env(config),
+        cwd=program.parent,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    returncode: int | None
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout or default_timeout(config))
+        returncode = proc.returncode
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        stdout, stderr = proc.communicate()
+        returncode = None
+    finally:
+        _kill_group(proc)  # workers that outlived their parent, or an exception here
+    return Outcome(returncode, _summary(stdout), stdout, stderr, time.monotonic() - started)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _summary(stdout: str) -> dict[str, object] | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict) and "ok" in value:
+                return value
+    return None
+
+
+def write_zip_archive(path: Path, items: int) -> Path:
+    """The data file of ``zip_archive.py``: ``items/<i>.json`` holding what ``/item/<i>`` serves."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for index in range(items):
+            record = {"index": index, "payload": payload_for(index)}
+            archive.writestr(f"items/{index}.json", json.dumps(record))
+    return path

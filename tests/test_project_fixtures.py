@@ -1,0 +1,57 @@
+"""Every folder in fixtures/projects/ is a small repository: `# expect:` is what checking the
+whole folder reports, `# expect-alone:` what checking one file on its own reports."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from expectations import Case, expected_in, project_cases
+from workersafe.config import Config
+from workersafe.engine import Engine
+
+CASES = project_cases()
+
+
+def _files(case: Case) -> list[Path]:
+    return sorted(p for p in case.path.rglob("*.py") if not p.name.endswith(".fixed.py"))
+
+
+def _rel(case: Case, path: str) -> str:
+    return Path(os.path.relpath(path, case.path)).as_posix()
+
+
+def _expected(case: Case, alone: bool) -> set[tuple[str, int, str]]:
+    out: set[tuple[str, int, str]] = set()
+    for path in _files(case):
+        out |= expected_in(path, path.relative_to(case.path).as_posix(), alone=alone)
+    return out
+
+
+def test_enough_projects() -> None:
+    assert len(CASES) >= 12
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_repo_mode(case: Case) -> None:
+    result = Engine(Config()).check_paths([str(case.path)])
+    found = {(_rel(case, f.path), f.line, f.code) for f in result.findings}
+    assert found == _expected(case, alone=False)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_each_file_alone(case: Case) -> None:
+    found: set[tuple[str, int, str]] = set()
+    for path in _files(case):
+        result = Engine(Config()).check_paths([str(path)])
+        found |= {(_rel(case, f.path), f.line, f.code) for f in result.findings}
+    assert found == _expected(case, alone=True)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_no_link_equals_alone(case: Case) -> None:
+    result = Engine(Config(), link=False).check_paths([str(case.path)])
+    found = {(_rel(case, f.path), f.line, f.code) for f in result.findings}
+    assert found == _expected(case, alone=True)
