@@ -44,6 +44,7 @@ class CheckResult:
     stats: Stats
     facts: dict[str, FileFacts] = field(default_factory=dict)
     sources: dict[str, Source] = field(default_factory=dict)
+    files: list[SourceFile] = field(default_factory=list)
 
 
 @dataclass
@@ -62,18 +63,26 @@ class Engine:
 
     # --- public API ---------------------------------------------------------------------------
 
+    def discover(self, paths: Sequence[str]) -> list[SourceFile]:
+        return discover(paths, self.config.exclude + self.config.extend_exclude)
+
     def check_paths(self, paths: Sequence[str]) -> CheckResult:
-        excludes = self.config.exclude + self.config.extend_exclude
-        files = discover(paths, excludes)
-        stats = Stats(files=len(files))
+        files = self.discover(paths)
         sources, errors = self._read_all(files)
+        return self.check_sources(files, sources, errors)
+
+    def check_sources(self, files: list[SourceFile], sources: dict[str, Source],
+                      errors: Optional[list[Finding]] = None) -> CheckResult:
+        """Check files whose text is already in memory (the fixer re-checks its output so)."""
+        errors = list(errors or [])
+        stats = Stats(files=len(files))
         facts = self._analyse(files, sources, stats)
         errors += [self._error_finding(f.path, f.error) for f in facts.values() if f.error]
         findings = self._rules(facts)
         result = self._filter(findings + errors, sources)
         stats.errors = sum(1 for f in result if f.code == ERROR_CODE)
         stats.findings = len(result) - stats.errors
-        return CheckResult(result, stats, facts, sources)
+        return CheckResult(result, stats, facts, sources, files)
 
     def check_text(self, path: str, text: str, module: str = "", noqa: bool = True
                    ) -> list[Finding]:

@@ -238,7 +238,9 @@ def classify(project: Project, registry: Registry, view: ClassView, facts: FileF
     if context in ("spawn", "forkserver"):
         # Only the instance is pickled: module and class attributes are created anew when a
         # spawned worker imports the module.
-        unpicklable = kind in ("instance", "passed") and not htype.picklable
+        # A class with its own __getstate__ decides what is pickled (the fix adds one).
+        custom = "__getstate__" in view.methods or "__reduce__" in view.methods
+        unpicklable = kind in ("instance", "passed") and not htype.picklable and not custom
         return SPAWN_CRASH if unpicklable else SAFE
     if htype.fork_safe or _worker_init_recreates(project, view, facts, loader, attr, kind):
         return SAFE

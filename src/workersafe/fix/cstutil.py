@@ -1,0 +1,195 @@
+"""Small libcst helpers for the fixer: positions, name scans, node lookups."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Iterator, Optional
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+BUILTIN_NAMES = frozenset(dir(builtins)) | {"__file__", "__name__", "__class__"}
+
+
+class Located:
+    """A parsed module with the position of every node."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.positions: dict[cst.CSTNode, CodeRange] = dict(
+            MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+
+    def contains(self, node: cst.CSTNode, line: int, col: int) -> bool:
+        pos = self.positions.get(node)
+        if pos is None:
+            return False
+        start, end = (pos.start.line, pos.start.column), (pos.end.line, pos.end.column)
+        return start <= (line, col) < end or start == (line, col)
+
+    def lines_of(self, node: cst.CSTNode) -> tuple[int, int]:
+        pos = self.positions[node]
+        return pos.start.line, pos.end.line
+
+    def call_at(self, line: int, col: int) -> Optional[cst.Call]:
+        for node, pos in self.positions.items():
+            if isinstance(node, cst.Call) and (pos.start.line, pos.start.column) == (line, col):
+                return node
+        return None
+
+
+def self_attr(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) \
+            and node.value.value == "self":
+        return node.attr.value
+    return None
+
+
+def root_self_attr(node: cst.BaseExpression) -> Optional[str]:
+    """`self.a.b[c].d(...)` → "a" (the attribute of self the chain starts from)."""
+    while True:
+        attr = self_attr(node)
+        if attr is not None:
+            return attr
+        if isinstance(node, cst.Attribute):
+            node = node.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call):
+            node = node.func
+        else:
+            return None
+
+
+def self_attrs_in(node: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+    for sub in walk(node):
+        attr = self_attr(sub) if isinstance(sub, cst.Attribute) else None
+        if attr is not None:
+            found.add(attr)
+    return found
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def loaded_names(node: cst.CSTNode) -> set[str]:
+    """Bare names an expression or statement reads (attribute names and keywords excluded)."""
+    skip: set[int] = set()
+    names: set[str] = set()
+    for sub in walk(node):
+        if isinstance(sub, cst.Attribute):
+            skip.add(id(sub.attr))
+        elif isinstance(sub, cst.Arg) and sub.keyword is not None:
+            skip.add(id(sub.keyword))
+        elif isinstance(sub, (cst.Lambda,)):
+            skip.update(id(p.name) for p in sub.params.params)
+    for sub in walk(node):
+        if isinstance(sub, cst.Name) and id(sub) not in skip:
+            names.add(sub.value)
+    return names
+
+
+def bound_names(statements: list[cst.BaseStatement]) -> set[str]:
+    """Names a block binds at its own level (assignments, imports, defs, loops, with)."""
+    bound: set[str] = set()
+    for statement in statements:
+        for node in walk(statement):
+            if isinstance(node, (cst.AssignTarget,)):
+                bound |= _target_names(node.target)
+            elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+                bound |= _target_names(node.target)
+            elif isinstance(node, (cst.For, cst.CompFor)):
+                bound |= _target_names(node.target)
+            elif isinstance(node, cst.AsName):
+                bound |= _target_names(node.name)
+            elif isinstance(node, cst.ImportAlias) and node.asname is None:
+                bound.add(_dotted(node.name).split(".", 1)[0])
+            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                bound.add(node.name.value)
+            elif isinstance(node, cst.NamedExpr):
+                bound |= _target_names(node.target)
+    return bound
+
+
+def _target_names(node: cst.CSTNode) -> set[str]:
+    if isinstance(node, cst.Name):
+        return {node.value}
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return {n for e in node.elements for n in _target_names(e.value)}
+    if isinstance(node, cst.StarredElement):
+        return _target_names(node.value)
+    return set()
+
+
+def _dotted(node: cst.CSTNode) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def module_level_names(module: cst.Module) -> set[str]:
+    names = bound_names([s for s in module.body])
+    return names
+
+
+def function_params(func: cst.FunctionDef) -> list[str]:
+    params = func.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    names = [p.name.value for p in every]
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.append(star.name.value)
+    return names
+
+
+class RenameSelfAttrs(cst.CSTTransformer):
+    """`self.a` → `self.<new>` for the attributes in `mapping`."""
+
+    def __init__(self, mapping: dict[str, str]) -> None:
+        self.mapping = mapping
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute
+                        ) -> cst.BaseExpression:
+        attr = self_attr(original)
+        if attr in self.mapping:
+            return updated.with_changes(attr=cst.Name(self.mapping[attr]))
+        return updated
+
+
+class ReplaceNames(cst.CSTTransformer):
+    """Bare name loads → an expression (e.g. `token` → `self.token`)."""
+
+    def __init__(self, mapping: dict[str, cst.BaseExpression]) -> None:
+        self.mapping = mapping
+        self.skip: set[int] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.skip.add(id(node.attr))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.skip.add(id(node.keyword))
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        if id(original) in self.skip or original.value not in self.mapping:
+            return updated
+        return self.mapping[original.value]
+
+
+class ReplaceNodes(cst.CSTTransformer):
+    """Replace nodes by identity (several at once, in one pass)."""
+
+    def __init__(self, replacements: dict[cst.CSTNode, object]) -> None:
+        self.replacements = replacements
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def]
+        if original_node in self.replacements:
+            return self.replacements[original_node]
+        return updated_node

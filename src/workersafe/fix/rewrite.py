@@ -1,0 +1,386 @@
+"""The rewrite across files: dataset classes, their DataLoader calls, and the imports that
+join them. Every edit is collected against the original trees, then each file is rendered
+once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from ..engine import CheckResult, Engine
+from ..findings import Finding
+from ..link import Project
+from .classfix import AttrPlan, Unfixable, find_class, plan_attr, rewrite_class
+from .cstutil import Located, ReplaceNodes, bound_names
+from .templates import BLANK, WORKER_INIT_NAME, statement, worker_init_function
+
+INSTANCE_CODES = ("WS101", "WS111", "WS201")
+
+
+@dataclass
+class Group:
+    """One dataset class and the findings fixed in it."""
+
+    path: str
+    class_name: str
+    module: str
+    findings: list[Finding]
+    plans: list[AttrPlan] = field(default_factory=list)
+    strategy: str = "worker-init"
+    note: str = ""
+    loaders: list[tuple[str, cst.Call]] = field(default_factory=list)
+    loader_keys: list[tuple[str, int, int]] = field(default_factory=list)
+
+
+@dataclass
+class FileEdit:
+    located: Located
+    replacements: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
+    branches: list[tuple[str, list[str]]] = field(default_factory=list)  # worker-init classes
+    worker_init_name: str = ""
+    imports: list[cst.BaseStatement] = field(default_factory=list)
+    import_after: dict[cst.CSTNode, list[cst.BaseStatement]] = field(default_factory=dict)
+    wiring: dict[cst.Call, list[cst.BaseExpression]] = field(default_factory=dict)
+
+
+class Rewriter:
+    def __init__(self, engine: Engine, result: CheckResult, strategy: str) -> None:
+        self.engine = engine
+        self.result = result
+        self.strategy = strategy
+        self.registry = engine.registry
+        self.files: dict[str, FileEdit] = {}
+        self.outcomes: list = []
+        good = [f for f in result.facts.values() if not f.error]
+        self.project = Project(good, engine.config.all_dataset_bases())
+        self.allowed_lines: dict[str, set[int]] = {}
+        self.provider_files: set[str] = set()
+
+    # --- entry --------------------------------------------------------------------------------
+
+    def run(self) -> tuple[dict[str, bytes], list]:
+        from .apply import Outcome
+
+        groups = self._groups()
+        for group in groups.values():
+            try:
+                self._plan_group(group)
+                self._apply_group(group)
+            except Unfixable as exc:
+                self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in group.findings]
+                continue
+            note = f"{group.strategy}" + (f"; {group.note}" if group.note else "")
+            self.outcomes += [Outcome(f, "fixed", note) for f in group.findings]
+        self._finish_wiring()
+        return self._render(), self.outcomes
+
+    def _groups(self) -> dict[tuple[str, str], Group]:
+        from .apply import Outcome
+
+        groups: dict[tuple[str, str], Group] = {}
+        seen: set[tuple] = set()
+        for finding in self.result.findings:
+            plan = finding.plan
+            key = (finding.path, finding.span)
+            if plan is None or finding.code == "WS001":
+                continue
+            if plan.kind != "instance" or finding.code not in INSTANCE_CODES:
+                self.outcomes.append(Outcome(finding, "unfixable", _not_supported(plan.kind)))
+                continue
+            cls = self.project.classes.get(plan.class_qualname)
+            home = self.project.class_file.get(plan.class_qualname)
+            if cls is None or home is None:
+                self.outcomes.append(Outcome(finding, "unfixable", "cannot find the class"))
+                continue
+            group = groups.setdefault((home.path, cls.name),
+                                      Group(home.path, cls.name, home.module, []))
+            group.findings.append(finding)
+            if key not in seen:
+                seen.add(key)
+                group.loader_keys += [k for k in plan.loaders if k not in group.loader_keys]
+        return groups
+
+    # --- planning -----------------------------------------------------------------------------
+
+    def _edit(self, path: str) -> FileEdit:
+        if path not in self.files:
+            source = self.result.sources[path]
+            module = cst.parse_module(source.raw)
+            self.files[path] = FileEdit(Located(module))
+        return self.files[path]
+
+    def _plan_group(self, group: Group) -> None:
+        edit = self._edit(group.path)
+        cls = find_class(edit.located.module, group.class_name)
+        if cls is None:
+            raise Unfixable("the class is not defined at module level")
+        plans: dict[str, AttrPlan] = {}
+        for finding in group.findings:
+            plan = finding.plan
+            if plan.attr in plans or any(plan.attr in p.attrs for p in plans.values()):
+                continue
+            plans[plan.attr] = plan_attr(edit.located, cls, plan.method, plan.attr,
+                                         _handle_of(finding), finding.line, finding.col,
+                                         self.registry)
+        group.plans = list(plans.values())
+        group.strategy = self.strategy
+        if self.strategy == "worker-init":
+            why_not = self._wiring_problem(group)
+            if why_not:
+                group.strategy, group.note = "lazy", f"worker-init not possible: {why_not}"
+
+    def _wiring_problem(self, group: Group) -> str:
+        keys = group.loader_keys
+        if not keys:
+            return "no DataLoader using the dataset was found"
+        for path, line, col in keys:
+            if path not in self.result.sources:
+                return f"the DataLoader at {path}:{line} is not among the files being fixed"
+            edit = self._edit(path)
+            call = edit.located.call_at(line, col)
+            if call is None:
+                return f"cannot find the DataLoader call at {path}:{line}"
+            if any(arg.star for arg in call.args):
+                return f"the DataLoader at {path}:{line} takes *args/**kwargs"
+            if path != group.path and self._import_for(group, path) is None:
+                return (f"{path} does not import {group.class_name} from its module "
+                        f"{group.module or '(unknown)'}")
+            group.loaders.append((path, call))
+        return ""
+
+    def _import_for(self, group: Group, path: str) -> Optional[cst.BaseExpression]:
+        """How `path` can name the worker-init function of `group`'s module, adding an import
+        next to the one that brings in the dataset class; None when it cannot."""
+        facts = self.result.facts.get(path)
+        if facts is None or not group.module:
+            return None
+        edit = self._edit(path)
+        function = self._worker_init_name(group.path)
+        for local, qualified in facts.imports:
+            if qualified == group.module:  # `import data` → data.workersafe_worker_init
+                return cst.parse_expression(f"{local}.{function}")
+            if qualified == f"{group.module}.{group.class_name}":
+                node = _import_statement_binding(edit.located.module, local)
+                if node is None:
+                    return None
+                new_import = _sibling_import(node, function)
+                if new_import is None:
+                    return None
+                existing = edit.import_after.setdefault(node, [])
+                if not any(s.deep_equals(new_import) for s in existing):
+                    existing.append(new_import)
+                return cst.Name(function)
+        return None
+
+    def _worker_init_name(self, path: str) -> str:
+        edit = self._edit(path)
+        taken = bound_names(list(edit.located.module.body))
+        name, counter = WORKER_INIT_NAME, 2
+        while name in taken:
+            name, counter = f"{WORKER_INIT_NAME}_{counter}", counter + 1
+        return name
+
+    # --- applying -----------------------------------------------------------------------------
+
+    def _apply_group(self, group: Group) -> None:
+        edit = self._edit(group.path)
+        cls = find_class(edit.located.module, group.class_name)
+        assert cls is not None
+        new_cls = rewrite_class(cls, group.plans, group.strategy)
+        edit.replacements[cls] = new_cls
+        allowed = self.allowed_lines.setdefault(group.path, set())
+        for plan in group.plans:
+            for moved in plan.statements:
+                start, end = edit.located.lines_of(moved)
+                allowed.update(range(start, end + 1))
+        if group.strategy == "lazy":
+            self._need_module_import(edit, "os")
+            return
+        self.provider_files.add(group.path)
+        function = edit.worker_init_name or self._worker_init_name(group.path)
+        edit.worker_init_name = function
+        edit.branches.append((group.class_name, [p.opener for p in group.plans]))
+        for path, call in group.loaders:
+            reference = cst.Name(function) if path == group.path else self._import_for(group, path)
+            assert reference is not None
+            target = self._edit(path)
+            wiring = target.wiring.setdefault(call, [])
+            if not any(r.deep_equals(reference) for r in wiring):
+                wiring.append(reference)
+            start, end = target.located.lines_of(call)
+            self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
+
+    def _need_module_import(self, edit: FileEdit, module: str) -> None:
+        if module in bound_names(list(edit.located.module.body)):
+            return
+        new = statement(f"import {module}\n")
+        if not any(s.deep_equals(new) for s in edit.imports):
+            edit.imports.append(new)
+
+    def _finish_wiring(self) -> None:
+        for path, edit in self.files.items():
+            for call, references in edit.wiring.items():
+                new_call, needs_partial = _wired_call(call, references)
+                edit.replacements[call] = new_call
+                if needs_partial:
+                    self._need_module_import(edit, "functools")
+
+    # --- rendering ----------------------------------------------------------------------------
+
+    def _render(self) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for path, edit in self.files.items():
+            if not (edit.replacements or edit.imports or edit.import_after):
+                continue
+            module = edit.located.module
+            body = list(module.body)
+            new_body: list[cst.BaseStatement] = []
+            last_fixed_class = _last_index(body, [c for c, _ in edit.branches])
+            for index, node in enumerate(body):
+                new_body.append(node)
+                new_body.extend(edit.import_after.get(node, []))
+                if index == last_fixed_class:
+                    function = worker_init_function(edit.worker_init_name, edit.branches)
+                    new_body.append(function.with_changes(leading_lines=[BLANK, BLANK]))
+            new_body = _insert_imports(new_body, edit.imports)
+            module = module.with_changes(body=new_body)
+            module = module.visit(ReplaceNodes(edit.replacements))
+            out[path] = module.bytes
+        return out
+
+
+def _handle_of(finding: Finding) -> str:
+    return finding.message.split(" ", 1)[0]
+
+
+def _not_supported(kind: str) -> str:
+    return {
+        "module": "a module-level handle: make it a per-process accessor by hand "
+                  "(see `workersafe rule WS102`)",
+        "class": "a class-attribute handle: create it per instance, lazily (see `workersafe "
+                 "rule WS103`)",
+        "passed": "the handle is created by the caller: pass what is needed to build it "
+                  "(a URL, a path) and create it in the dataset (see `workersafe rule WS104`)",
+    }.get(kind, "no automatic fix for this finding")
+
+
+def _import_statement_binding(module: cst.Module, local: str) -> Optional[cst.SimpleStatementLine]:
+    for node in module.body:
+        if not isinstance(node, cst.SimpleStatementLine):
+            continue
+        for small in node.body:
+            if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                for alias in small.names:
+                    bound = alias.asname.name.value if alias.asname else alias.name.value  # type: ignore
+                    if bound == local:
+                        return node
+    return None
+
+
+def _sibling_import(node: cst.SimpleStatementLine, name: str) -> Optional[cst.BaseStatement]:
+    small = next((s for s in node.body if isinstance(s, cst.ImportFrom)), None)
+    if small is None:
+        return None
+    new = cst.ImportFrom(module=small.module, names=[cst.ImportAlias(cst.Name(name))],
+                         relative=small.relative)
+    return cst.SimpleStatementLine(body=[new])
+
+
+def _wired_call(call: cst.Call, references: list[cst.BaseExpression]) -> tuple[cst.Call, bool]:
+    """`worker_init_fn=` set to our function(s), chaining an existing one."""
+    existing = next((a for a in call.args if a.keyword and a.keyword.value == "worker_init_fn"),
+                    None)
+    previous: Optional[cst.BaseExpression] = None
+    if existing is not None and not (isinstance(existing.value, cst.Name)
+                                     and existing.value.value == "None"):
+        previous = existing.value
+    value: Optional[cst.BaseExpression] = previous
+    needs_partial = False
+    for reference in references:
+        if value is None:
+            value = reference
+        else:
+            value = cst.Call(
+                func=cst.parse_expression("functools.partial"),
+                args=[cst.Arg(reference, comma=cst.MaybeSentinel.DEFAULT),
+                      cst.Arg(value, keyword=cst.Name("previous"),
+                              equal=cst.AssignEqual(cst.SimpleWhitespace(""),
+                                                    cst.SimpleWhitespace("")))])
+            needs_partial = True
+    assert value is not None
+    if existing is not None:
+        args = [a.with_changes(value=value) if a is existing else a for a in call.args]
+        return call.with_changes(args=args), needs_partial
+    return call.with_changes(args=_append_keyword(call, "worker_init_fn", value)), needs_partial
+
+
+def _append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> list[cst.Arg]:
+    """Add `keyword=value` last, in the layout the call already uses (one line, one argument
+    per line, trailing comma or not)."""
+    args = list(call.args)
+    no_space = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+    new = cst.Arg(value, keyword=cst.Name(keyword), equal=no_space)
+    if not args:
+        return [new]
+    last = args[-1]
+    separator: cst.BaseParenthesizableWhitespace = cst.SimpleWhitespace(" ")
+    if len(args) > 1 and isinstance(args[-2].comma, cst.Comma):
+        separator = args[-2].comma.whitespace_after
+    elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        separator = call.whitespace_before_args
+    new = new.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
+    args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=separator),
+                                 whitespace_after_arg=cst.SimpleWhitespace(""))
+    return args + [new]
+
+
+def _last_index(body: list[cst.BaseStatement], class_names: list[str]) -> int:
+    last = -1
+    for index, node in enumerate(body):
+        if isinstance(node, cst.ClassDef) and node.name.value in class_names:
+            last = index
+    return last
+
+
+def _insert_imports(body: list[cst.BaseStatement], imports: list[cst.BaseStatement]
+                    ) -> list[cst.BaseStatement]:
+    """New `import x` lines (standard library) open the import block: after the docstring
+    and `__future__` imports."""
+    if not imports:
+        return body
+    position = 0
+    for index, node in enumerate(body):
+        if (_is_docstring(node) and index == 0) or _is_future_import(node):
+            position = index + 1
+            continue
+        break
+    if position < len(body) and _is_import(body[position]):
+        first_import = body[position]
+        new = [imports[0].with_changes(leading_lines=first_import.leading_lines), *imports[1:]]
+        body = body[:position] + [first_import.with_changes(leading_lines=[])] + body[position + 1:]
+        return body[:position] + new + body[position:]
+    new = [imports[0].with_changes(leading_lines=[])] + [i for i in imports[1:]]
+    if position == 0 and body:
+        first = body[0]
+        return new + [first.with_changes(leading_lines=first.leading_lines or [cst.EmptyLine()])] \
+            + body[1:]
+    return body[:position] + new + body[position:]
+
+
+def _is_future_import(node: cst.BaseStatement) -> bool:
+    return isinstance(node, cst.SimpleStatementLine) and any(
+        isinstance(s, cst.ImportFrom) and isinstance(s.module, cst.Name)
+        and s.module.value == "__future__" for s in node.body)
+
+
+def _is_import(node: cst.BaseStatement) -> bool:
+    return isinstance(node, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in node.body)
+
+
+def _is_docstring(node: cst.BaseStatement) -> bool:
+    return isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 and isinstance(
+        node.body[0], cst.Expr) and isinstance(node.body[0].value, (cst.SimpleString,
+                                                                   cst.ConcatenatedString))

@@ -1,0 +1,124 @@
+"""The code the fixer adds, as text templates parsed into libcst nodes."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import libcst as cst
+
+WORKER_INIT_NAME = "workersafe_worker_init"
+BLANK = cst.EmptyLine(indent=False)
+
+
+def statement(code: str) -> cst.BaseStatement:
+    return cst.parse_statement(code)
+
+
+def open_method(name: str, handle: str, body: Sequence[cst.BaseStatement],
+                docstring: str) -> cst.FunctionDef:
+    template = statement(f'def {name}(self):\n    """{docstring}"""\n    pass\n')
+    assert isinstance(template, cst.FunctionDef)
+    doc = template.body.body[0]
+    return template.with_changes(body=template.body.with_changes(body=[doc, *body]))
+
+
+def getstate_methods(dropped: Sequence[str], reopen: Sequence[str]) -> list[cst.BaseStatement]:
+    names = ", ".join(f'"{n}"' for n in dropped) + ("," if len(dropped) == 1 else "")
+    reopen_lines = "".join(f"        self.{m}()\n" for m in reopen)
+    setstate = (
+        "\n"
+        "    def __setstate__(self, state):\n"
+        "        self.__dict__.update(state)\n"
+        f"{reopen_lines}"
+    ) if reopen else ""
+    code = (
+        "class _:\n"
+        "    def __getstate__(self):\n"
+        '        """Pickle without the open handles (workersafe): spawn workers make their own."""\n'
+        "        state = self.__dict__.copy()\n"
+        f"        for name in ({names}):\n"
+        "            state.pop(name, None)\n"
+        "        return state\n"
+        f"{setstate}"
+    )
+    cls = cst.parse_module(code).body[0]
+    assert isinstance(cls, cst.ClassDef)
+    body = list(cls.body.body)
+    return [member.with_changes(leading_lines=[BLANK]) for member in body]
+
+
+def lazy_property(attr: str, private: str, pid_attr: str, opener: str, handle: str
+                  ) -> cst.BaseStatement:
+    code = (
+        "class _:\n"
+        "    @property\n"
+        f"    def {attr}(self):\n"
+        f'        """This process\'s {handle}, opened on first use (workersafe)."""\n'
+        f'        if self.__dict__.get("{pid_attr}") != os.getpid():\n'
+        f"            self.{opener}()\n"
+        f"            self.{pid_attr} = os.getpid()\n"
+        f"        return self.{private}\n"
+    )
+    cls = cst.parse_module(code).body[0]
+    assert isinstance(cls, cst.ClassDef)
+    return cls.body.body[0].with_changes(leading_lines=[BLANK])
+
+
+def worker_init_function(name: str, branches: Sequence[tuple[str, Sequence[str]]]
+                         ) -> cst.BaseStatement:
+    """`branches`: (class name, open methods to call) for each fixed dataset class."""
+    calls = ""
+    for class_name, methods in branches:
+        calls += f"        if isinstance(dataset, {class_name}):\n"
+        calls += "".join(f"            dataset.{m}()\n" for m in methods)
+    code = (
+        f"def {name}(worker_id, previous=None):\n"
+        '    """Give this DataLoader worker its own handles (added by workersafe).\n'
+        "\n"
+        "    Runs `previous` (the loader's earlier worker_init_fn) first, then reopens the\n"
+        "    handles of every dataset, looking through Subset/ConcatDataset/random_split.\n"
+        '    """\n'
+        "    from torch.utils.data import get_worker_info\n"
+        "\n"
+        "    if previous is not None:\n"
+        "        previous(worker_id)\n"
+        "    pending, seen = [get_worker_info().dataset], set()\n"
+        "    while pending:\n"
+        "        dataset = pending.pop()\n"
+        "        if id(dataset) in seen:\n"
+        "            continue\n"
+        "        seen.add(id(dataset))\n"
+        f"{calls}"
+        '        pending.extend(getattr(dataset, "datasets", None) or ())\n'
+        '        if getattr(dataset, "dataset", None) is not None:\n'
+        "            pending.append(dataset.dataset)\n"
+    )
+    return statement(code)
+
+
+def module_accessor(function: str, private: str, pid_name: str, handle: str,
+                    body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    code = (
+        f"{private} = None\n"
+        f"{pid_name} = None\n"
+        "\n"
+        "\n"
+        f"def {function}():\n"
+        f'    """This process\'s {handle}, created on first use (workersafe: one per '
+        'DataLoader worker)."""\n'
+        f"    global {private}, {pid_name}\n"
+        f"    if {pid_name} != os.getpid():\n"
+        "        pass\n"
+        f"        {pid_name} = os.getpid()\n"
+        f"    return {private}\n"
+    )
+    module = cst.parse_module(code)
+    first, second, func = module.body
+    assert isinstance(func, cst.FunctionDef)
+    guard = func.body.body[2]
+    assert isinstance(guard, cst.If)
+    new_guard = guard.with_changes(body=guard.body.with_changes(
+        body=[*body, guard.body.body[1]]))
+    func = func.with_changes(body=func.body.with_changes(
+        body=[*func.body.body[:2], new_guard, *func.body.body[3:]]))
+    return [first, second, func]

@@ -1,0 +1,123 @@
+"""Verification of a rewrite, before anything is written: every check must pass."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from ..engine import CheckResult, Engine
+from ..findings import Finding
+from ..source import Source, SourceError, decode
+
+if TYPE_CHECKING:
+    from .rewrite import Rewriter
+
+
+class VerificationError(Exception):
+    pass
+
+
+def verify(engine: Engine, result: CheckResult, rewriter: "Rewriter",
+           new_files: dict[str, bytes], strategy: str) -> dict[str, bytes]:
+    for path, new in new_files.items():
+        old = result.sources[path]
+        new_source = _decoded(path, new, old)
+        _check_parses(path, old, new_source)
+        _check_line_endings(path, old, new_source)
+        _check_untouched(path, old, new_source, rewriter.allowed_lines.get(path, set()))
+    new_result = _relint(engine, result, new_files, rewriter)
+    _check_idempotent(engine, new_result, strategy)
+    return new_files
+
+
+def _decoded(path: str, new: bytes, old: Source) -> Source:
+    try:
+        source = decode(path, new)
+    except SourceError as exc:
+        raise VerificationError(f"{path}: the new text does not decode ({exc})") from None
+    if source.bom != old.bom or source.encoding != old.encoding:
+        raise VerificationError(f"{path}: encoding or BOM changed")
+    return source
+
+
+def _check_parses(path: str, old: Source, new: Source) -> None:
+    import libcst
+
+    try:
+        libcst.parse_module(new.text)
+    except libcst.ParserSyntaxError as exc:
+        raise VerificationError(f"{path}: the new code does not parse ({exc.message})") from None
+    if _compiles(old.text, path):
+        try:
+            compile(new.text, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            raise VerificationError(f"{path}: the new code does not compile ({exc})") from None
+
+
+def _compiles(text: str, path: str) -> bool:
+    try:
+        compile(text, path, "exec", dont_inherit=True)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
+def _newline_styles(text: str) -> set[str]:
+    crlf = text.count("\r\n")
+    lf = text.count("\n") - crlf
+    cr = text.count("\r") - crlf
+    return {name for name, count in (("crlf", crlf), ("lf", lf), ("cr", cr)) if count}
+
+
+def _check_line_endings(path: str, old: Source, new: Source) -> None:
+    styles = _newline_styles(old.text)
+    if len(styles) == 1 and _newline_styles(new.text) - styles:
+        raise VerificationError(f"{path}: line endings changed")
+
+
+def _check_untouched(path: str, old: Source, new: Source, allowed: set[int]) -> None:
+    """Only lines of the edited statements may change or go; anything else is insertion."""
+    old_lines, new_lines = old.text.splitlines(), new.text.splitlines()
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, _j1, _j2 in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            changed = set(range(i1 + 1, i2 + 1))
+            outside = sorted(changed - allowed)
+            blank = all(not old_lines[n - 1].strip() for n in outside)
+            if outside and not blank:
+                raise VerificationError(
+                    f"{path}: line {outside[0]} changed outside the edited statements")
+
+
+def _key(finding: Finding) -> tuple[str, str, str]:
+    return finding.path, finding.code, re.sub(r":\d+", "", finding.message)
+
+
+def _relint(engine: Engine, result: CheckResult, new_files: dict[str, bytes],
+            rewriter: "Rewriter") -> CheckResult:
+    sources = dict(result.sources)
+    for path, new in new_files.items():
+        sources[path] = decode(path, new)
+    new_result = engine.check_sources(result.files, sources)
+    fixed = {(o.finding.path, o.finding.span, o.finding.code)
+             for o in rewriter.outcomes if o.status == "fixed"}
+    fixed_keys = Counter(_key(f) for f in result.findings
+                         if (f.path, f.span, f.code) in fixed)
+    before = Counter(_key(f) for f in result.findings) - fixed_keys
+    after = Counter(_key(f) for f in new_result.findings)
+    new_ones = after - before
+    if new_ones:
+        path, code, message = next(iter(new_ones))
+        raise VerificationError(f"re-lint still reports {code} in {path}: {message}")
+    return new_result
+
+
+def _check_idempotent(engine: Engine, new_result: CheckResult, strategy: str) -> None:
+    from .rewrite import Rewriter
+
+    again, _ = Rewriter(engine, new_result, strategy).run()
+    changed = [p for p, data in again.items() if data != new_result.sources[p].raw]
+    if changed:
+        raise VerificationError(f"{changed[0]}: a second fix would change it again")
