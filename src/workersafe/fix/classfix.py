@@ -44,6 +44,7 @@ class AttrPlan:
     attrs: list[str]  # the handle attribute and attributes derived from it
     imports: list[cst.BaseStatement] = field(default_factory=list)  # function-local imports
     renames: dict[str, str] = field(default_factory=dict)  # `__init__` local → self attribute
+    class_statement: Optional[cst.BaseStatement] = None  # a class attribute (WS103) instead
 
     @property
     def opener(self) -> str:
@@ -104,6 +105,37 @@ def plan_attr(located: Located, cls: cst.ClassDef, method_name: str, attr: str, 
     _check_names(plan, located.module, body[:index])
     _check_other_assignments(cls, method, attrs)
     return plan
+
+
+def plan_class_attr(module: cst.Module, cls: cst.ClassDef, attr: str, handle: str) -> AttrPlan:
+    """A class attribute handle: it becomes a lazily created per-process instance attribute."""
+    statement = next((s for s in cls.body.body if _assigns_name(s, attr)), None)
+    if statement is None:
+        raise Unfixable(f"{cls.name.value}.{attr} is not a plain `{attr} = ...` class attribute")
+    for node in walk(module):
+        if isinstance(node, cst.Attribute) and node.attr.value == attr and isinstance(
+                node.value, (cst.Name, cst.Call)) and self_attr(node) is None:
+            raise Unfixable(f"{attr} is read through the class (not self), which a "
+                            "per-instance handle cannot serve")
+    small = _single(statement)
+    assert isinstance(small, cst.Assign)
+    created = cst.SimpleStatementLine(body=[cst.Assign(
+        targets=[cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(attr)))],
+        value=small.value)])
+    names = loaded_names(small.value) - BUILTIN_NAMES
+    unknown = sorted(names - bound_names(list(module.body)))
+    if unknown:
+        raise Unfixable(f"the creation reads {unknown[0]!r}, a name of the class body")
+    method = cst.FunctionDef(cst.Name("__class_body__"), cst.Parameters(),
+                             cst.IndentedBlock([created]))
+    return AttrPlan(attr, handle, method, [created], [attr], class_statement=statement)
+
+
+def _assigns_name(statement: cst.BaseStatement, name: str) -> bool:
+    small = _single(statement)
+    return (isinstance(small, cst.Assign) and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == name)
 
 
 def _statement_at(located: Located, body: Sequence[cst.BaseStatement], line: int, col: int
@@ -258,7 +290,10 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str) -> cs
             dropped.append(pid)
         else:
             dropped += plan.attrs
-        body = _replace_in_method(body, plan, strategy)
+        if plan.class_statement is not None:
+            body = _remove_class_statement(body, plan.class_statement)
+        else:
+            body = _replace_in_method(body, plan, strategy)
     reopen = [p.opener for p in plans] if strategy == "worker-init" else []
     new_members += getstate_methods(dropped, reopen)
     insert_at = _after_init(body)
@@ -326,6 +361,17 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
         out.append(member.with_changes(body=member.body.with_changes(body=statements)))
         plan.method = out[-1]  # later plans on the same method see the rewritten method
     return out
+
+
+def _remove_class_statement(body: list[cst.BaseStatement], statement: cst.BaseStatement
+                            ) -> list[cst.BaseStatement]:
+    index = next(i for i, s in enumerate(body) if s is statement)
+    rest = body[index + 1:]
+    if rest and statement.leading_lines:  # the comments above it stay where they were
+        rest[0] = rest[0].with_changes(leading_lines=[*statement.leading_lines,
+                                                      *rest[0].leading_lines])
+    out = body[:index] + rest
+    return out or [cst.parse_statement("pass\n")]
 
 
 def _after_init(body: list[cst.BaseStatement]) -> int:

@@ -4,6 +4,7 @@ once."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -12,11 +13,15 @@ import libcst as cst
 from ..engine import CheckResult, Engine
 from ..findings import Finding
 from ..link import Project
-from .classfix import AttrPlan, Unfixable, find_class, plan_attr, rewrite_class
+from .classfix import (
+    AttrPlan, Unfixable, find_class, plan_attr, plan_class_attr, rewrite_class,
+)
 from .cstutil import Located, ReplaceNodes, bound_names
 from .templates import BLANK, WORKER_INIT_NAME, statement, worker_init_function
 
 INSTANCE_CODES = ("WS101", "WS111", "WS201")
+MODULE_CODES = ("WS102", "WS112")
+CLASS_CODES = ("WS103", "WS113")
 
 
 @dataclass
@@ -57,6 +62,11 @@ class Rewriter:
         self.project = Project(good, engine.config.all_dataset_bases())
         self.allowed_lines: dict[str, set[int]] = {}
         self.provider_files: set[str] = set()
+        self.module_findings: list[Finding] = []
+        # path → [(name, handle)] module handles to turn into accessors, and
+        # path → [(source module, name, accessor)] imports of them to follow
+        self.module_fixes: dict[str, list[tuple[str, str]]] = {}
+        self.importer_fixes: dict[str, list[tuple[str, str, str]]] = {}
 
     # --- entry --------------------------------------------------------------------------------
 
@@ -64,6 +74,7 @@ class Rewriter:
         from .apply import Outcome
 
         groups = self._groups()
+        self._plan_module_fixes()
         for group in groups.values():
             try:
                 self._plan_group(group)
@@ -86,7 +97,12 @@ class Rewriter:
             key = (finding.path, finding.span)
             if plan is None or finding.code == "WS001":
                 continue
-            if plan.kind != "instance" or finding.code not in INSTANCE_CODES:
+            if plan.kind == "module" and finding.code in MODULE_CODES:
+                self.module_findings.append(finding)
+                continue
+            supported = (plan.kind == "instance" and finding.code in INSTANCE_CODES) or (
+                plan.kind == "class" and finding.code in CLASS_CODES)
+            if not supported:
                 self.outcomes.append(Outcome(finding, "unfixable", _not_supported(plan.kind)))
                 continue
             cls = self.project.classes.get(plan.class_qualname)
@@ -101,6 +117,85 @@ class Rewriter:
                 seen.add(key)
                 group.loader_keys += [k for k in plan.loaders if k not in group.loader_keys]
         return groups
+
+    # --- module-level handles ---------------------------------------------------------------
+
+    def _plan_module_fixes(self) -> None:
+        from .apply import Outcome
+
+        by_handle: dict[tuple[str, str], list[Finding]] = {}
+        for finding in self.module_findings:
+            by_handle.setdefault((finding.path, finding.plan.attr), []).append(finding)
+        for (path, name), findings in by_handle.items():
+            try:
+                accessor = self._plan_module_fix(path, name, _handle_of(findings[0]))
+            except Unfixable as exc:
+                self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in findings]
+                continue
+            self.outcomes += [Outcome(f, "fixed", f"lazy: {name} → {accessor}()")
+                              for f in findings]
+
+    def _plan_module_fix(self, path: str, name: str, handle: str) -> str:
+        from .modulefix import importer_plan, mentions, plan_module_handle
+
+        edit = self._edit(path)
+        plan = plan_module_handle(edit.located.module, name, handle)
+        facts = self.result.facts.get(path)
+        home_module = facts.module if facts else ""
+        importers: list[tuple[str, str, str]] = []
+        for other, source in self.result.sources.items():
+            if other == path or not mentions(source.text, name):
+                continue
+            other_edit = self._edit(other)
+            found = importer_plan(other_edit.located.module, home_module, name, plan.accessor,
+                                  self._import_resolver(other))
+            if found is not None:
+                importers.append((other, found[1], name))
+            elif home_module and mentions(source.text, home_module.rsplit(".", 1)[-1]) \
+                    and re.search(rf"\.{re.escape(name)}\b", source.text):
+                raise Unfixable(f"{other} reads {name} through its module: rewrite that by hand")
+        self.module_fixes.setdefault(path, []).append((name, handle))
+        self._allow_name_lines(path, name)
+        self._need_module_import(edit, "os")
+        for other, local, _ in importers:
+            self.importer_fixes.setdefault(other, []).append((home_module, name, plan.accessor))
+            self._allow_name_lines(other, local)
+        for statement in plan.statements:
+            start, end = edit.located.lines_of(statement)
+            self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
+        return plan.accessor
+
+    def _import_resolver(self, path: str):  # type: ignore[no-untyped-def]
+        from ..analysis.names import dotted, module_of_import
+
+        facts = self.result.facts.get(path)
+        module = facts.module if facts else ""
+        is_package = path.endswith("__init__.py")
+
+        def resolve(node: cst.ImportFrom) -> str:
+            name = dotted(node.module) if node.module is not None else ""
+            return module_of_import(module, is_package, len(node.relative), name or "")
+        return resolve
+
+    def _allow_name_lines(self, path: str, name: str) -> None:
+        pattern = re.compile(rf"\b{re.escape(name)}\b")
+        lines = self.result.sources[path].text.splitlines()
+        allowed = self.allowed_lines.setdefault(path, set())
+        allowed.update(i + 1 for i, line in enumerate(lines) if pattern.search(line))
+
+    def _module_pass(self, path: str, data: bytes) -> bytes:
+        """Apply the module-level rewrites to an already rendered file."""
+        from .modulefix import importer_plan, plan_module_handle, rewrite_importer, rewrite_module
+
+        module = cst.parse_module(data)
+        for name, handle in self.module_fixes.get(path, []):
+            module = rewrite_module(module, plan_module_handle(module, name, handle))
+        for source_module, name, accessor in self.importer_fixes.get(path, []):
+            found = importer_plan(module, source_module, name, accessor,
+                                  self._import_resolver(path))
+            if found is not None:
+                module = rewrite_importer(module, found[0], name, found[1], accessor)
+        return module.bytes
 
     # --- planning -----------------------------------------------------------------------------
 
@@ -121,11 +216,20 @@ class Rewriter:
             plan = finding.plan
             if plan.attr in plans or any(plan.attr in p.attrs for p in plans.values()):
                 continue
+            if plan.kind == "class":
+                plans[plan.attr] = plan_class_attr(edit.located.module, cls, plan.attr,
+                                                   _handle_of(finding))
+                continue
             plans[plan.attr] = plan_attr(edit.located, cls, plan.method, plan.attr,
                                          _handle_of(finding), finding.line, finding.col,
                                          self.registry)
         group.plans = list(plans.values())
         group.strategy = self.strategy
+        if any(p.class_statement is not None for p in group.plans):
+            group.strategy = "lazy"
+            if self.strategy != "lazy":
+                group.note = "a class attribute becomes a per-process instance attribute"
+            return
         if self.strategy == "worker-init":
             why_not = self._wiring_problem(group)
             if why_not:
@@ -192,7 +296,7 @@ class Rewriter:
         edit.replacements[cls] = new_cls
         allowed = self.allowed_lines.setdefault(group.path, set())
         for plan in group.plans:
-            for moved in plan.statements:
+            for moved in [plan.class_statement] if plan.class_statement else plan.statements:
                 start, end = edit.located.lines_of(moved)
                 allowed.update(range(start, end + 1))
         if group.strategy == "lazy":
@@ -232,7 +336,8 @@ class Rewriter:
     def _render(self) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         for path, edit in self.files.items():
-            if not (edit.replacements or edit.imports or edit.import_after):
+            if not (edit.replacements or edit.imports or edit.import_after
+                    or path in self.module_fixes or path in self.importer_fixes):
                 continue
             module = edit.located.module
             body = list(module.body)
@@ -248,6 +353,8 @@ class Rewriter:
             module = module.with_changes(body=new_body)
             module = module.visit(ReplaceNodes(edit.replacements))
             out[path] = module.bytes
+            if path in self.module_fixes or path in self.importer_fixes:
+                out[path] = self._module_pass(path, out[path])
         return out
 
 

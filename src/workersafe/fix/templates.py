@@ -104,8 +104,7 @@ def module_accessor(function: str, private: str, pid_name: str, handle: str,
         "\n"
         "\n"
         f"def {function}():\n"
-        f'    """This process\'s {handle}, created on first use (workersafe: one per '
-        'DataLoader worker)."""\n'
+        f'    """This process\'s {handle}, created on first use (workersafe)."""\n'
         f"    global {private}, {pid_name}\n"
         f"    if {pid_name} != os.getpid():\n"
         "        pass\n"

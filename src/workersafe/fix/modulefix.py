@@ -1,0 +1,176 @@
+"""Module-level handles (WS102/WS112): `SESSION = requests.Session()` becomes a per-process
+accessor `get_session()`, and every read of `SESSION` (in this module, and in modules doing
+`from this_module import SESSION`) becomes a call to it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from .classfix import Unfixable, _single
+from .cstutil import ReplaceNames, bound_names, loaded_names, walk
+from .templates import module_accessor
+
+
+@dataclass
+class ModulePlan:
+    name: str
+    handle: str
+    statements: list[cst.BaseStatement]
+    accessor: str
+    private: str
+    pid_name: str
+    importers: dict[str, tuple[cst.SimpleStatementLine, str]] = field(default_factory=dict)
+
+
+def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan:
+    body = list(module.body)
+    index = next((i for i, s in enumerate(body) if _assigns(s, name)), None)
+    if index is None:
+        raise Unfixable(f"{name} is not created by a plain module-level `{name} = ...` "
+                        "(inside a block, or cached by a function)")
+    moved = [body[index]]
+    for statement in body[index + 1:]:
+        if not _configures_name(statement, name):
+            break
+        moved.append(statement)
+    base = name.lstrip("_").lower() or "handle"
+    plan = ModulePlan(name, handle, moved, f"get_{base}", f"_{base}", f"_{base}_pid")
+    taken = bound_names(body)
+    for new in (plan.accessor, plan.private, plan.pid_name):
+        if new in taken:
+            raise Unfixable(f"the module already defines {new!r}")
+    for statement in body:
+        if statement in moved:
+            continue
+        for node in walk(statement):
+            if isinstance(node, (cst.Global, cst.Nonlocal)) and any(
+                    n.name.value == name for n in node.names):
+                raise Unfixable(f"{name} is rebound through `global` elsewhere")
+            if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name) \
+                    and node.target.value == name:
+                raise Unfixable(f"{name} is assigned again elsewhere in the module")
+    return plan
+
+
+def _assigns(statement: cst.BaseStatement, name: str) -> bool:
+    small = _single(statement)
+    return (isinstance(small, cst.Assign) and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == name)
+
+
+def _configures_name(statement: cst.BaseStatement, name: str) -> bool:
+    small = _single(statement)
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        return isinstance(small.value.func, cst.Attribute) and _root_name(small.value.func) == name
+    if isinstance(small, (cst.Assign, cst.AugAssign)):
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) \
+            else [small.target]
+        return all(not isinstance(t, cst.Name) and _root_name(t) == name for t in targets)
+    return False
+
+
+def _root_name(node: cst.BaseExpression) -> Optional[str]:
+    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
+        node = node.func if isinstance(node, cst.Call) else node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def rewrite_module(module: cst.Module, plan: ModulePlan) -> cst.Module:
+    """Replace the creation with the accessor, and reads of the name with calls to it."""
+    call = cst.Call(cst.Name(plan.accessor))
+    private = cst.Name(plan.private)
+    moved_ids = {id(s) for s in plan.statements}
+    new_body: list[cst.BaseStatement] = []
+    for statement in module.body:
+        if id(statement) not in moved_ids:
+            new_body.append(statement.visit(_ReadsToCall(plan.name, call)))
+            continue
+        if statement is not plan.statements[0]:
+            continue
+        renamed = [s.visit(ReplaceNames({plan.name: private})) for s in plan.statements]
+        renamed[0] = renamed[0].with_changes(leading_lines=[])
+        members = module_accessor(plan.accessor, plan.private, plan.pid_name, plan.handle,
+                                  renamed)
+        members[0] = members[0].with_changes(leading_lines=statement.leading_lines)
+        new_body.extend(members)
+        new_body.append(_SPACER)
+    return module.with_changes(body=_space_after_functions(new_body))
+
+
+_SPACER = cst.SimpleStatementLine(body=[cst.Pass()])  # marks "two blank lines follow"
+
+
+def _space_after_functions(body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """Two blank lines after the new accessor (PEP 8), without touching other lines."""
+    out: list[cst.BaseStatement] = []
+    pending = False
+    for statement in body:
+        if statement is _SPACER:
+            pending = True
+            continue
+        if pending:
+            blanks = sum(1 for line in statement.leading_lines if line.comment is None)
+            if blanks < 2:
+                extra = [cst.EmptyLine(indent=False)] * (2 - blanks)
+                statement = statement.with_changes(leading_lines=[*extra,
+                                                                  *statement.leading_lines])
+            pending = False
+        out.append(statement)
+    return out
+
+
+class _ReadsToCall(ReplaceNames):
+    """`SESSION` (read) → `get_session()`; skips local rebinding of the same name."""
+
+    def __init__(self, name: str, call: cst.Call) -> None:
+        super().__init__({name: call})
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
+        params = {p.name.value for p in node.params.params}
+        return not (set(self.mapping) & params)
+
+
+def importer_plan(module: cst.Module, source_module: str, name: str, accessor: str,
+                  module_of_import) -> Optional[tuple[cst.SimpleStatementLine, str]]:  # type: ignore
+    """In another module: the `from <source_module> import NAME [as X]` statement, if any."""
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
+                continue
+            if module_of_import(small) != source_module:
+                continue
+            for alias in small.names:
+                if isinstance(alias.name, cst.Name) and alias.name.value == name:
+                    local = alias.asname.name.value if alias.asname else name  # type: ignore
+                    return statement, local
+    return None
+
+
+def rewrite_importer(module: cst.Module, statement: cst.SimpleStatementLine, name: str,
+                     local: str, accessor: str) -> cst.Module:
+    """`from m import SESSION` → `from m import get_session`; reads of SESSION → calls."""
+    def rename_alias(alias: cst.ImportAlias) -> cst.ImportAlias:
+        if isinstance(alias.name, cst.Name) and alias.name.value == name:
+            return alias.with_changes(name=cst.Name(accessor), asname=None)
+        return alias
+
+    new_statement = statement.with_changes(body=[
+        s.with_changes(names=[rename_alias(a) for a in s.names])
+        if isinstance(s, cst.ImportFrom) and not isinstance(s.names, cst.ImportStar) else s
+        for s in statement.body
+    ])
+    call = cst.Call(cst.Name(accessor))
+    body = [new_statement if s is statement else s.visit(_ReadsToCall(local, call))
+            for s in module.body]
+    return module.with_changes(body=body)
+
+
+def mentions(text: str, name: str) -> bool:
+    return re.search(rf"\b{re.escape(name)}\b", text) is not None
