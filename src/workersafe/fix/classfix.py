@@ -328,7 +328,7 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str]) -> list[cst
             statement = statement.visit(ReplaceNames(mapping))
         if renames:
             statement = statement.visit(RenameSelfAttrs(renames))
-        if index == 0:
+        if index == 0 and strategy != "lazy":  # lazy: comments above move with the code
             statement = statement.with_changes(leading_lines=[])
         statements.append(statement)
     return statements
@@ -351,10 +351,6 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
             replacement = [call]
         else:
             replacement = []
-            after = first + count
-            if leading and after < len(statements):  # keep comments that stood above
-                statements[after] = statements[after].with_changes(
-                    leading_lines=[*leading, *statements[after].leading_lines])
         statements = statements[:first] + replacement + statements[first + count:]
         if not statements:
             statements = [cst.parse_statement("pass\n")]

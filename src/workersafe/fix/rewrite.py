@@ -298,7 +298,7 @@ class Rewriter:
         for plan in group.plans:
             for moved in [plan.class_statement] if plan.class_statement else plan.statements:
                 start, end = edit.located.lines_of(moved)
-                allowed.update(range(start, end + 1))
+                allowed.update(range(start - len(moved.leading_lines), end + 1))
         if group.strategy == "lazy":
             self._need_module_import(edit, "os")
             return
@@ -326,7 +326,7 @@ class Rewriter:
     def _finish_wiring(self) -> None:
         for path, edit in self.files.items():
             for call, references in edit.wiring.items():
-                new_call, needs_partial = _wired_call(call, references)
+                new_call, needs_partial = _wired_call(call, references, _layout(edit, call))
                 edit.replacements[call] = new_call
                 if needs_partial:
                     self._need_module_import(edit, "functools")
@@ -395,7 +395,20 @@ def _sibling_import(node: cst.SimpleStatementLine, name: str) -> Optional[cst.Ba
     return cst.SimpleStatementLine(body=[new])
 
 
-def _wired_call(call: cst.Call, references: list[cst.BaseExpression]) -> tuple[cst.Call, bool]:
+MAX_LINE = 99
+
+
+def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
+    """(column of the first argument, column where the call ends) when the call is on one
+    line, else (-1, -1)."""
+    pos = edit.located.positions[call]
+    if pos.start.line != pos.end.line or not call.args:
+        return -1, -1
+    return edit.located.positions[call.args[0]].start.column, pos.end.column
+
+
+def _wired_call(call: cst.Call, references: list[cst.BaseExpression],
+                layout: tuple[int, int] = (-1, -1)) -> tuple[cst.Call, bool]:
     """`worker_init_fn=` set to our function(s), chaining an existing one."""
     existing = next((a for a in call.args if a.keyword and a.keyword.value == "worker_init_fn"),
                     None)
@@ -420,12 +433,15 @@ def _wired_call(call: cst.Call, references: list[cst.BaseExpression]) -> tuple[c
     if existing is not None:
         args = [a.with_changes(value=value) if a is existing else a for a in call.args]
         return call.with_changes(args=args), needs_partial
-    return call.with_changes(args=_append_keyword(call, "worker_init_fn", value)), needs_partial
+    return call.with_changes(args=_append_keyword(call, "worker_init_fn", value, layout)), \
+        needs_partial
 
 
-def _append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> list[cst.Arg]:
+def _append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression,
+                    layout: tuple[int, int] = (-1, -1)) -> list[cst.Arg]:
     """Add `keyword=value` last, in the layout the call already uses (one line, one argument
-    per line, trailing comma or not)."""
+    per line, trailing comma or not); a one-line call that would grow too long continues on
+    the next line, aligned with its first argument."""
     args = list(call.args)
     no_space = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
     new = cst.Arg(value, keyword=cst.Name(keyword), equal=no_space)
@@ -437,6 +453,12 @@ def _append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> 
         separator = args[-2].comma.whitespace_after
     elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
         separator = call.whitespace_before_args
+    first_col, end_col = layout
+    added = len(keyword) + 3 + len(cst.Module([]).code_for_node(value))
+    if first_col >= 0 and end_col + added > MAX_LINE:
+        separator = cst.ParenthesizedWhitespace(
+            first_line=cst.TrailingWhitespace(), empty_lines=[], indent=False,
+            last_line=cst.SimpleWhitespace(" " * first_col))
     new = new.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
     args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=separator),
                                  whitespace_after_arg=cst.SimpleWhitespace(""))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import Counter
 from typing import TYPE_CHECKING
@@ -78,17 +77,18 @@ def _check_line_endings(path: str, old: Source, new: Source) -> None:
 
 
 def _check_untouched(path: str, old: Source, new: Source, allowed: set[int]) -> None:
-    """Only lines of the edited statements may change or go; anything else is insertion."""
-    old_lines, new_lines = old.text.splitlines(), new.text.splitlines()
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, _j1, _j2 in matcher.get_opcodes():
-        if tag in ("replace", "delete"):
-            changed = set(range(i1 + 1, i2 + 1))
-            outside = sorted(changed - allowed)
-            blank = all(not old_lines[n - 1].strip() for n in outside)
-            if outside and not blank:
-                raise VerificationError(
-                    f"{path}: line {outside[0]} changed outside the edited statements")
+    """Every old line outside the edited statements is still there, unchanged and in order
+    (new lines may be inserted anywhere)."""
+    new_lines = new.text.splitlines()
+    position = 0
+    for number, line in enumerate(old.text.splitlines(), start=1):
+        if number in allowed:
+            continue
+        while position < len(new_lines) and new_lines[position] != line:
+            position += 1
+        if position == len(new_lines):
+            raise VerificationError(f"{path}: line {number} changed outside the edited statements")
+        position += 1
 
 
 def _key(finding: Finding) -> tuple[str, str, str]:

@@ -1,0 +1,90 @@
+"""Golden fix cases in fixtures/fix/: `<case>.py` → `<case>.fixed.py` (byte for byte), folders
+for multi-file cases, and `# expect-unfixable: <words>` for cases that must be refused."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from expectations import FIXTURES
+
+FIX = FIXTURES / "fix"
+_OPTIONS = re.compile(rb"#\s*workersafe-fix:\s*(\{.*\})")
+_UNFIXABLE = re.compile(rb"#\s*expect-unfixable:\s*(.+)")
+
+
+def _cases() -> list[Path]:
+    if not FIX.is_dir():
+        return []
+    singles = [p for p in FIX.glob("*.py") if not p.name.endswith(".fixed.py")]
+    folders = [p for p in FIX.iterdir() if p.is_dir()]
+    return sorted(singles + folders)
+
+
+CASES = _cases()
+
+
+def _inputs(case: Path) -> list[Path]:
+    if case.is_file():
+        return [case]
+    return sorted(p for p in case.rglob("*.py") if not p.name.endswith(".fixed.py"))
+
+
+def _options(case: Path) -> dict:
+    for path in _inputs(case):
+        match = _OPTIONS.search(path.read_bytes())
+        if match:
+            return json.loads(match.group(1))
+    return {}
+
+
+def _run_fix(target: Path, options: dict, *extra: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "workersafe", "fix", "--no-cache", str(target), *extra]
+    if "strategy" in options:
+        cmd += ["--strategy", options["strategy"]]
+    return subprocess.run(cmd, capture_output=True, timeout=120, cwd=target if target.is_dir()
+                          else target.parent)
+
+
+def _copy(case: Path, tmp_path: Path) -> Path:
+    if case.is_file():
+        target = tmp_path / case.name
+        shutil.copyfile(case, target)
+        return target
+    target = tmp_path / case.name
+    shutil.copytree(case, target, ignore=shutil.ignore_patterns("*.fixed.py"))
+    return target
+
+
+def test_enough_cases() -> None:
+    assert len(CASES) >= 30
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
+def test_golden(case: Path, tmp_path: Path) -> None:
+    target = _copy(case, tmp_path)
+    proc = _run_fix(target, _options(case))
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    unfixable = [m.group(1).strip() for p in _inputs(case)
+                 for m in [_UNFIXABLE.search(p.read_bytes())] if m]
+    if unfixable:
+        for path in _inputs(case):
+            copied = target if case.is_file() else target / path.relative_to(case)
+            assert copied.read_bytes() == path.read_bytes(), f"{path.name} was changed"
+        out = proc.stdout.decode()
+        for words in unfixable:
+            assert words.decode() in out, out
+        return
+    for path in _inputs(case):
+        expected = path.with_name(path.name[:-3] + ".fixed.py")
+        copied = target if case.is_file() else target / path.relative_to(case)
+        want = expected.read_bytes() if expected.exists() else path.read_bytes()
+        assert copied.read_bytes() == want, f"{path.name} differs from its golden file"
+    again = _run_fix(target, _options(case), "--diff")
+    assert again.stdout == b"", "a second fix would change the code again"
