@@ -100,7 +100,12 @@ def _config(args: argparse.Namespace) -> Config:
     if args.config:
         config = load_pyproject(args.config)
     else:
-        config = discover_config([p for p in args.paths if p != "-"] or ["."])
+        starts = [p for p in args.paths if p != "-"]
+        if "-" in args.paths and args.stdin_filename:
+            starts = [args.stdin_filename]  # an editor's buffer: its file's project decides
+        config = discover_config(starts or ["."])
+    for note in config.notes:
+        print(f"workersafe: note: {note}", file=sys.stderr)
     updates = {}
     if args.select:
         updates["select"] = tuple(split_list(args.select))
@@ -141,6 +146,7 @@ def _check(args: argparse.Namespace, config: Config) -> int:
         except DiscoveryError as exc:
             raise UsageError(str(exc)) from None
         findings, stats = result.findings, result.stats
+        _write_index(engine, paths, result)
     sys.stdout.write(FORMATS[args.format](findings))
     if args.stats and stats is not None:
         print(json.dumps(stats.as_dict()), file=sys.stderr)
@@ -149,8 +155,23 @@ def _check(args: argparse.Namespace, config: Config) -> int:
     return EXIT_FINDINGS if findings else EXIT_CLEAN
 
 
+def _write_index(engine, paths: list[str], result) -> None:  # type: ignore[no-untyped-def]
+    """A whole-directory, linked run leaves an index the flake8 plugin can link against."""
+    if engine.cache_dir and engine.link and any(os.path.isdir(p) for p in paths):
+        from .index import write_index
+
+        write_index(engine.cache_dir, paths, result.facts, [f.path for f in result.files])
+
+
 def _fix(args: argparse.Namespace, config: Config) -> int:
-    from .fix.apply import run_fix
+    try:
+        from .fix.apply import run_fix
+    except ImportError as exc:
+        if not (exc.name or "").startswith("workersafe.fix"):
+            raise
+        print("workersafe: error: `workersafe fix` is not implemented in this version",
+              file=sys.stderr)
+        return EXIT_ERROR
 
     return run_fix(args, config, make_engine(args, config))
 

@@ -3,7 +3,9 @@ plugin. Both end up as one `Config`."""
 
 from __future__ import annotations
 
+import configparser
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Optional
@@ -13,7 +15,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.9/3.10
     import tomli as tomllib
 
-from .analysis.names import DATASET_BASES
+from .torchnames import DATASET_BASES
 from .registry import DEFAULT_REGISTRY, Registry
 
 STRATEGIES = ("worker-init", "lazy")
@@ -38,6 +40,7 @@ class Config:
     fix_strategy: str = "worker-init"
     cache: bool = True
     source: str = ""  # where the config came from, for messages
+    notes: tuple[str, ...] = field(default=(), compare=False)  # warnings for the CLI to print
 
     def registry(self) -> Registry:
         return DEFAULT_REGISTRY.with_config(self.extra_handles, self.disable_handles)
@@ -88,13 +91,14 @@ def _coerce(name: str, value: Any, source: str, key: str) -> Any:
 
 
 def split_list(value: str) -> list[str]:
-    """flake8-style list: comma or whitespace separated. A TOML list in an INI file is an error."""
+    """flake8-style list: comma or whitespace separated (as flake8's own list options). A TOML
+    list in an INI file is an error, not a silently wrong name."""
     stripped = value.strip()
     if stripped.startswith("[") or '"' in stripped or "'" in stripped:
         raise ConfigError(
             f"expected a comma-separated list (like `a.B, c.D`), got {value!r}: "
             "INI files take plain comma-separated names, not a TOML list")
-    return [item.strip() for item in stripped.replace("\n", ",").split(",") if item.strip()]
+    return [item for item in re.split(r"[,\s]+", stripped) if item]
 
 
 def find_pyproject(start: str) -> Optional[str]:
@@ -123,9 +127,115 @@ def load_pyproject(path: str) -> Config:
     return from_mapping(section, f"{path} [tool.workersafe]")
 
 
+# flake8 options the CLI also honours (flake8 option name without `--`, Config field)
+FLAKE8_OPTIONS = (
+    ("workersafe-extra-handles", "extra_handles"),
+    ("workersafe-disable-handles", "disable_handles"),
+    ("workersafe-dataset-bases", "dataset_bases"),
+)
+FLAKE8_CONFIG_FILES = ("setup.cfg", "tox.ini", ".flake8")  # flake8's own search order
+
+
+def find_flake8_config(directory: str) -> Optional[str]:
+    """The file flake8 would read in `directory`: the first of setup.cfg, tox.ini, .flake8
+    with a [flake8] (or [flake8:local-plugins]) section."""
+    for name in FLAKE8_CONFIG_FILES:
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path):
+            continue
+        parser = configparser.RawConfigParser()
+        try:
+            parser.read(path, encoding="utf-8")
+        except (UnicodeDecodeError, configparser.Error):
+            continue  # flake8 ignores such a file too
+        if parser.has_section("flake8") or parser.has_section("flake8:local-plugins"):
+            return path
+    return None
+
+
+def flake8_options(path: str) -> dict[str, str]:
+    """The workersafe-* options of a flake8 INI file's [flake8] section, raw strings, keyed by
+    their dashed name (flake8 accepts `workersafe_extra_handles` too)."""
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(path, encoding="utf-8")
+    except (UnicodeDecodeError, configparser.Error) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    if not parser.has_section("flake8"):
+        return {}
+    wanted = {name for name, _ in FLAKE8_OPTIONS}
+    found: dict[str, str] = {}
+    for key, value in parser.items("flake8"):
+        name = key.replace("_", "-")
+        if name in wanted:
+            found[name] = value
+    return found
+
+
+def load_flake8_ini(path: str) -> Config:
+    options = flake8_options(path)
+    fields = dict(FLAKE8_OPTIONS)
+    updates: dict[str, Any] = {"source": f"{path} [flake8]"}
+    for name, value in options.items():
+        try:
+            updates[fields[name]] = tuple(split_list(value))
+        except ConfigError as exc:
+            raise ConfigError(f"{path} [flake8] {name}: {exc}") from None
+    return replace(Config(), **updates)
+
+
+def _pyproject_section(path: str) -> Optional[dict[str, Any]]:
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    tool = data.get("tool", {})
+    return tool.get("workersafe") if isinstance(tool, dict) else None
+
+
 def discover_config(paths: Iterable[str]) -> Config:
+    """The CLI's configuration, found from the first path upwards. In each directory:
+    1. `pyproject.toml` with a `[tool.workersafe]` table wins;
+    2. else the flake8 INI file flake8 would read there (setup.cfg, tox.ini, .flake8), when its
+       [flake8] section sets a `workersafe-*` option: the same options the plugin reads;
+    3. else a `pyproject.toml` (without the table) marks the project root: defaults.
+    The nearest directory that decides wins; nothing is merged across files."""
     for path in list(paths) or ["."]:
-        found = find_pyproject(path if path != "-" else ".")
-        if found:
-            return load_pyproject(found)
+        current = os.path.abspath(path if path != "-" else ".")
+        if os.path.isfile(current) or not os.path.exists(current):
+            current = os.path.dirname(current)
+        while True:
+            decided = _config_in(current)
+            if decided is not None:
+                return decided
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
     return Config()
+
+
+def _config_in(directory: str) -> Optional[Config]:
+    pyproject = os.path.join(directory, "pyproject.toml")
+    has_pyproject = os.path.isfile(pyproject)
+    section = _pyproject_section(pyproject) if has_pyproject else None
+    ini = find_flake8_config(directory)
+    ini_options = flake8_options(ini) if ini else {}
+    if section is not None:
+        config = load_pyproject(pyproject)
+        if ini and ini_options:
+            other = load_flake8_ini(ini)
+            differs = [name for name, attr in FLAKE8_OPTIONS
+                       if getattr(other, attr) != getattr(config, attr)]
+            if differs:
+                note = (f"{os.path.basename(ini)} [flake8] sets {', '.join(differs)} differently: "
+                        "`workersafe` reads [tool.workersafe] from pyproject.toml, flake8 reads "
+                        f"{os.path.basename(ini)}")
+                config = replace(config, notes=config.notes + (note,))
+        return config
+    if ini and ini_options:
+        return load_flake8_ini(ini)
+    if has_pyproject:
+        return Config(source=pyproject)
+    return None

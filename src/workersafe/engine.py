@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from .cache import FactsCache
 from .config import Config
@@ -18,6 +18,9 @@ from .link import Project
 from .noqa import NoqaFilter, file_is_ignored
 from .prefilter import Prefilter, words_pattern
 from .source import Source, SourceError, decode, read_source
+
+if TYPE_CHECKING:
+    from .index import Index
 
 ERROR_CODE = "WS001"
 _IMPORT_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import\b", re.MULTILINE)
@@ -100,6 +103,30 @@ class Engine:
             return [f for f in findings if self.config.enabled(f.code)]
         source = Source(path, b"", text, "utf-8", False)
         return self._filter(findings, {path: source})
+
+    def check_text_in_project(self, path: str, text: str, index: "Index") -> list[Finding]:
+        """One file linked against an index of its project (the flake8 plugin's confirmed mode).
+        Only this file's findings are returned."""
+        from dataclasses import replace as _replace
+
+        from .parse import file_facts
+
+        here = os.path.abspath(path)
+        if self.prefilter and not self.filter.mentions_handle(text):
+            return []
+        known = index.facts.get(here)
+        module = known.module if known else ""
+        facts = file_facts(text, here, module, os.path.basename(path) == "__init__.py",
+                           self.registry)
+        if facts.error:
+            return [self._error_finding(path, facts.error)]
+        every = {p: _replace(f, path=p) for p, f in index.facts.items()}
+        every[here] = facts
+        from .rules import evaluate
+
+        project = Project(list(every.values()), self.config.all_dataset_bases())
+        mine = [_replace(f, path=path) for f in evaluate(project, self.registry) if f.path == here]
+        return [f for f in mine if self.config.enabled(f.code)]
 
     def check_bytes(self, path: str, raw: bytes) -> list[Finding]:
         try:
@@ -238,8 +265,11 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str]) -
         for func in facts.functions:
             names += [r.target for r in func.returns]
         names += [r.target for _, refs in facts.module_vars for r in refs]
+        package = facts.module.rpartition(".")[0]
         for name in names:
             path = _module_file(name, by_module)
+            if path is None and package and name:  # a sibling module of a script
+                path = _module_file(f"{package}.{name}", by_module)
             if path is not None:
                 wanted.add(path)
     return wanted

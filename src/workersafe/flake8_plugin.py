@@ -7,6 +7,7 @@ almost nothing."""
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from typing import Any, ClassVar, Iterator, Optional, Sequence
 
@@ -27,7 +28,9 @@ class WorkerSafeChecker:
     name = "workersafe"
     version = __version__
     config: ClassVar[Config] = Config()
+    build_index: ClassVar[bool] = False
     _engine: ClassVar[Any] = None
+    _indexes: ClassVar[dict] = {}
 
     def __init__(self, tree: ast.AST, lines: Sequence[str], filename: str) -> None:
         self.lines = lines
@@ -37,19 +40,26 @@ class WorkerSafeChecker:
     def add_options(cls, manager: Any) -> None:
         for flag, _, help_text in _OPTIONS:
             manager.add_option(flag, default="", parse_from_config=True, help=help_text)
+        manager.add_option(
+            "--workersafe-index", action="store_true", default=False, parse_from_config=True,
+            help="link against the whole project: build (or refresh) the project index in "
+                 ".workersafe_cache/ when it is missing or stale")
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
         values = {}
-        try:
-            for flag, attr, _ in _OPTIONS:
-                raw = getattr(options, flag[2:].replace("-", "_"), "") or ""
+        for flag, attr, _ in _OPTIONS:
+            raw = getattr(options, flag[2:].replace("-", "_"), "") or ""
+            try:
                 values[attr] = tuple(split_list(raw)) if isinstance(raw, str) else tuple(raw)
-        except ConfigError as exc:
-            print(f"workersafe: configuration error: {exc}", file=sys.stderr)
-            raise SystemExit(2) from None
+            except ConfigError as exc:  # a clean message and exit 2, never a traceback
+                print(f"workersafe: configuration error in flake8 option {flag[2:]}: {exc}",
+                      file=sys.stderr)
+                raise SystemExit(2) from None
         cls.config = Config(**values)
+        cls.build_index = bool(getattr(options, "workersafe_index", False))
         cls._engine = None
+        cls._indexes = {}
 
     @classmethod
     def engine(cls) -> Any:
@@ -63,9 +73,14 @@ class WorkerSafeChecker:
         text = "".join(self.lines)
         try:
             engine = self.engine()
-            if not engine.filter.single_file_candidate(text):
+            if not engine.filter.mentions_handle(text):
                 return
-            findings = engine.check_text(self.filename, text, _module(self.filename), noqa=False)
+            index = self._index()
+            if index is not None:
+                findings = engine.check_text_in_project(self.filename, text, index)
+            else:
+                findings = engine.check_text(self.filename, text, _module(self.filename),
+                                             noqa=False)
         except Exception as exc:  # noqa: BLE001 - never crash flake8
             yield 1, 0, f"WS001 internal error in workersafe ({type(exc).__name__}: {exc})", \
                 type(self)
@@ -74,9 +89,55 @@ class WorkerSafeChecker:
             yield finding.line, finding.col, f"{finding.code} {finding.message}", type(self)
 
 
+    def _index(self) -> Optional[Any]:
+        """A fresh project index for this file, or None (then: single-file knowledge)."""
+        from .index import find_index_dir, load_index
+
+        if self.filename in ("stdin", "-"):
+            return None
+        here = os.path.abspath(self.filename)
+        cache_dir = find_index_dir(here)
+        if cache_dir is None and self.build_index:
+            cache_dir = os.path.join(_project_root(here), ".workersafe_cache")
+        if cache_dir is None:
+            return None
+        index = self._indexes.get(cache_dir)
+        if index is None:
+            index = load_index(cache_dir)
+        if index is not None and here in index.stats and index.fresh(except_path=here):
+            self._indexes[cache_dir] = index
+            return index
+        if not self.build_index:
+            return None
+        index = _build_index(cache_dir, self.config)
+        self._indexes[cache_dir] = index
+        return index if index is not None and here in index.stats else None
+
+
+def _project_root(path: str) -> str:
+    current = os.path.dirname(path)
+    while True:
+        if any(os.path.exists(os.path.join(current, m))
+               for m in ("pyproject.toml", "setup.cfg", "setup.py", ".git", "tox.ini")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return os.path.dirname(path)
+        current = parent
+
+
+def _build_index(cache_dir: str, config: Config) -> Optional[Any]:
+    from .engine import Engine
+    from .index import load_index, write_index
+
+    root = os.path.dirname(cache_dir)
+    engine = Engine(config, cache_dir=cache_dir, jobs=1)
+    result = engine.check_paths([root])
+    write_index(cache_dir, [root], result.facts, [f.path for f in result.files])
+    return load_index(cache_dir)
+
+
 def _module(filename: str) -> str:
     from .discovery import module_name
-
-    import os
 
     return module_name(filename, os.path.dirname(filename) or ".")

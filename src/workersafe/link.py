@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Iterable, Iterator, Optional
 
-from .analysis.names import DATASET_BASES
+from .torchnames import DATASET_BASES
 from .facts import ClassFacts, DatasetRef, FileFacts, FunctionFacts, LoaderCall, ModuleHandle
 
 
@@ -48,6 +48,16 @@ class Project:
                 local = f"{context.module}.{name}"
                 if self._defined(local):
                     return local
+        resolved = self._resolve_absolute(name)
+        if context is not None and not self._defined(resolved) and "." in context.module:
+            # `python train.py` puts the script's directory on sys.path: `from data import X`
+            # in pkg/train.py may mean pkg/data.py even where pkg is not a package.
+            sibling = self._resolve_absolute(f"{context.module.rpartition('.')[0]}.{name}")
+            if self._defined(sibling):
+                return sibling
+        return resolved
+
+    def _resolve_absolute(self, name: str) -> str:
         if name in self._resolve_cache:
             return self._resolve_cache[name]
         self._resolve_cache[name] = name  # cycle guard
@@ -202,7 +212,7 @@ class Project:
         imported = facts.import_map().get(name)
         candidates = [imported] if imported else [f"{s}.{name}" for s in facts.star_imports]
         for candidate in candidates:
-            found = self._module_attr(self.resolve(candidate))
+            found = self._module_attr(self.resolve(candidate, facts))
             if found is not None:
                 home, attr = found
                 for handle in home.module_handles:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from typing import Callable, Sequence
+from urllib.parse import quote
 
 from . import __version__
 from .findings import Finding
@@ -25,7 +26,14 @@ def as_json(findings: Sequence[Finding]) -> str:
     return json.dumps(rows, indent=2) + "\n"
 
 
+def _level(code: str) -> str:
+    """WS001 (a file that could not be analysed) is a warning; every finding is an error."""
+    return "warning" if code == "WS001" else "error"
+
+
 def github(findings: Sequence[Finding]) -> str:
+    """GitHub Actions workflow commands, escaped as actions/toolkit's `command.ts` does."""
+
     def escape(value: str) -> str:
         return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
@@ -33,8 +41,9 @@ def github(findings: Sequence[Finding]) -> str:
         return escape(value).replace(":", "%3A").replace(",", "%2C")
 
     return "".join(
-        f"::error file={prop(f.path)},line={f.line},col={f.col + 1},endLine={f.span.end_line},"
-        f"endColumn={f.span.end_col + 1},title={prop(f.code)}::{escape(f.code + ' ' + f.message)}\n"
+        f"::{_level(f.code)} file={prop(f.path)},line={f.line},col={f.col + 1},"
+        f"endLine={f.span.end_line},endColumn={f.span.end_col + 1},"
+        f"title={prop(f.code)}::{escape(f.code + ' ' + f.message)}\n"
         for f in findings
     )
 
@@ -51,7 +60,7 @@ def sarif(findings: Sequence[Finding]) -> str:
             "fullDescription": {"text": doc.summary},
             "help": {"text": doc.text, "markdown": doc.text},
             "helpUri": DOCS_URL.format(code=code),
-            "defaultConfiguration": {"level": "error" if code != "WS001" else "warning"},
+            "defaultConfiguration": {"level": _level(code)},
         }
         for code, doc in sorted(docs.items())
     ]
@@ -60,11 +69,11 @@ def sarif(findings: Sequence[Finding]) -> str:
         {
             "ruleId": f.code,
             **({"ruleIndex": index[f.code]} if f.code in index else {}),
-            "level": "error" if f.code != "WS001" else "warning",
+            "level": _level(f.code),
             "message": {"text": f.message},
             "locations": [{
                 "physicalLocation": {
-                    "artifactLocation": {"uri": f.path.replace("\\", "/")},
+                    "artifactLocation": {"uri": _uri(f.path)},
                     "region": {"startLine": f.line, "startColumn": f.col + 1,
                                "endLine": f.span.end_line, "endColumn": f.span.end_col + 1},
                 }
@@ -79,10 +88,17 @@ def sarif(findings: Sequence[Finding]) -> str:
             "tool": {"driver": {"name": "workersafe", "version": __version__,
                                 "informationUri": DOCS_URL.format(code="README").rsplit("/", 1)[0],
                                 "rules": rules}},
+            "columnKind": "unicodeCodePoints",
             "results": results,
         }],
     }
     return json.dumps(log, indent=2) + "\n"
+
+
+def _uri(path: str) -> str:
+    """A relative (or absolute-path) URI reference: `/` separators, percent-encoded (a space or
+    `#` in a file name would otherwise make an invalid URI)."""
+    return quote(path.replace("\\", "/"), safe="/")
 
 
 FORMATS: dict[str, Callable[[Sequence[Finding]], str]] = {

@@ -234,6 +234,8 @@ def classify(project: Project, registry: Registry, view: ClassView, facts: FileF
              loader: LoaderCall, handle: str, attr: str, parent_use: bool, kind: str) -> str:
     htype = registry.lookup(handle)
     assert htype is not None
+    if loader.num_workers == 0:
+        return SAFE  # no worker processes: nothing is forked or pickled
     context = loader.context or facts.start_method
     if context in ("spawn", "forkserver"):
         # Only the instance is pickled: module and class attributes are created anew when a

@@ -7,36 +7,9 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-TORCH_DATA = "torch.utils.data"
-
-DATASET_BASES = frozenset(
-    f"{TORCH_DATA}{mod}.{name}"
-    for mod in ("", ".dataset")
-    for name in ("Dataset", "IterableDataset", "MapDataPipe", "IterDataPipe")
-)
-LOADERS = frozenset({f"{TORCH_DATA}.DataLoader", f"{TORCH_DATA}.dataloader.DataLoader"})
-# wrapper → how the wrapped datasets are passed: ("arg", i) positional/keyword, ("list", i)
-WRAPPERS = {
-    f"{TORCH_DATA}{mod}.{name}": spec
-    for mod in ("", ".dataset")
-    for name, spec in (
-        ("Subset", ("arg", 0, "dataset")),
-        ("random_split", ("arg", 0, "dataset")),
-        ("ConcatDataset", ("list", 0, "datasets")),
-        ("ChainDataset", ("list", 0, "datasets")),
-        ("StackDataset", ("all", 0, "")),
-    )
-}
-GET_CONTEXT = frozenset({"multiprocessing.get_context", "torch.multiprocessing.get_context"})
-SET_START_METHOD = frozenset(
-    {"multiprocessing.set_start_method", "torch.multiprocessing.set_start_method"}
-)
-PARTIAL = frozenset({"functools.partial"})
-CACHE_DECORATORS = frozenset({"functools.cache", "functools.lru_cache", "functools.cached_property"})
-# Names a `from <module> import *` is known to provide (for the modules we care about).
-TORCH_STAR_NAMES = frozenset(
-    {"Dataset", "IterableDataset", "DataLoader", "Subset", "random_split", "ConcatDataset",
-     "ChainDataset", "StackDataset", "get_worker_info", "TensorDataset"}
+from ..torchnames import (  # noqa: F401 - re-exported for the extractor
+    CACHE_DECORATORS, DATASET_BASES, GET_CONTEXT, LOADERS, PARTIAL, SET_START_METHOD,
+    TORCH_DATA, TORCH_STAR_NAMES, WRAPPERS,
 )
 
 

@@ -73,10 +73,8 @@ def plan_attr(located: Located, cls: cst.ClassDef, method_name: str, attr: str, 
         raise Unfixable(f"cannot find {cls.name.value}.{method_name}")
     if not isinstance(method.body, cst.IndentedBlock):
         raise Unfixable(f"{cls.name.value}.{method_name} has a one-line body")
-    if any(isinstance(s, cst.SimpleStatementLine) and any(
-            isinstance(x, cst.Expr) and isinstance(x.value, cst.Name) and x.value.value == "__slots__"
-            for x in s.body) for s in cls.body.body):
-        raise Unfixable("the class uses __slots__")
+    if any(_assigns_name(s, "__slots__") or _annotates(s, "__slots__") for s in cls.body.body):
+        raise Unfixable("the class uses __slots__ (the rewrite keeps state in __dict__)")
     body = list(method.body.body)
     index = _statement_at(located, body, line, col)
     if index is None:
@@ -129,6 +127,12 @@ def plan_class_attr(module: cst.Module, cls: cst.ClassDef, attr: str, handle: st
     method = cst.FunctionDef(cst.Name("__class_body__"), cst.Parameters(),
                              cst.IndentedBlock([created]))
     return AttrPlan(attr, handle, method, [created], [attr], class_statement=statement)
+
+
+def _annotates(statement: cst.BaseStatement, name: str) -> bool:
+    small = _single(statement)
+    return isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
+        and small.target.value == name
 
 
 def _assigns_name(statement: cst.BaseStatement, name: str) -> bool:

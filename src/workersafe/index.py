@@ -1,0 +1,96 @@
+"""The project index: what a whole-repository `workersafe check` learned, for the flake8 plugin.
+
+`workersafe check DIR` (with the cache on) writes `.workersafe_cache/index.json`: the stat of
+every file it discovered and the facts of every file it parsed. The plugin, checking one file,
+finds the nearest index; when no other indexed file changed on disk since (size and mtime), it
+links the file being checked against the rest of the project and reports confirmed findings.
+Otherwise it falls back to single-file knowledge (or, with `workersafe-index = true`, rebuilds
+the index first)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Optional
+
+from . import __version__
+from .facts import FACTS_VERSION, FileFacts, from_jsonable, to_jsonable
+
+INDEX_FILE = "index.json"
+CACHE_DIR_NAME = ".workersafe_cache"
+
+
+@dataclass
+class Index:
+    root: str  # the directory holding .workersafe_cache
+    paths: list[str]  # what the indexing run was given (absolute)
+    stats: dict[str, tuple[int, int]]  # absolute path → (size, mtime_ns)
+    facts: dict[str, FileFacts]  # absolute path → facts
+
+    def fresh(self, except_path: str = "") -> bool:
+        for path, (size, mtime) in self.stats.items():
+            if path == except_path:
+                continue
+            try:
+                st = os.stat(path)
+            except OSError:
+                return False
+            if (st.st_size, st.st_mtime_ns) != (size, mtime):
+                return False
+        return True
+
+
+def write_index(cache_dir: str, paths: list[str], facts: dict[str, FileFacts],
+                files: list[str]) -> None:
+    stats = {}
+    for path in files:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        stats[os.path.abspath(path)] = (st.st_size, st.st_mtime_ns)
+    data = {
+        "version": [FACTS_VERSION, __version__],
+        "paths": [os.path.abspath(p) for p in paths],
+        "stats": stats,
+        "facts": {os.path.abspath(p): to_jsonable(f) for p, f in facts.items() if not f.error},
+    }
+    os.makedirs(cache_dir, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, separators=(",", ":"))
+        os.replace(tmp, os.path.join(cache_dir, INDEX_FILE))
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def find_index_dir(filename: str) -> Optional[str]:
+    """The nearest `.workersafe_cache/index.json` above `filename`."""
+    current = os.path.dirname(os.path.abspath(filename))
+    while True:
+        candidate = os.path.join(current, CACHE_DIR_NAME)
+        if os.path.isfile(os.path.join(candidate, INDEX_FILE)):
+            return candidate
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def load_index(cache_dir: str) -> Optional[Index]:
+    try:
+        with open(os.path.join(cache_dir, INDEX_FILE), encoding="utf-8") as handle:
+            data = json.load(handle)
+        if data.get("version") != [FACTS_VERSION, __version__]:
+            return None
+        facts = {p: from_jsonable(FileFacts, f) for p, f in data["facts"].items()}
+        stats = {p: (int(v[0]), int(v[1])) for p, v in data["stats"].items()}
+        return Index(os.path.dirname(cache_dir), list(data["paths"]), stats, facts)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None

@@ -1,0 +1,139 @@
+"""The engine's promises that are not about rule semantics: prefilter, lazy libcst import,
+cache, parallel parsing, index for flake8, deterministic output."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from expectations import FIXTURES
+from workersafe.config import Config
+from workersafe.engine import Engine
+
+EXAMPLE = FIXTURES.parent / "examples" / "remote_images"
+PROJECTS = FIXTURES / "projects"
+
+
+def _run(*args: str, cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "workersafe", *args], cwd=cwd, input=stdin,
+                          capture_output=True, timeout=300)
+
+
+def test_files_without_tokens_are_never_parsed(tmp_path: Path) -> None:
+    (tmp_path / "plain.py").write_text("import os\n\ndef f():\n    return os.getcwd()\n")
+    (tmp_path / "handles_only.py").write_text("import requests\nS = requests.Session()\n")
+    result = Engine(Config()).check_paths([str(tmp_path)])
+    assert result.stats.files == 2
+    assert result.stats.parsed == 0
+
+
+def test_libcst_not_imported_without_candidates(tmp_path: Path) -> None:
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    code = ("import sys\nfrom workersafe.cli import main\nrc = main(['check', '--no-cache', "
+            f"{str(tmp_path)!r}])\nprint(rc, 'libcst' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.stdout.split() == ["0", "False"], proc.stderr
+
+
+def test_flake8_plugin_does_not_import_libcst_for_plain_files(tmp_path: Path) -> None:
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    code = ("import sys\nfrom flake8.main.cli import main\n"
+            "rc = main(['--isolated', '--select=WS', " + repr(str(tmp_path / "plain.py")) + "])\n"
+            "print(rc, 'libcst' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.stdout.split() == ["0", "False"], proc.stderr
+
+
+def test_second_run_reads_facts_from_cache(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "dataset_and_train_split", project)
+    cache = str(tmp_path / "cache")
+    first = Engine(Config(), cache_dir=cache).check_paths([str(project)])
+    second = Engine(Config(), cache_dir=cache).check_paths([str(project)])
+    assert first.stats.parsed > 0 and first.stats.cache_hits == 0
+    assert second.stats.parsed == 0 and second.stats.cache_hits == first.stats.parsed
+    assert [f.message for f in first.findings] == [f.message for f in second.findings]
+
+
+def test_edited_file_is_analysed_again(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "zero_workers_other_file", project)
+    cache = str(tmp_path / "cache")
+    before = Engine(Config(), cache_dir=cache).check_paths([str(project)])
+    train = next(p for p in project.rglob("*.py") if "num_workers=0" in p.read_text())
+    train.write_text(train.read_text().replace("num_workers=0", "num_workers=4"))
+    after = Engine(Config(), cache_dir=cache).check_paths([str(project)])
+    assert after.stats.parsed == 1
+    assert {f.code for f in before.findings} == set()
+    assert "WS101" in {f.code for f in after.findings}
+
+
+def test_corrupted_cache_entry_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    shutil.copytree(EXAMPLE, project)
+    first = _run("check", ".", cwd=project)
+    entries = list((project / ".workersafe_cache").rglob("*.json"))
+    entries = [e for e in entries if e.name != "index.json"]
+    assert entries
+    for entry in entries:
+        entry.write_text("{not json")
+    second = _run("check", ".", cwd=project)
+    assert second.returncode == first.returncode == 1
+    assert second.stdout == first.stdout
+    assert b"warning" in second.stderr and b"Traceback" not in second.stderr
+
+
+def test_parallel_and_serial_agree(tmp_path: Path) -> None:
+    serial = Engine(Config(), jobs=1).check_paths([str(PROJECTS)])
+    parallel = Engine(Config(), jobs=2)
+    import workersafe.parallel as par
+
+    old = par.MIN_PARALLEL_BYTES, par.MIN_PARALLEL_FILES
+    par.MIN_PARALLEL_BYTES, par.MIN_PARALLEL_FILES = 0, 2
+    try:
+        result = parallel.check_paths([str(PROJECTS)])
+    finally:
+        par.MIN_PARALLEL_BYTES, par.MIN_PARALLEL_FILES = old
+    assert result.stats.workers == 2
+    assert [(f.path, f.line, f.code, f.message) for f in result.findings] == \
+        [(f.path, f.line, f.code, f.message) for f in serial.findings]
+
+
+def test_flake8_links_against_a_fresh_index(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    shutil.copytree(EXAMPLE, project)
+    flake8 = [sys.executable, "-m", "flake8", "--isolated", "--select=WS", "data.py"]
+    alone = subprocess.run(flake8, cwd=project, capture_output=True, text=True, timeout=120)
+    assert "WS111" in alone.stdout
+    assert _run("check", ".", cwd=project).returncode == 1
+    linked = subprocess.run(flake8, cwd=project, capture_output=True, text=True, timeout=120)
+    assert "WS101" in linked.stdout and "train.py:" in linked.stdout
+    os.utime(project / "train.py", ns=(1, 1))  # another file changed: the index is stale
+    stale = subprocess.run(flake8, cwd=project, capture_output=True, text=True, timeout=120)
+    assert "WS111" in stale.stdout
+    rebuilt = subprocess.run(flake8 + ["--workersafe-index"], cwd=project, capture_output=True,
+                             text=True, timeout=120)
+    assert "WS101" in rebuilt.stdout, rebuilt.stderr
+
+
+def test_output_order_is_deterministic() -> None:
+    runs = [Engine(Config()).check_paths([str(PROJECTS)]).findings for _ in range(2)]
+    keys = [[(f.path, f.line, f.col, f.code) for f in run] for run in runs]
+    assert keys[0] == keys[1] == sorted(keys[0])
+
+
+def test_json_schema(tmp_path: Path) -> None:
+    proc = _run("check", "--no-cache", "--format", "json", str(EXAMPLE), cwd=tmp_path)
+    assert proc.returncode == 1
+    rows = json.loads(proc.stdout)
+    assert rows and set(rows[0]) == {"path", "line", "col", "end_line", "end_col", "code",
+                                     "message", "fixable"}
+    assert rows[0]["code"] == "WS101" and rows[0]["line"] == 12 and rows[0]["col"] == 24
