@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 from dataclasses import replace
 from typing import Optional, Sequence
 
@@ -147,12 +148,39 @@ def _check(args: argparse.Namespace, config: Config) -> int:
             raise UsageError(str(exc)) from None
         findings, stats = result.findings, result.stats
         _write_index(engine, paths, result)
+        findings = _mark_fixable(engine, result, config)
     sys.stdout.write(FORMATS[args.format](findings))
     if args.stats and stats is not None:
         print(json.dumps(stats.as_dict()), file=sys.stderr)
     if args.exit_zero:
         return EXIT_CLEAN
     return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _mark_fixable(engine, result, config: Config) -> list:  # type: ignore[no-untyped-def]
+    """Say in each message whether `workersafe fix` can fix it (planning only, no writes)."""
+    from dataclasses import replace as _replace
+
+    if not any(f.plan for f in result.findings):
+        return result.findings
+    from .fix.rewrite import Rewriter
+
+    try:
+        _, outcomes = Rewriter(engine, result, config.fix_strategy).run()
+    except Exception:  # noqa: BLE001 - marking is a courtesy; never fail a check over it
+        return result.findings
+    verdict = {(o.finding.path, o.finding.span, o.finding.code): o for o in outcomes}
+    marked = []
+    for finding in result.findings:
+        outcome = verdict.get((finding.path, finding.span, finding.code))
+        if outcome is None or finding.code == "WS001":
+            marked.append(finding)
+        elif outcome.status == "fixed":
+            marked.append(_replace(finding, message=finding.message + " [fixable]"))
+        else:
+            marked.append(_replace(finding, message=f"{finding.message} [not fixable: "
+                                                    f"{outcome.note}]", plan=None))
+    return marked
 
 
 def _write_index(engine, paths: list[str], result) -> None:  # type: ignore[no-untyped-def]
@@ -182,7 +210,8 @@ def _rule(args: argparse.Namespace) -> int:
     docs = rule_docs()
     if args.all or not args.code:
         for code, doc in sorted(docs.items()):
-            print(f"{code}  {doc.name:42} {doc.summary[:70]}")
+            summary = textwrap.shorten(doc.short, width=72, placeholder="...")
+            print(f"{code}  {doc.name:31} {summary}")
         return EXIT_CLEAN
     doc = docs.get(args.code.upper())
     if doc is None:

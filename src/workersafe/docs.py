@@ -15,6 +15,12 @@ class RuleDoc:
     summary: str
     text: str
 
+    @property
+    def short(self) -> str:
+        """One sentence: the first of "What it does" (SARIF's shortDescription, `rule --all`)."""
+        match = re.match(r"(.+?[.!?])(\s|$)", self.summary)
+        return match.group(1) if match else self.summary
+
 
 @lru_cache(maxsize=1)
 def rule_docs() -> dict[str, RuleDoc]:

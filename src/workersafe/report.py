@@ -56,7 +56,7 @@ def sarif(findings: Sequence[Finding]) -> str:
         {
             "id": code,
             "name": doc.name,
-            "shortDescription": {"text": doc.summary},
+            "shortDescription": {"text": doc.short},
             "fullDescription": {"text": doc.summary},
             "help": {"text": doc.text, "markdown": doc.text},
             "helpUri": DOCS_URL.format(code=code),

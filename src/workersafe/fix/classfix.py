@@ -45,6 +45,7 @@ class AttrPlan:
     imports: list[cst.BaseStatement] = field(default_factory=list)  # function-local imports
     renames: dict[str, str] = field(default_factory=dict)  # `__init__` local → self attribute
     class_statement: Optional[cst.BaseStatement] = None  # a class attribute (WS103) instead
+    keeps: dict[str, str] = field(default_factory=dict)  # local → new self attribute to store
 
     @property
     def opener(self) -> str:
@@ -231,9 +232,11 @@ def _check_names(plan: AttrPlan, module: cst.Module, before: list[cst.BaseStatem
                 plan.imports.append(local_imports[name])
         elif name in kept and _not_rebound(method, name):
             plan.renames[name] = kept[name]
+        elif _bound_once_before(method, name, before):
+            plan.keeps[name] = ""  # the attribute name is chosen with the class's names
         else:
             raise Unfixable(f"the creation reads {name!r}, a local of {method.name.value} that "
-                            "is not kept on self: store it (self.x = x) first, or fix by hand")
+                            "changes after it is first set: fix by hand")
 
 
 def _kept_on_self(before: list[cst.BaseStatement]) -> dict[str, str]:
@@ -247,6 +250,27 @@ def _kept_on_self(before: list[cst.BaseStatement]) -> dict[str, str]:
             if attr is not None:
                 kept.setdefault(small.value.value, attr)
     return kept
+
+
+def _bound_once_before(method: cst.FunctionDef, name: str,
+                       before: list[cst.BaseStatement]) -> bool:
+    """A parameter never reassigned, or a local assigned once, at the top level, before the
+    creation: its value there is final, so it can be kept on self for the new method."""
+    assignments = sum(1 for node in walk(method.body) if _binds(node, name))
+    if name in function_params(method):
+        return assignments == 0
+    return assignments == 1 and any(_assigns_name(s, name) for s in before)
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For,
+                         cst.CompFor, cst.NamedExpr)):
+        target = node.target
+        return name in bound_names([cst.SimpleStatementLine([cst.Expr(target)])]) or (
+            isinstance(target, cst.Name) and target.value == name)
+    if isinstance(node, cst.AsName):
+        return isinstance(node.name, cst.Name) and node.name.value == name
+    return False
 
 
 def _not_rebound(method: cst.FunctionDef, name: str) -> bool:
@@ -281,6 +305,13 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str) -> cs
     for plan in plans:
         if plan.opener in names_in_use:
             raise Unfixable(f"the class already has a member named {plan.opener}")
+        for local in plan.keeps:
+            attr = f"_{local.lstrip('_')}"
+            while attr in names_in_use:
+                attr = f"_ws{attr}"
+            plan.keeps[local] = attr
+            plan.renames[local] = attr
+            names_in_use.add(attr)
         statements = _prepared(plan, strategy, names_in_use)
         doc = f"Create this process's {plan.handle} (workersafe: once per DataLoader worker)."
         new_members.append(open_method(plan.opener, plan.handle, statements, doc)
@@ -350,11 +381,14 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
         first = next(i for i, s in enumerate(statements) if s.deep_equals(plan.statements[0]))
         leading = statements[first].leading_lines
         count = len(plan.statements)
+        keeps = [cst.parse_statement(f"self.{attr} = {local}\n")
+                 for local, attr in plan.keeps.items()]
         if strategy == "worker-init":
-            call = cst.parse_statement(f"self.{plan.opener}()\n").with_changes(leading_lines=leading)
-            replacement = [call]
+            replacement = keeps + [cst.parse_statement(f"self.{plan.opener}()\n")]
         else:
-            replacement = []
+            replacement = keeps
+        if replacement:
+            replacement[0] = replacement[0].with_changes(leading_lines=leading)
         statements = statements[:first] + replacement + statements[first + count:]
         if not statements:
             statements = [cst.parse_statement("pass\n")]

@@ -95,7 +95,10 @@ class Rewriter:
         for finding in self.result.findings:
             plan = finding.plan
             key = (finding.path, finding.span)
-            if plan is None or finding.code == "WS001":
+            if finding.code == "WS001":
+                self.outcomes.append(Outcome(finding, "unfixable", finding.message))
+                continue
+            if plan is None:
                 continue
             if plan.kind == "module" and finding.code in MODULE_CODES:
                 self.module_findings.append(finding)
