@@ -261,7 +261,7 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str]) -
             names += [imports.get(g, "") for m in cls.methods for g in m.globals_read]
             names += [r.target for _, refs in cls.attr_refs for r in refs]
         for loader in facts.loaders:
-            names += [r.target for r in loader.datasets] + [loader.worker_init]
+            names += [r.target for r in loader.datasets] + list(loader.worker_inits)
         for func in facts.functions:
             names += [r.target for r in func.returns]
         names += [r.target for _, refs in facts.module_vars for r in refs]

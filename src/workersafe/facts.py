@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 3  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 4  # bump whenever a dataclass below changes: old caches are then ignored
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class LoaderCall:
     num_workers_text: str
     persistent: Optional[bool]  # None: not a constant
     context: str  # "fork", "spawn", "forkserver", "" (platform default), "?" unknown
-    worker_init: str = ""  # qualified name of the worker_init_fn (partial unwrapped)
+    worker_inits: Tuple[str, ...] = ()  # worker_init_fn and what it chains (partials unwrapped)
     has_worker_init: bool = False
     path: str = ""
 

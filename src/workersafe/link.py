@@ -199,10 +199,9 @@ class Project:
                         entries.append((facts, loader, constructing))
         return out
 
-    def worker_init_function(self, loader: LoaderCall, facts: FileFacts) -> Optional[FunctionFacts]:
-        if not loader.worker_init:
-            return None
-        return self.functions.get(self.resolve(loader.worker_init, facts))
+    def worker_init_functions(self, loader: LoaderCall, facts: FileFacts) -> list[FunctionFacts]:
+        found = (self.functions.get(self.resolve(name, facts)) for name in loader.worker_inits)
+        return [f for f in found if f is not None]
 
     def module_handle(self, name: str, facts: FileFacts) -> Optional[tuple[FileFacts, ModuleHandle]]:
         """The module-level handle a bare name in `facts` refers to, if any."""

@@ -256,14 +256,14 @@ def classify(project: Project, registry: Registry, view: ClassView, facts: FileF
 
 def _worker_init_recreates(project: Project, view: ClassView, facts: FileFacts,
                            loader: LoaderCall, attr: str, kind: str) -> bool:
-    func = project.worker_init_function(loader, facts)
-    if func is None or kind == "module":
+    functions = project.worker_init_functions(loader, facts)
+    if not functions or kind == "module":
         return False
-    if attr in func.attr_handle_assigns:
+    if any(attr in func.attr_handle_assigns for func in functions):
         return True
     creating = {name for name, (owner, _) in view.methods.items()
                 if any(h.attr == attr and h.method == name for h in owner.held)}
-    reopened = {name for name in func.method_calls if name in view.methods}
+    reopened = {name for func in functions for name in func.method_calls if name in view.methods}
     return bool(creating & _closure(reopened, view.methods))
 
 

@@ -102,7 +102,7 @@ class _Loader:
     num_workers_text: str
     persistent: Optional[bool]
     context: str
-    worker_init: str
+    worker_inits: tuple[str, ...]
     has_worker_init: bool
 
 
@@ -650,7 +650,7 @@ class FactExtractor(cst.CSTVisitor):
         persistent = _bool_value(persistent_node) if persistent_node is not None else False
         context = self._context_value(args.get("multiprocessing_context"))
         init_node = args.get("worker_init_fn")
-        worker_init = self._worker_init_name(init_node) if init_node is not None else ""
+        worker_init = self._worker_init_names(init_node) if init_node is not None else ()
         has_init = init_node is not None and not _is_none(init_node)
         return _Loader(call, refs, num_workers, text, persistent, context, worker_init, has_init)
 
@@ -707,14 +707,15 @@ class FactExtractor(cst.CSTVisitor):
                     return env[node.value]
         return "?"
 
-    def _worker_init_name(self, node: cst.BaseExpression) -> str:
+    def _worker_init_names(self, node: cst.BaseExpression) -> tuple[str, ...]:
+        """`fn`, or `partial(fn, ..., previous=other)` → every function that will run."""
         if isinstance(node, cst.Call) and self.q(node.func) in PARTIAL and node.args:
-            inner = self._worker_init_name(node.args[0].value)
-            for arg in node.args[1:]:  # our own chaining: partial(fn, previous=seed)
-                if arg.keyword is not None:
-                    self._worker_init_name(arg.value)
-            return inner
-        return self.q(node) or ""
+            names = self._worker_init_names(node.args[0].value)
+            for arg in node.args[1:]:  # chained functions: partial(fn, previous=seed)
+                names += self._worker_init_names(arg.value)
+            return names
+        name = self.q(node)
+        return (name,) if name else ()
 
     # --- output -----------------------------------------------------------------------------
 
@@ -727,7 +728,7 @@ class FactExtractor(cst.CSTVisitor):
         functions = tuple(self._function_facts(f, spans) for f in self.functions)
         loaders = tuple(
             LoaderCall(spans.of(l.call), tuple(_fix_refs(l.refs, spans)), l.num_workers,
-                       l.num_workers_text, l.persistent, l.context, l.worker_init,
+                       l.num_workers_text, l.persistent, l.context, l.worker_inits,
                        l.has_worker_init)
             for l in self.loaders
         )

@@ -435,9 +435,27 @@ def _wired_call(call: cst.Call, references: list[cst.BaseExpression],
     assert value is not None
     if existing is not None:
         args = [a.with_changes(value=value) if a is existing else a for a in call.args]
+        index = args.index(next(a for a in args if a.keyword and a.keyword.value
+                                == "worker_init_fn"))
+        first_col, end_col = layout
+        growth = len(_code(value)) - len(_code(existing.value))
+        if first_col >= 0 and index > 0 and end_col + growth > MAX_LINE:
+            before = args[index - 1]
+            args[index - 1] = before.with_changes(comma=cst.Comma(
+                whitespace_after=_aligned_newline(first_col)))
         return call.with_changes(args=args), needs_partial
     return call.with_changes(args=_append_keyword(call, "worker_init_fn", value, layout)), \
         needs_partial
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _aligned_newline(column: int) -> cst.ParenthesizedWhitespace:
+    """A line break inside brackets, continuing at `column` (aligned with the first argument)."""
+    return cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[],
+                                       indent=False, last_line=cst.SimpleWhitespace(" " * column))
 
 
 def _append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression,
@@ -457,11 +475,8 @@ def _append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression,
     elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
         separator = call.whitespace_before_args
     first_col, end_col = layout
-    added = len(keyword) + 3 + len(cst.Module([]).code_for_node(value))
-    if first_col >= 0 and end_col + added > MAX_LINE:
-        separator = cst.ParenthesizedWhitespace(
-            first_line=cst.TrailingWhitespace(), empty_lines=[], indent=False,
-            last_line=cst.SimpleWhitespace(" " * first_col))
+    if first_col >= 0 and end_col + len(keyword) + 3 + len(_code(value)) > MAX_LINE:
+        separator = _aligned_newline(first_col)
     new = new.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
     args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=separator),
                                  whitespace_after_arg=cst.SimpleWhitespace(""))
