@@ -104,6 +104,10 @@ def _git_visible(directory: str) -> Optional[set[str]]:
                              capture_output=True, text=True, timeout=30)
         if top.returncode != 0:
             return None
+        ignored = subprocess.run(["git", "-C", directory, "check-ignore", "-q", "."],
+                                 capture_output=True, timeout=30)
+        if ignored.returncode == 0:  # asked for explicitly: an ignored tree is still checked
+            return None
         listed = subprocess.run(
             ["git", "-C", directory, "ls-files", "-z", "--cached", "--others",
              "--exclude-standard", "--", "."],

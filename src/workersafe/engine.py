@@ -16,7 +16,7 @@ from .facts import FileFacts, Span
 from .findings import Finding
 from .link import Project
 from .noqa import NoqaFilter, file_is_ignored
-from .prefilter import Prefilter, words_pattern
+from .prefilter import Prefilter, class_bases, words_pattern
 from .source import Source, SourceError, decode, read_source
 
 if TYPE_CHECKING:
@@ -165,10 +165,17 @@ class Engine:
 
     def _link_closure(self, by_path: dict[str, SourceFile], texts: dict[str, str],
                       facts: dict[str, FileFacts], stats: Stats) -> None:
-        """Parse more files until every file that could add to a finding has been parsed."""
-        by_module = {f.module: f.path for f in by_path.values() if f.module}
+        """Parse more files until every file that could add to a finding has been parsed.
+
+        Cheap text tests decide: a class graph from `class X(Base)` lines tells which classes
+        may be datasets; files are parsed when they hold such a class and a handle, define
+        something a parsed fact refers to, or name something a parsed fact is interested in."""
         handle_files = {p for p, t in texts.items() if self.filter.mentions_handle(t)}
         dataset_files = {p for p, t in texts.items() if self.filter.mentions_dataset(t)}
+        dataset_names = _dataset_class_names(texts, handle_files | dataset_files,
+                                             self.filter._dataset_words)
+        words = set(self.filter._dataset_words)
+        by_module = {f.module: f.path for f in by_path.values() if f.module}
         imports: dict[str, set[str]] = {}
 
         def imported_by(path: str) -> set[str]:
@@ -176,16 +183,20 @@ class Engine:
                 imports[path] = _imported_modules(texts[path], by_path[path])
             return imports[path]
 
-        wanted = _dataset_files_importing_handles(
+        wanted = {p for p in handle_files - dataset_files
+                  if any(set(bases) & dataset_names for _, bases in class_bases(texts[p]))}
+        wanted |= _dataset_files_importing_handles(
             dataset_files - handle_files, handle_files, by_path, imported_by)
         while True:
-            wanted |= _needed_modules(facts.values(), by_module)
+            wanted |= _needed_modules(facts.values(), by_module, words | dataset_names,
+                                      handle_files)
             pattern = words_pattern(_interesting_names(facts.values()))
             if pattern is not None:
                 wanted |= {p for p in dataset_files | handle_files if pattern.search(texts[p])}
             modules = _interesting_modules(facts.values())
             if modules:
-                wanted |= {p for p in by_path if p not in facts and imported_by(p) & modules}
+                wanted |= {p for p in dataset_files | handle_files
+                           if p not in facts and imported_by(p) & modules}
             wanted -= set(facts)
             if not wanted:
                 return
@@ -250,29 +261,83 @@ class Engine:
 
 # --- linking helpers ----------------------------------------------------------------------------
 
-def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str]) -> set[str]:
-    """Files defining names the parsed facts refer to (bases, datasets, worker_init_fns, ...)."""
-    wanted: set[str] = set()
-    for facts in all_facts:
-        names = list(facts.star_imports)
-        imports = facts.import_map()
-        for cls in facts.classes:
-            names += cls.bases
-            names += [imports.get(g, "") for m in cls.methods for g in m.globals_read]
-            names += [r.target for _, refs in cls.attr_refs for r in refs]
-        for loader in facts.loaders:
-            names += [r.target for r in loader.datasets] + list(loader.worker_inits)
-        for func in facts.functions:
-            names += [r.target for r in func.returns]
-        names += [r.target for _, refs in facts.module_vars for r in refs]
-        package = facts.module.rpartition(".")[0]
+def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
+                    dataset_words: set[str], handle_files: set[str]) -> set[str]:
+    """Files defining names that dataset-relevant facts refer to: the bases of classes that
+    hold handles or may be datasets, what loaders construct (through factories and module
+    variables, followed on demand), worker_init_fns."""
+    every = list(all_facts)
+    demanded: set[str] = set()
+    sources: dict[str, FileFacts] = {}
+
+    def demand(names: Iterable[str], facts: FileFacts) -> None:
         for name in names:
-            path = _module_file(name, by_module)
-            if path is None and package and name:  # a sibling module of a script
-                path = _module_file(f"{package}.{name}", by_module)
-            if path is not None:
-                wanted.add(path)
+            if name and name not in demanded:
+                demanded.add(name)
+                sources[name] = facts
+
+    for facts in every:
+        imports = facts.import_map()
+        relevant = [c for c in facts.classes if _relevant_class(c, dataset_words)]
+        if relevant or facts.loaders:
+            demand(facts.star_imports, facts)
+        for cls in relevant:
+            demand(cls.bases, facts)
+            for name in {imports.get(g, "") for m in cls.methods for g in m.globals_read}:
+                path = _module_file(name, by_module) if name else None
+                if path in handle_files:  # a module-level handle may live there
+                    demand([name], facts)
+            demand((r.target for _, refs in cls.attr_refs for r in refs), facts)
+        for loader in facts.loaders:
+            demand((r.target for r in loader.datasets), facts)
+            demand(loader.worker_inits, facts)
+    _follow_factories(every, demand, demanded)
+    wanted: set[str] = set()
+    for name in demanded:
+        path = _module_file(name, by_module)
+        package = sources[name].module.rpartition(".")[0]
+        if path is None and package:  # a sibling module of a script
+            path = _module_file(f"{package}.{name}", by_module)
+        if path is not None:
+            wanted.add(path)
     return wanted
+
+
+def _follow_factories(every: list[FileFacts], demand, demanded: set[str]) -> None:  # type: ignore
+    """What demanded factories return and demanded module variables hold is demanded too."""
+    changed = True
+    while changed:
+        before = len(demanded)
+        for facts in every:
+            for func in facts.functions:
+                if func.qualname in demanded or func.name in demanded:
+                    demand((r.target for r in func.returns), facts)
+            for name, refs in facts.module_vars:
+                if f"{facts.module}.{name}" in demanded or name in demanded:
+                    demand((r.target for r in refs), facts)
+        changed = len(demanded) != before
+
+
+def _relevant_class(cls, dataset_words: set[str]) -> bool:  # type: ignore[no-untyped-def]
+    if cls.held or cls.class_held:
+        return True
+    return any(word in base for base in cls.bases for word in dataset_words)
+
+
+def _dataset_class_names(texts: dict[str, str], paths: set[str], words: tuple[str, ...]
+                         ) -> set[str]:
+    """Class names that may be datasets, from `class X(Base)` lines: a base naming a dataset
+    word, or a base that is such a class (by name, transitively)."""
+    graph = [(name, bases) for p in paths for name, bases in class_bases(texts[p])]
+    names = {name for name, bases in graph if any(w in b for b in bases for w in words)}
+    changed = True
+    while changed:
+        changed = False
+        for name, bases in graph:
+            if name not in names and set(bases) & names:
+                names.add(name)
+                changed = True
+    return names
 
 
 def _module_file(name: str, by_module: dict[str, str]) -> Optional[str]:
@@ -285,30 +350,46 @@ def _module_file(name: str, by_module: dict[str, str]) -> Optional[str]:
 
 
 def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
-    """Names whose mention makes another file worth parsing: handle holders and their kin."""
-    names: set[str] = set()
-    for facts in all_facts:
-        holders = {c.name for c in facts.classes if c.held or c.class_held or c.param_attrs}
-        holders |= {c.name for c in facts.classes if set(c.bases) & holders}
-        names |= holders
+    """Names whose mention makes another file worth parsing: classes holding handles and their
+    subclasses, module-level handles, and factories or variables that build such classes."""
+    every = list(all_facts)
+    module_handles = {h.name for f in every for h in f.module_handles}
+    holders = {c.name for f in every for c in f.classes if c.held or c.class_held
+               or any(set(m.globals_read) & module_handles for m in c.methods)}
+    changed = True
+    while changed:
+        before = len(holders)
+        holders |= {c.name for f in every for c in f.classes
+                    if {b.rsplit(".", 1)[-1] for b in c.bases} & holders}
+        changed = len(holders) != before
+    names = set(holders)
+    for facts in every:
         names |= {h.name for h in facts.module_handles}
-        names |= {f.name for f in facts.functions if f.returns}
-        names |= {n for n, _ in facts.module_vars if n[:1].isalpha()}
+        names |= {f.name for f in facts.functions
+                  if any(r.target.rsplit(".", 1)[-1] in holders for r in f.returns)}
+        names |= {n for n, refs in facts.module_vars
+                  if any(r.target.rsplit(".", 1)[-1] in holders for r in refs)}
     return {n for n in names if len(n) > 2}
 
 
 def _interesting_modules(all_facts: Iterable[FileFacts]) -> set[str]:
-    """Modules defining or re-exporting a handle holder, a module handle or a factory."""
-    modules = {f.module for f in all_facts if f.module and _interesting_names([f])}
+    """Modules defining a handle holder, a module handle or a factory, and modules that
+    re-export one of those names (`from .remote import RemoteImages as Images`)."""
+    every = list(all_facts)
+    names = _interesting_names(every)
+    modules = {f.module for f in every if f.module and _interesting_names([f])}
     changed = True
     while changed:
         changed = False
-        for facts in all_facts:
+        for facts in every:
             if facts.module in modules or not facts.module:
                 continue
-            if any(_module_prefixes(q) & modules for _, q in facts.imports):
-                modules.add(facts.module)
-                changed = True
+            for local, qualified in facts.imports:
+                source, _, imported = qualified.rpartition(".")
+                if imported in names and source in modules:
+                    modules.add(facts.module)
+                    changed = True
+                    break
     return modules
 
 

@@ -13,6 +13,9 @@ from typing import Iterable, Iterator, Optional
 from .torchnames import DATASET_BASES
 from .facts import ClassFacts, DatasetRef, FileFacts, FunctionFacts, LoaderCall, ModuleHandle
 
+# Re-exports followed for one name, at most: real chains are a handful long.
+_MAX_RESOLVE_DEPTH = 64
+
 
 @dataclass
 class Project:
@@ -33,6 +36,7 @@ class Project:
             for func in facts.functions:
                 self.functions[func.qualname] = func
         self._resolve_cache: dict[str, str] = {}
+        self._resolve_depth = 0
         self._subclasses: Optional[dict[str, list[str]]] = None
 
     # --- names ----------------------------------------------------------------------------
@@ -60,8 +64,17 @@ class Project:
     def _resolve_absolute(self, name: str) -> str:
         if name in self._resolve_cache:
             return self._resolve_cache[name]
+        if self._resolve_depth >= _MAX_RESOLVE_DEPTH:
+            # Not a cycle but an ever longer name: a package star-importing a module that is
+            # not in the project (`from p.missing import *` in p/__init__.py) turns `p.X` into
+            # `p.missing.X`, `p.missing.missing.X`, ... Give up on the name.
+            return name
         self._resolve_cache[name] = name  # cycle guard
-        resolved = self._resolve_uncached(name)
+        self._resolve_depth += 1
+        try:
+            resolved = self._resolve_uncached(name)
+        finally:
+            self._resolve_depth -= 1
         self._resolve_cache[name] = resolved
         return resolved
 

@@ -33,15 +33,59 @@ class Prefilter:
         return DATASET_WORDS + self.extra_dataset_words
 
     def mentions_handle(self, text: str) -> bool:
-        return any(root in text and any(short in text for short in shorts)
+        """The file imports a handle module and names one of its constructors."""
+        roots = imported_roots(text)
+        return any(root in roots and any(short in text for short in shorts)
                    for root, shorts in self._pairs)
 
     def mentions_dataset(self, text: str) -> bool:
+        if "Data" not in text and not self.extra_dataset_words:
+            return False
         return any(word in text for word in self._dataset_words)
 
     def single_file_candidate(self, text: str) -> bool:
         """A finding needs a handle creation and a dataset or loader in the same file."""
         return self.mentions_dataset(text) and self.mentions_handle(text)
+
+
+def imported_roots(text: str) -> set[str]:
+    """Top-level modules named by import statements (absolute ones), found without a regex
+    pass over the whole text: `str.find` jumps from one `import` to the next."""
+    roots: set[str] = set()
+    position = text.find("import")
+    while position != -1:
+        start = text.rfind("\n", 0, position) + 1
+        end = text.find("\n", position)
+        if end == -1:
+            end = len(text)
+        for statement in text[start:end].split(";"):
+            _add_roots(statement.strip(), roots)
+        position = text.find("import", end)
+    return roots
+
+
+def _add_roots(line: str, roots: set[str]) -> None:
+    if line.startswith("import "):
+        for part in line[7:].split(","):
+            name = part.strip().split(" ", 1)[0]
+            if name:
+                roots.add(name.split(".", 1)[0])
+    elif line.startswith("from "):
+        name = line[5:].lstrip().split(" ", 1)[0]
+        if name and not name.startswith("."):
+            roots.add(name.split(".", 1)[0])
+
+
+_CLASS = re.compile(r"class[ \t]+(\w+)[ \t]*\(([^)]*)\)")
+
+
+def class_bases(text: str) -> list[tuple[str, list[str]]]:
+    """(class name, last identifiers of its bases) for each `class X(...)`: a cheap class graph."""
+    out = []
+    for match in _CLASS.finditer(text):
+        bases = [b.split("[", 1)[0].strip().rsplit(".", 1)[-1] for b in match.group(2).split(",")]
+        out.append((match.group(1), [b for b in bases if b.isidentifier()]))
+    return out
 
 
 def words_pattern(names: Iterable[str]) -> "re.Pattern[str] | None":
