@@ -56,8 +56,12 @@ class NoqaFilter:
     def __init__(self, lines: Sequence[str]) -> None:
         self._lines = lines
         self._map: dict[int, str] | None = None
+        # Tokenizing is the costly part: a file without any `noqa` needs none of it.
+        self._has_noqa = any("noqa" in line.lower() for line in lines)
 
     def suppressed(self, code: str, line: int) -> bool:
+        if not self._has_noqa:
+            return False
         if self._map is None:
             self._map = noqa_line_map(self._lines)
         text = self._map.get(line)

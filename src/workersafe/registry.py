@@ -17,6 +17,7 @@ class HandleType:
     problem: str  # what goes wrong when workers share it, for messages
     derived_methods: tuple[str, ...] = ()  # methods whose result keeps the handle alive
     derived_subscript: bool = False  # `handle[key]` keeps the handle alive (h5py)
+    single_open: bool = False  # a second open in the same process fails (lmdb)
 
     @property
     def module_root(self) -> str:
@@ -78,6 +79,10 @@ _ROWS: tuple[tuple[str, bool, bool, str, tuple[str, ...], bool], ...] = (
     ("tarfile.TarFile.open", False, False, _FILE, ("extractfile",), False),
 )
 
+# py-lmdb refuses to open an environment already open in the process (even one inherited
+# through fork): the fix drops the old one before opening again.
+_SINGLE_OPEN = frozenset({"lmdb.open", "lmdb.Environment"})
+
 # Methods whose result is a derived handle whatever the handle type (DB cursors, transactions).
 GENERIC_DERIVED_METHODS = frozenset({"cursor", "begin"})
 # A call to a callable whose name ends like this, with a handle as argument, builds on the
@@ -87,7 +92,8 @@ DERIVED_CALLABLE_SUFFIXES = ("Stub",)
 
 def _builtin() -> dict[str, HandleType]:
     return {
-        name: HandleType(name, fork_safe, picklable, problem, derived, subscript)
+        name: HandleType(name, fork_safe, picklable, problem, derived, subscript,
+                         single_open=name in _SINGLE_OPEN)
         for name, fork_safe, picklable, problem, derived, subscript in _ROWS
     }
 

@@ -46,10 +46,12 @@ class AttrPlan:
     renames: dict[str, str] = field(default_factory=dict)  # `__init__` local → self attribute
     class_statement: Optional[cst.BaseStatement] = None  # a class attribute (WS103) instead
     keeps: dict[str, str] = field(default_factory=dict)  # local → new self attribute to store
+    close_first: bool = False  # the library refuses a second open in one process (lmdb)
+    moved_imports: list[cst.BaseStatement] = field(default_factory=list)
 
     @property
     def opener(self) -> str:
-        return f"_open_{self.attr.lstrip('_')}"
+        return f"_open_{self.attrs[0].lstrip('_')}"
 
 
 def find_class(module: cst.Module, name: str) -> Optional[cst.ClassDef]:
@@ -97,11 +99,16 @@ def plan_attr(located: Located, cls: cst.ClassDef, method_name: str, attr: str, 
         moved.append(statement)
     rest = body[index + len(moved):]
     for statement in rest:
-        if _configures(statement, attrs) or _assigned_self_attr(statement) in attrs:
-            raise Unfixable(f"self.{attrs[0]} is configured again later in {method_name}, "
-                            "after other statements: move that configuration next to its creation")
-    plan = AttrPlan(attr, handle, method, moved, attrs)
-    _check_names(plan, located.module, body[:index])
+        for node in walk(statement):
+            if isinstance(node, cst.BaseStatement) and (
+                    _configures(node, attrs) or _assigned_self_attr(node) in attrs):
+                raise Unfixable(f"self.{attrs[0]} is configured again later in {method_name}, "
+                                "after other statements: move that configuration next to its "
+                                "creation")
+    htype = registry.lookup(handle)
+    plan = AttrPlan(attr, handle, method, moved, attrs,
+                    close_first=bool(htype and htype.single_open))
+    _check_names(plan, located.module, body[:index], cls)
     _check_other_assignments(cls, method, attrs)
     return plan
 
@@ -179,10 +186,12 @@ def _derived_attr(statement: cst.BaseStatement, attrs: list[str], handle: str,
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
         method = value.func.attr.value
         derived = (htype.derived_methods if htype else ()) + tuple(GENERIC_DERIVED_METHODS)
-        if method in derived and root_self_attr(value.func.value) in attrs:
+        if method in derived and self_attr(value.func.value) in attrs:
             return target
-    if isinstance(value, cst.Subscript) and root_self_attr(value.value) in attrs \
-            and htype is not None and htype.derived_subscript:
+    if isinstance(value, cst.Subscript) and self_attr(value.value) in attrs \
+            and htype is not None and htype.derived_subscript and all(
+                isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.SimpleString)
+                for e in value.slice):
         return target
     if isinstance(value, cst.Call) and _callee_name(value).endswith("Stub") and any(
             self_attr(arg.value) in attrs for arg in value.args):
@@ -198,7 +207,16 @@ def _callee_name(call: cst.Call) -> str:
 
 
 def _configures(statement: cst.BaseStatement, attrs: list[str]) -> bool:
-    """`self.s.headers.update(...)`, `self.s.mount(...)`, `self.s.auth = ...`."""
+    """`self.s.headers.update(...)`, `self.s.mount(...)`, `self.s.auth = ...`, or an `if`
+    whose branches only do that (`if token: self.s.headers["Authorization"] = ...`)."""
+    if isinstance(statement, cst.If):
+        branches = [statement.body]
+        orelse = statement.orelse
+        while orelse is not None:
+            branches.append(orelse.body)
+            orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+        return all(isinstance(b, cst.IndentedBlock) and b.body
+                   and all(_configures(s, attrs) for s in b.body) for b in branches)
     small = _single(statement)
     if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
         func = small.value.func
@@ -212,7 +230,8 @@ def _configures(statement: cst.BaseStatement, attrs: list[str]) -> bool:
     return False
 
 
-def _check_names(plan: AttrPlan, module: cst.Module, before: list[cst.BaseStatement]) -> None:
+def _check_names(plan: AttrPlan, module: cst.Module, before: list[cst.BaseStatement],
+                 cls: cst.ClassDef) -> None:
     """Every name the moved statements read must still be there in the new method."""
     method = plan.method
     locals_ = set(function_params(method)) | bound_names(list(method.body.body))
@@ -220,7 +239,8 @@ def _check_names(plan: AttrPlan, module: cst.Module, before: list[cst.BaseStatem
     local_imports = {n: s for s in before for n in bound_names([s])
                      if _single(s) is not None and isinstance(_single(s), (cst.Import,
                                                                              cst.ImportFrom))}
-    kept = _kept_on_self(before)
+    kept = {local: attr for local, attr in _kept_on_self(before).items()
+            if _assigned_once_in_class(cls, attr)}
     for name in sorted(set().union(*(loaded_names(s) for s in plan.statements))):
         if name == "self" or name not in locals_:
             if name != "self" and name not in module_names and name not in BUILTIN_NAMES:
@@ -228,8 +248,11 @@ def _check_names(plan: AttrPlan, module: cst.Module, before: list[cst.BaseStatem
                                 "level")
             continue
         if name in local_imports:
-            if local_imports[name] not in plan.imports:
-                plan.imports.append(local_imports[name])
+            statement = local_imports[name]
+            if statement not in plan.imports:
+                plan.imports.append(statement)
+                if not _used_outside(method, statement, plan.statements):
+                    plan.moved_imports.append(statement)
         elif name in kept and _not_rebound(method, name):
             plan.renames[name] = kept[name]
         elif _bound_once_before(method, name, before):
@@ -237,6 +260,14 @@ def _check_names(plan: AttrPlan, module: cst.Module, before: list[cst.BaseStatem
         else:
             raise Unfixable(f"the creation reads {name!r}, a local of {method.name.value} that "
                             "changes after it is first set: fix by hand")
+
+
+def _used_outside(method: cst.FunctionDef, statement: cst.BaseStatement,
+                  moved: list[cst.BaseStatement]) -> bool:
+    """Does the method read a name this import binds anywhere but in the moved statements?"""
+    names = bound_names([statement])
+    skip = {id(s) for s in moved} | {id(statement)}
+    return any(names & loaded_names(s) for s in method.body.body if id(s) not in skip)
 
 
 def _kept_on_self(before: list[cst.BaseStatement]) -> dict[str, str]:
@@ -250,6 +281,12 @@ def _kept_on_self(before: list[cst.BaseStatement]) -> dict[str, str]:
             if attr is not None:
                 kept.setdefault(small.value.value, attr)
     return kept
+
+
+def _assigned_once_in_class(cls: cst.ClassDef, attr: str) -> bool:
+    count = sum(1 for node in walk(cls) if isinstance(node, (cst.AssignTarget, cst.AugAssign))
+                and self_attr(node.target) == attr)
+    return count == 1
 
 
 def _bound_once_before(method: cst.FunctionDef, name: str,
@@ -351,13 +388,20 @@ def _private(attr: str) -> str:
 
 def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str]) -> list[cst.BaseStatement]:
     """The moved statements, as they read inside the new method."""
-    statements: list[cst.BaseStatement] = list(plan.imports)
+    statements: list[cst.BaseStatement] = [
+        s.with_changes(leading_lines=[]) for s in plan.imports]
     mapping = {n: cst.Attribute(cst.Name("self"), cst.Name(a)) for n, a in plan.renames.items()}
     renames = {a: _private(a) for a in plan.attrs} if strategy == "lazy" else {}
     if strategy == "lazy":
         taken = [renames[a] for a in plan.attrs if renames[a] in names_in_use]
         if taken:
             raise Unfixable(f"the class already uses self.{taken[0]}")
+    if plan.close_first:  # the library allows one open per process: drop the old one first
+        stored = [renames.get(a, a) for a in reversed(plan.attrs)]
+        names = ", ".join(f'"{n}"' for n in stored) + ("," if len(stored) == 1 else "")
+        statements.append(cst.parse_statement(
+            f"for name in ({names}):  # one open per process: release the old one first\n"
+            f"    self.__dict__.pop(name, None)\n"))
     for index, statement in enumerate(plan.statements):
         if mapping:
             statement = statement.visit(ReplaceNames(mapping))
@@ -377,7 +421,8 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
                 and member.name.value == plan.method.name.value):
             out.append(member)
             continue
-        statements = list(member.body.body)
+        statements = [s for s in member.body.body
+                      if not any(s.deep_equals(i) for i in plan.moved_imports)]
         first = next(i for i, s in enumerate(statements) if s.deep_equals(plan.statements[0]))
         leading = statements[first].leading_lines
         count = len(plan.statements)

@@ -32,6 +32,12 @@ def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan
     if index is None:
         raise Unfixable(f"{name} is not created by a plain module-level `{name} = ...` "
                         "(inside a block, or cached by a function)")
+    value = _single(body[index]).value  # type: ignore[union-attr]
+    root = _root_name(value.func if isinstance(value, cst.Call) else value)
+    assigned = {t.value for s in body for t in _assigned_names(s)}
+    if root in assigned and root != name:
+        raise Unfixable(f"{name} is derived from {root}, another module-level handle: "
+                        "turn that one into an accessor by hand")
     moved = [body[index]]
     for statement in body[index + 1:]:
         if not _configures_name(statement, name):
@@ -54,6 +60,13 @@ def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan
                     and node.target.value == name:
                 raise Unfixable(f"{name} is assigned again elsewhere in the module")
     return plan
+
+
+def _assigned_names(statement: cst.BaseStatement) -> list[cst.Name]:
+    small = _single(statement)
+    if isinstance(small, cst.Assign):
+        return [t.target for t in small.targets if isinstance(t.target, cst.Name)]
+    return []
 
 
 def _assigns(statement: cst.BaseStatement, name: str) -> bool:

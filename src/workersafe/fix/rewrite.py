@@ -5,6 +5,7 @@ once."""
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -37,6 +38,7 @@ class Group:
     note: str = ""
     loaders: list[tuple[str, cst.Call]] = field(default_factory=list)
     loader_keys: list[tuple[str, int, int]] = field(default_factory=list)
+    qualname: str = ""
 
 
 @dataclass
@@ -75,9 +77,10 @@ class Rewriter:
 
         groups = self._groups()
         self._plan_module_fixes()
+        fixed_classes = {g.qualname for g in groups.values()}
         for group in groups.values():
             try:
-                self._plan_group(group)
+                self._plan_group(group, fixed_classes)
                 self._apply_group(group)
             except Unfixable as exc:
                 self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in group.findings]
@@ -113,8 +116,8 @@ class Rewriter:
             if cls is None or home is None:
                 self.outcomes.append(Outcome(finding, "unfixable", "cannot find the class"))
                 continue
-            group = groups.setdefault((home.path, cls.name),
-                                      Group(home.path, cls.name, home.module, []))
+            group = groups.setdefault((home.path, cls.name), Group(
+                home.path, cls.name, home.module, [], qualname=cls.qualname))
             group.findings.append(finding)
             if key not in seen:
                 seen.add(key)
@@ -209,11 +212,17 @@ class Rewriter:
             self.files[path] = FileEdit(Located(module))
         return self.files[path]
 
-    def _plan_group(self, group: Group) -> None:
+    def _plan_group(self, group: Group, fixed_classes: set[str]) -> None:
         edit = self._edit(group.path)
         cls = find_class(edit.located.module, group.class_name)
         if cls is None:
             raise Unfixable("the class is not defined at module level")
+        facts_cls = self.project.classes.get(group.qualname)
+        for base in self.project.mro(facts_cls)[1:] if facts_cls else []:
+            if base.qualname in fixed_classes or base.method("__getstate__") \
+                    or base.method("__setstate__"):
+                raise Unfixable(f"its base class {base.name} also pickles or reopens handles: "
+                                f"fix {base.name} first, then merge by hand")
         plans: dict[str, AttrPlan] = {}
         for finding in group.findings:
             plan = finding.plan
@@ -251,6 +260,9 @@ class Rewriter:
                 return f"cannot find the DataLoader call at {path}:{line}"
             if any(arg.star for arg in call.args):
                 return f"the DataLoader at {path}:{line} takes *args/**kwargs"
+            if _in_lightning_class(edit.located, call):
+                return (f"the DataLoader at {path}:{line} is built in a Lightning module, which "
+                        "only adds its own worker seeding when worker_init_fn is unset")
             if path != group.path and self._import_for(group, path) is None:
                 return (f"{path} does not import {group.class_name} from its module "
                         f"{group.module or '(unknown)'}")
@@ -299,7 +311,8 @@ class Rewriter:
         edit.replacements[cls] = new_cls
         allowed = self.allowed_lines.setdefault(group.path, set())
         for plan in group.plans:
-            for moved in [plan.class_statement] if plan.class_statement else plan.statements:
+            moved_nodes = [plan.class_statement] if plan.class_statement else plan.statements
+            for moved in [*moved_nodes, *plan.moved_imports]:
                 start, end = edit.located.lines_of(moved)
                 allowed.update(range(start - len(moved.leading_lines), end + 1))
         if group.strategy == "lazy":
@@ -328,10 +341,12 @@ class Rewriter:
 
     def _finish_wiring(self) -> None:
         for path, edit in self.files.items():
+            partial = _partial_spelling(edit.located.module)
             for call, references in edit.wiring.items():
-                new_call, needs_partial = _wired_call(call, references, _layout(edit, call))
+                new_call, needs_partial = _wired_call(call, references, _layout(edit, call),
+                                                      partial or "functools.partial")
                 edit.replacements[call] = new_call
-                if needs_partial:
+                if needs_partial and partial is None:
                     self._need_module_import(edit, "functools")
 
     # --- rendering ----------------------------------------------------------------------------
@@ -359,6 +374,17 @@ class Rewriter:
             if path in self.module_fixes or path in self.importer_fixes:
                 out[path] = self._module_pass(path, out[path])
         return out
+
+
+def _in_lightning_class(located: Located, call: cst.Call) -> bool:
+    line = located.positions[call].start.line
+    for node in located.module.body:
+        if isinstance(node, cst.ClassDef):
+            start, end = located.lines_of(node)
+            if start <= line <= end:
+                bases = "".join(located.module.code_for_node(a.value) for a in node.bases)
+                return "Lightning" in bases
+    return False
 
 
 def _handle_of(finding: Finding) -> str:
@@ -405,13 +431,35 @@ def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
     """(column of the first argument, column where the call ends) when the call is on one
     line, else (-1, -1)."""
     pos = edit.located.positions[call]
-    if pos.start.line != pos.end.line or not call.args:
+    if pos.start.line != pos.end.line or not call.args or "\t" in edit.located.module.default_indent:
         return -1, -1
     return edit.located.positions[call.args[0]].start.column, pos.end.column
 
 
+def _partial_spelling(module: cst.Module) -> Optional[str]:
+    """How this module already names functools.partial, if it does."""
+    for node in module.body:
+        if not isinstance(node, cst.SimpleStatementLine):
+            continue
+        for small in node.body:
+            if isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) \
+                    and small.module.value == "functools" and not small.relative \
+                    and not isinstance(small.names, cst.ImportStar):
+                for alias in small.names:
+                    if isinstance(alias.name, cst.Name) and alias.name.value == "partial":
+                        asname = alias.asname.name if alias.asname else None
+                        return asname.value if isinstance(asname, cst.Name) else "partial"
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if isinstance(alias.name, cst.Name) and alias.name.value == "functools" \
+                            and alias.asname is None:
+                        return "functools.partial"
+    return None
+
+
 def _wired_call(call: cst.Call, references: list[cst.BaseExpression],
-                layout: tuple[int, int] = (-1, -1)) -> tuple[cst.Call, bool]:
+                layout: tuple[int, int] = (-1, -1), partial: str = "functools.partial"
+                ) -> tuple[cst.Call, bool]:
     """`worker_init_fn=` set to our function(s), chaining an existing one."""
     existing = next((a for a in call.args if a.keyword and a.keyword.value == "worker_init_fn"),
                     None)
@@ -426,7 +474,7 @@ def _wired_call(call: cst.Call, references: list[cst.BaseExpression],
             value = reference
         else:
             value = cst.Call(
-                func=cst.parse_expression("functools.partial"),
+                func=cst.parse_expression(partial),
                 args=[cst.Arg(reference, comma=cst.MaybeSentinel.DEFAULT),
                       cst.Arg(value, keyword=cst.Name("previous"),
                               equal=cst.AssignEqual(cst.SimpleWhitespace(""),
@@ -493,27 +541,64 @@ def _last_index(body: list[cst.BaseStatement], class_names: list[str]) -> int:
 
 def _insert_imports(body: list[cst.BaseStatement], imports: list[cst.BaseStatement]
                     ) -> list[cst.BaseStatement]:
-    """New `import x` lines (standard library) open the import block: after the docstring
-    and `__future__` imports."""
-    if not imports:
-        return body
-    position = 0
-    for index, node in enumerate(body):
-        if (_is_docstring(node) and index == 0) or _is_future_import(node):
-            position = index + 1
-            continue
-        break
-    if position < len(body) and _is_import(body[position]):
-        first_import = body[position]
-        new = [imports[0].with_changes(leading_lines=first_import.leading_lines), *imports[1:]]
-        body = body[:position] + [first_import.with_changes(leading_lines=[])] + body[position + 1:]
-        return body[:position] + new + body[position:]
-    new = [imports[0].with_changes(leading_lines=[])] + [i for i in imports[1:]]
-    if position == 0 and body:
-        first = body[0]
-        return new + [first.with_changes(leading_lines=first.leading_lines or [cst.EmptyLine()])] \
-            + body[1:]
-    return body[:position] + new + body[position:]
+    """New standard-library imports go where isort would put them: in order among the
+    module's standard-library imports, else in a group of their own before the others."""
+    for new in imports:
+        body = _insert_import(body, new)
+    return body
+
+
+def _insert_import(body: list[cst.BaseStatement], new: cst.BaseStatement
+                   ) -> list[cst.BaseStatement]:
+    name = _import_root(new)
+    start = 0
+    while start < len(body) and ((_is_docstring(body[start]) and start == 0)
+                                 or _is_future_import(body[start])):
+        start += 1
+    block = start
+    while block < len(body) and _is_import(body[block]):
+        block += 1
+    stdlib = [i for i in range(start, block) if _import_root(body[i]) in _STDLIB]
+    new = new.with_changes(leading_lines=[])
+    if stdlib:
+        after = [i for i in stdlib if _import_root(body[i]) > name]
+        at = after[0] if after and after[0] <= stdlib[-1] else stdlib[-1] + 1
+        if at == stdlib[0]:  # becomes the first of the group: take over its leading lines
+            new = new.with_changes(leading_lines=body[at].leading_lines)
+            body = body[:at] + [body[at].with_changes(leading_lines=[])] + body[at + 1:]
+        return body[:at] + [new] + body[at:]
+    if start < block:  # only third-party or local imports: a group of its own, first
+        first = body[start]
+        new = new.with_changes(leading_lines=first.leading_lines)
+        rest = first.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+        return body[:start] + [new, rest] + body[start + 1:]
+    if start < len(body):
+        following = body[start]
+        return body[:start] + [new.with_changes(leading_lines=following.leading_lines),
+                               following.with_changes(leading_lines=[
+                                   cst.EmptyLine(indent=False)])] + body[start + 1:]
+    return body + [new]
+
+
+def _import_root(node: cst.BaseStatement) -> str:
+    if not isinstance(node, cst.SimpleStatementLine) or not node.body:
+        return ""
+    small = node.body[0]
+    if isinstance(small, cst.Import):
+        return cst.Module([]).code_for_node(small.names[0].name).split(".")[0]
+    if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+        return cst.Module([]).code_for_node(small.module).split(".")[0]
+    return ""
+
+
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) or frozenset({
+    "abc", "argparse", "array", "ast", "asyncio", "base64", "bisect", "collections",
+    "contextlib", "copy", "csv", "dataclasses", "datetime", "enum", "functools", "glob",
+    "gzip", "hashlib", "heapq", "io", "itertools", "json", "logging", "math", "multiprocessing",
+    "os", "pathlib", "pickle", "random", "re", "shutil", "socket", "sqlite3", "ssl", "string",
+    "struct", "subprocess", "sys", "tarfile", "tempfile", "threading", "time", "typing",
+    "unittest", "urllib", "uuid", "warnings", "weakref", "zipfile", "zlib",
+})
 
 
 def _is_future_import(node: cst.BaseStatement) -> bool:

@@ -73,11 +73,9 @@ def worker_init_function(name: str, branches: Sequence[tuple[str, Sequence[str]]
         calls += "".join(f"            dataset.{m}()\n" for m in methods)
     code = (
         f"def {name}(worker_id, previous=None):\n"
-        '    """Give this DataLoader worker its own handles (added by workersafe).\n'
-        "\n"
-        "    Runs `previous` (the loader's earlier worker_init_fn) first, then reopens the\n"
-        "    handles of every dataset, looking through Subset/ConcatDataset/random_split.\n"
-        '    """\n'
+        '    """Reopen each dataset\'s handles in this DataLoader worker (added by workersafe)."""\n'
+        "    # Runs `previous` (an earlier worker_init_fn) first, then looks through\n"
+        "    # Subset/ConcatDataset/random_split wrappers for the datasets to reopen.\n"
         "    from torch.utils.data import get_worker_info\n"
         "\n"
         "    if previous is not None:\n"
