@@ -4,7 +4,9 @@ Endpoints (JSON bodies, HTTP/1.1, explicit Content-Length so connections stay op
 
 - ``GET /list[?limit=N]``: the item ids ``[0, 1, ..., N-1]`` (the programs call it in
   ``__init__`` to size the dataset, which also "warms" their connection pool);
-- ``GET /item/<i>``: ``{"index": i, "payload": payload_for(i)}``.
+- ``GET /item/<i>``: ``{"index": i, "payload": payload_for(i)}``;
+- the same under ``/private/...``, answered only with ``Authorization: Bearer <TOKEN>``
+  (401 otherwise): a handle whose configuration (auth headers) is lost in a worker shows.
 
 Every connection has a socket timeout, the TLS handshake happens in the connection's own
 thread (a stuck client never blocks ``accept``), and the server stops by itself after
@@ -28,6 +30,8 @@ from urllib.parse import parse_qs, urlsplit
 import trustme
 
 ITEM_COUNT = 4096
+TOKEN = "dev-token"
+PRIVATE = "/private"
 CONNECTION_TIMEOUT = 20.0
 DEFAULT_LIFETIME = 900.0
 _ITEM_PATH = re.compile(r"^/item/(\d+)$")
@@ -45,10 +49,16 @@ class ItemHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         url = urlsplit(self.path)
-        if url.path == "/list":
+        path = url.path
+        if path.startswith(f"{PRIVATE}/"):
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                self._send_json(401, {"error": "missing or wrong bearer token"})
+                return
+            path = path.removeprefix(PRIVATE)
+        if path == "/list":
             self._send_json(200, list(range(_limit(url.query))))
             return
-        match = _ITEM_PATH.match(url.path)
+        match = _ITEM_PATH.match(path)
         if match and int(match.group(1)) < ITEM_COUNT:
             index = int(match.group(1))
             self._send_json(200, {"index": index, "payload": payload_for(index)})

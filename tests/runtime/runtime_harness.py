@@ -17,8 +17,9 @@ import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from tls_server import payload_for
+from tls_server import TOKEN, payload_for
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = REPO / "fixtures" / "runtime"
@@ -57,7 +58,7 @@ class Outcome:
     """What one run of a program did."""
 
     returncode: int | None  # None: killed after the timeout
-    summary: dict[str, object] | None
+    summary: dict[str, Any] | None
     stdout: str
     stderr: str
     seconds: float
@@ -76,7 +77,7 @@ class Outcome:
 
     @property
     def wrong_items(self) -> int:
-        return int(self.summary.get("wrong_items") or 0) if self.summary else 0  # type: ignore[call-overload]
+        return int(self.summary.get("wrong_items") or 0) if self.summary else 0
 
     @property
     def error_headline(self) -> str:
@@ -113,6 +114,7 @@ class Target:
         env.update(
             {
                 "WS_URL": self.base_url,
+                "WS_TOKEN": TOKEN,
                 # The machine exports REQUESTS_CA_BUNDLE, which overrides Session.verify.
                 "REQUESTS_CA_BUNDLE": str(self.ca_bundle),
                 "SSL_CERT_FILE": str(self.ca_bundle),
@@ -168,7 +170,7 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-def _summary(stdout: str) -> dict[str, object] | None:
+def _summary(stdout: str) -> dict[str, Any] | None:
     for line in reversed(stdout.splitlines()):
         if line.startswith("{"):
             try:
@@ -187,3 +189,55 @@ def write_zip_archive(path: Path, items: int) -> Path:
             record = {"index": index, "payload": payload_for(index)}
             archive.writestr(f"items/{index}.json", json.dumps(record))
     return path
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    program: str
+    stage: str  # "unfixed", "worker-init", "lazy", ...
+    config: str
+    tries: int
+    outcome: Outcome
+
+
+RUN_LOG: list[RunRecord] = []
+
+
+def record(program: str, stage: str, config: Config, outcome: Outcome, tries: int = 1) -> None:
+    RUN_LOG.append(RunRecord(program, stage, config.label, tries, outcome))
+
+
+def format_run_log() -> str:
+    rows = [("program", "stage", "config", "tries", "outcome")]
+    rows += [
+        (r.program, r.stage, r.config, str(r.tries), r.outcome.describe()[:160]) for r in RUN_LOG
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths)) + "  " + row[4]
+        for row in rows
+    )
+
+
+def workersafe_command() -> list[str] | None:
+    """How to run the CLI: the console script next to this interpreter; None if not installed."""
+    try:
+        import workersafe  # noqa: F401
+    except ImportError:
+        return None
+    script = Path(sys.executable).with_name("workersafe")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "workersafe"]
+
+
+def run_workersafe(
+    command: list[str], args: list[str], cwd: Path, timeout: float = 120.0
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*command, *args],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

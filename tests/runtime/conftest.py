@@ -1,0 +1,71 @@
+"""Fixtures for the runtime proof: a local TLS item server and the programs' environment."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# The helper modules sit next to this file; import them whatever pytest's import mode.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from runtime_harness import RUN_LOG, Target, format_run_log, write_zip_archive  # noqa: E402
+from tls_server import ItemServer, LocalCA, make_test_ca  # noqa: E402
+
+SERVER_LIFETIME = 900.0  # seconds: the server stops by itself even if teardown never runs
+ARCHIVE_ITEMS = 256
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "runtime: runs real DataLoader workers against a local server (slow)"
+    )
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if RUN_LOG:
+        terminalreporter.write_sep("-", "runtime programs: outcome per configuration")
+        terminalreporter.write_line(format_run_log())
+
+
+@pytest.fixture(scope="session")
+def local_ca(tmp_path_factory: pytest.TempPathFactory) -> LocalCA:
+    return make_test_ca(tmp_path_factory.mktemp("ca"))
+
+
+@pytest.fixture(scope="session")
+def ca_bundle(local_ca: LocalCA) -> Path:
+    """The PEM file of the test CA, for REQUESTS_CA_BUNDLE / SSL_CERT_FILE."""
+    return local_ca.bundle
+
+
+@pytest.fixture(scope="session")
+def tls_server(local_ca: LocalCA) -> Iterator[ItemServer]:
+    server = ItemServer(local_ca.server_context).start(lifetime=SERVER_LIFETIME)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def http_server() -> Iterator[ItemServer]:
+    """Plain HTTP variant (a shared pool over plain HTTP hangs or returns wrong items)."""
+    server = ItemServer(None).start(lifetime=SERVER_LIFETIME)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def zip_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_zip_archive(tmp_path_factory.mktemp("data") / "items.zip", ARCHIVE_ITEMS)
+
+
+@pytest.fixture(scope="session")
+def runtime_target(tls_server: ItemServer, ca_bundle: Path, zip_archive: Path) -> Target:
+    """Environment shared by every program: server URL, trusted CA, data file."""
+    return Target(base_url=tls_server.base_url, ca_bundle=ca_bundle, data_file=zip_archive)
