@@ -17,6 +17,9 @@ from . import __version__
 from .config import STRATEGIES, Config, ConfigError, discover_config, load_pyproject, split_list
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# Saying which findings `fix` can fix means planning the fix: cheap for a few files, not for
+# hundreds (`--show-fixes` asks for it anyway).
+MARK_FIXABLE_FILES = 20
 
 
 class UsageError(Exception):
@@ -39,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     check.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     check.add_argument("--stats", action="store_true", help="print counters as JSON on stderr")
+    check.add_argument("--show-fixes", action="store_true",
+                       help="mark fixable findings even in many files (planning costs a parse "
+                            "of each file with findings)")
     fix = sub.add_parser("fix", help="rewrite code so each worker creates its own handles")
     _common(fix)
     fix.add_argument("--diff", action="store_true", help="print a diff, write nothing")
@@ -59,7 +65,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-link", action="store_true",
                         help="check each file on its own (no cross-file linking)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    parser.add_argument("--cache-dir", help=f"where the cache lives (default: ./.workersafe_cache)")
+    parser.add_argument("--cache-dir", help="where the cache lives (default: ./.workersafe_cache)")
     parser.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("-j", "--jobs", type=int, default=0,
                         help="worker processes for parsing (default: CPU count when it pays)")
@@ -148,7 +154,9 @@ def _check(args: argparse.Namespace, config: Config) -> int:
             raise UsageError(str(exc)) from None
         findings, stats = result.findings, result.stats
         _write_index(engine, paths, result)
-        findings = _mark_fixable(engine, result, config)
+        files_with_findings = {f.path for f in findings if f.plan}
+        if args.show_fixes or len(files_with_findings) <= MARK_FIXABLE_FILES:
+            findings = _mark_fixable(engine, result, config)
     sys.stdout.write(FORMATS[args.format](findings))
     if args.stats and stats is not None:
         print(json.dumps(stats.as_dict()), file=sys.stderr)
@@ -174,12 +182,13 @@ def _mark_fixable(engine, result, config: Config) -> list:  # type: ignore[no-un
     for finding in result.findings:
         outcome = verdict.get((finding.path, finding.span, finding.code))
         if outcome is None or finding.code == "WS001":
-            marked.append(finding)
+            marked.append(_replace(finding, fixable=False))
         elif outcome.status == "fixed":
-            marked.append(_replace(finding, message=finding.message + " [fixable]"))
+            marked.append(_replace(finding, message=finding.message + " [fixable]",
+                                   fixable=True))
         else:
             marked.append(_replace(finding, message=f"{finding.message} [not fixable: "
-                                                    f"{outcome.note}]", plan=None))
+                                                    f"{outcome.note}]", fixable=False))
     return marked
 
 

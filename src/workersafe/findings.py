@@ -26,6 +26,7 @@ class Finding:
     code: str
     message: str
     plan: Optional[FixPlan] = field(default=None, compare=False)
+    fixable: Optional[bool] = field(default=None, compare=False)  # None: not determined
 
     @property
     def line(self) -> int:

@@ -20,7 +20,7 @@ def as_json(findings: Sequence[Finding]) -> str:
     rows = [
         {"path": f.path, "line": f.line, "col": f.col + 1, "end_line": f.span.end_line,
          "end_col": f.span.end_col + 1, "code": f.code, "message": f.message,
-         "fixable": bool(f.plan)}
+         "fixable": f.fixable}
         for f in findings
     ]
     return json.dumps(rows, indent=2) + "\n"
