@@ -27,6 +27,14 @@ def _fix_tree(root: Path, config, strategy: str):  # type: ignore[no-untyped-def
     return engine, before, fixed
 
 
+def _compiles(text: str) -> bool:
+    try:
+        compile(text, "<original>", "exec")
+    except SyntaxError:
+        return False
+    return True
+
+
 def _check_properties(root: Path, config, strategy: str) -> None:  # type: ignore[no-untyped-def]
     engine, before, fixed = _fix_tree(root, config, strategy)
     assert all(o.status != "failed" for o in fixed.outcomes), [o.note for o in fixed.outcomes]
@@ -34,7 +42,8 @@ def _check_properties(root: Path, config, strategy: str) -> None:  # type: ignor
     for path in fixed.new_sources:
         text = Path(path).read_text(encoding=before.sources[path].encoding)
         libcst.parse_module(text)
-        compile(text, path, "exec")
+        if _compiles(before.sources[path].text):  # else: newer syntax than this Python
+            compile(text, path, "exec")
     after = engine.check_paths([str(root)])
     fixed_codes = {(o.finding.path, o.finding.code) for o in fixed.outcomes if o.status == "fixed"}
     left = {(f.path, f.code) for f in after.findings}

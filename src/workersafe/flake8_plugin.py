@@ -88,7 +88,6 @@ class WorkerSafeChecker:
         for finding in findings:
             yield finding.line, finding.col, f"{finding.code} {finding.message}", type(self)
 
-
     def _index(self) -> Optional[Any]:
         """A fresh project index for this file, or None (then: single-file knowledge)."""
         from .index import find_index_dir, load_index

@@ -1,0 +1,178 @@
+"""Configuration as users write it: flake8 options in setup.cfg / tox.ini / .flake8 (real
+flake8, in scratch directories), `[tool.workersafe]` in pyproject.toml for the CLI, and what
+wins when both exist (docs/configuration.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ecosystem_util import ROOT, SINGLE_FILE, flake8, workersafe
+
+# A client the built-in registry does not know, in a dataset whose base class it does not know
+# either (no DataLoader here, so nothing else marks the class as a dataset): WS111 needs both
+# `extra-handles` and `dataset-bases`.
+CUSTOM = '''\
+import mylib
+
+from company.data import BaseDataset
+
+
+class Remote(BaseDataset):
+    def __init__(self):
+        self.client = mylib.Client()
+
+    def __getitem__(self, i):
+        return self.client.get(i)
+'''
+CUSTOM_AT = "ds.py:8:23: WS111"
+
+
+def codes(stdout: str) -> list[str]:
+    return [line.split(": ", 1)[1].split()[0] + "@" + line.split(":")[1]
+            for line in stdout.splitlines() if ": WS" in line]
+
+
+def project(tmp_path: Path, files: dict[str, str], source: str = CUSTOM) -> Path:
+    (tmp_path / "ds.py").write_text(source, encoding="utf-8")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def flake8_ws(cwd: Path):  # type: ignore[no-untyped-def]
+    return flake8("--select=WS", "ds.py", cwd=cwd)
+
+
+BOTH_OPTIONS = ("workersafe-extra-handles = mylib.Client\n"
+                "workersafe-dataset-bases = company.data.BaseDataset\n")
+
+
+@pytest.mark.parametrize("filename", ["setup.cfg", "tox.ini", ".flake8"])
+def test_flake8_reads_options_from_each_ini_file(tmp_path: Path, filename: str) -> None:
+    project(tmp_path, {})
+    assert flake8_ws(tmp_path).stdout == ""  # neither the client nor the base is known
+    (tmp_path / filename).write_text("[flake8]\n" + BOTH_OPTIONS, encoding="utf-8")
+    proc = flake8_ws(tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith(CUSTOM_AT)
+
+
+@pytest.mark.parametrize("value", [
+    "mylib.Client, other.Thing",
+    "\n    mylib.Client,\n    other.Thing,",  # multi-line, trailing comma
+    "\n    other.Thing\n    mylib.Client",  # multi-line without commas
+    "other.Thing mylib.Client",  # whitespace separated, as flake8's own list options allow
+])
+def test_flake8_list_values(tmp_path: Path, value: str) -> None:
+    bases_only = "[flake8]\nworkersafe_dataset_bases = company.data.BaseDataset\n"
+    project(tmp_path, {"setup.cfg": bases_only})
+    assert flake8_ws(tmp_path).stdout == ""  # the client is not a known handle yet
+    (tmp_path / "setup.cfg").write_text(
+        f"[flake8]\nworkersafe-extra-handles = {value}\n"
+        "workersafe_dataset_bases = company.data.BaseDataset\n", encoding="utf-8")
+    assert flake8_ws(tmp_path).stdout.startswith(CUSTOM_AT)
+
+
+def test_flake8_disable_handles(tmp_path: Path) -> None:
+    project(tmp_path, {}, SINGLE_FILE)
+    assert "WS101" in flake8_ws(tmp_path).stdout
+    (tmp_path / ".flake8").write_text(
+        "[flake8]\nworkersafe-disable-handles = requests.Session\n", encoding="utf-8")
+    assert flake8_ws(tmp_path).stdout == ""
+
+
+@pytest.mark.parametrize("value", ['["mylib.Client"]', '"mylib.Client"', "['a.B', 'c.D']"])
+def test_flake8_toml_style_list_is_a_clear_error(tmp_path: Path, value: str) -> None:
+    project(tmp_path, {"setup.cfg": f"[flake8]\nworkersafe-extra-handles = {value}\n"})
+    proc = flake8_ws(tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(
+        "workersafe: configuration error in flake8 option workersafe-extra-handles: "
+        "expected a comma-separated list")
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_flake8_uses_the_first_ini_file_with_a_flake8_section(tmp_path: Path) -> None:
+    """flake8's own rule: setup.cfg, then tox.ini, then .flake8; the first with [flake8]."""
+    project(tmp_path, {"setup.cfg": "[metadata]\nname = x\n",
+                       "tox.ini": "[flake8]\n" + BOTH_OPTIONS,
+                       ".flake8": "[flake8]\nmax-line-length = 120\n"})
+    assert flake8_ws(tmp_path).stdout.startswith(CUSTOM_AT)
+    assert workersafe("check", "ds.py", cwd=tmp_path).stdout.startswith(CUSTOM_AT)
+
+
+# --- the CLI ----------------------------------------------------------------------------------
+
+PYPROJECT = ('[tool.workersafe]\nextra-handles = ["mylib.Client"]\n'
+             'dataset-bases = ["company.data.BaseDataset"]\n')
+
+
+def test_cli_reads_pyproject_and_flake8_does_not(tmp_path: Path) -> None:
+    project(tmp_path, {"pyproject.toml": PYPROJECT})
+    proc = workersafe("check", "--no-cache", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stdout.startswith(CUSTOM_AT), proc.stderr
+    assert flake8_ws(tmp_path).stdout == ""  # flake8 never reads pyproject.toml
+
+
+def test_cli_falls_back_to_the_flake8_ini_options(tmp_path: Path) -> None:
+    """No [tool.workersafe]: the CLI reads the workersafe-* options flake8 reads."""
+    for name in ("setup.cfg", "tox.ini", ".flake8"):
+        folder = tmp_path / name.strip(".")
+        folder.mkdir()
+        project(folder, {name: "[flake8]\n" + BOTH_OPTIONS,
+                         "pyproject.toml": "[project]\nname = 'x'\n"})
+        proc = workersafe("check", "--no-cache", cwd=folder)
+        assert proc.returncode == 1 and proc.stdout.startswith(CUSTOM_AT), (name, proc.stderr)
+        assert proc.stderr == ""
+
+
+def test_when_both_exist_cli_reads_pyproject_flake8_reads_ini_and_cli_says_so(
+        tmp_path: Path) -> None:
+    # pyproject knows the client; setup.cfg [flake8] disables requests.Session instead
+    project(tmp_path, {"pyproject.toml": PYPROJECT,
+                       "setup.cfg": "[flake8]\nworkersafe-disable-handles = requests.Session\n"})
+    proc = workersafe("check", "--no-cache", cwd=tmp_path)
+    assert proc.stdout.startswith(CUSTOM_AT)  # pyproject won
+    assert proc.stderr.startswith("workersafe: note: setup.cfg [flake8] sets ")
+    assert "workersafe-disable-handles" in proc.stderr and "differently" in proc.stderr
+    assert flake8_ws(tmp_path).stdout == ""  # flake8: INI only, which knows no mylib.Client
+
+
+def test_no_note_when_both_agree(tmp_path: Path) -> None:
+    project(tmp_path, {"pyproject.toml": PYPROJECT, "setup.cfg": "[flake8]\n" + BOTH_OPTIONS})
+    proc = workersafe("check", "--no-cache", cwd=tmp_path)
+    assert proc.stdout.startswith(CUSTOM_AT)
+    assert proc.stderr == ""
+    assert flake8_ws(tmp_path).stdout.startswith(CUSTOM_AT)
+
+
+def test_cli_toml_style_list_in_ini_is_a_clear_error(tmp_path: Path) -> None:
+    project(tmp_path, {"setup.cfg": '[flake8]\nworkersafe-extra-handles = ["mylib.Client"]\n'})
+    proc = workersafe("check", "--no-cache", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "configuration error" in proc.stderr and "setup.cfg [flake8]" in proc.stderr
+    assert "TOML list" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_nearest_directory_decides(tmp_path: Path) -> None:
+    """A sub-project's INI options beat the root's [tool.workersafe]; nothing is merged."""
+    project(tmp_path, {"pyproject.toml": PYPROJECT})
+    assert workersafe("check", "--no-cache", "ds.py", cwd=tmp_path).stdout.startswith(CUSTOM_AT)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    project(sub, {"setup.cfg": "[flake8]\nworkersafe-extra-handles = mylib.Client\n"})
+    proc = workersafe("check", "--no-cache", "sub", cwd=tmp_path)
+    assert proc.stdout == ""  # sub's options: the client, but not the base class
+    proc = workersafe("check", "--no-cache", str(sub / "ds.py"), cwd=tmp_path)
+    assert proc.stdout == ""
+
+
+def test_config_is_documented() -> None:
+    text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    for word in ("[tool.workersafe]", "setup.cfg", "tox.ini", ".flake8",
+                 "workersafe-extra-handles", "workersafe-disable-handles",
+                 "workersafe-dataset-bases"):
+        assert word in text, word
