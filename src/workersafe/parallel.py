@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import threading
 from concurrent.futures import ProcessPoolExecutor
-from typing import Sequence
+from contextlib import contextmanager
+from typing import Iterator, Sequence
 
 from .config import Config
 from .discovery import SourceFile
@@ -29,11 +32,48 @@ def parse_files(files: Sequence[SourceFile], texts: dict[str, str], config: Conf
     batches = _balanced_batches(files, texts, workers * 4)
     context = multiprocessing.get_context("spawn")
     out: dict[str, FileFacts] = {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                               initializer=_ignore_sigint)
+    try:
         jobs_args = [([(f, texts[f.path]) for f in batch], config) for batch in batches]
-        for result in pool.map(_parse_batch, *zip(*jobs_args)):
-            out.update(result)
+        with _sigint_ignored():  # the workers start here and inherit it
+            futures = [pool.submit(_parse_batch, *args) for args in jobs_args]
+        for future in futures:  # not `pool.map`: it cancels on Ctrl-C, see _abandon
+            out.update(future.result())
+    except BaseException:
+        _abandon(pool)
+        raise
+    pool.shutdown(wait=True)
     return out, workers
+
+
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ctrl-C is the parent's to handle (workers would each print a traceback, even while
+    still starting up): workers are started with SIGINT ignored, which they keep."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _abandon(pool: ProcessPoolExecutor) -> None:
+    """Ctrl-C or an error: stop now, not after every queued batch has been parsed. Workers
+    are stopped first; the pool then fails its pending work itself (a cancelled future makes
+    that fail in Python 3.11, and the exit then hangs on a pipe no one reads)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    pool.shutdown(wait=False)
 
 
 def _worker_count(files: Sequence[SourceFile], texts: dict[str, str], jobs: int) -> int:

@@ -4,6 +4,7 @@ line endings). A file that cannot be decoded is reported, never guessed."""
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from dataclasses import dataclass
 from typing import Optional
@@ -19,7 +20,17 @@ class Source:
 
     @property
     def lines(self) -> list[str]:
-        return self.text.splitlines(keepends=True)
+        return physical_lines(self.text)
+
+
+_PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def physical_lines(text: str) -> list[str]:
+    """Lines (with their ends) as Python's tokenizer, libcst and flake8 count them: split at
+    \\r\\n, \\r and \\n only. `str.splitlines` also splits at \\f, \\v, \\x1c-\\x1e, \\x85,
+    \\u2028 and \\u2029, which shifts every later line number."""
+    return _PHYSICAL_LINE.findall(text)
 
 
 class SourceError(Exception):

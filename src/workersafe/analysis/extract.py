@@ -18,6 +18,7 @@ from ..facts import (
     LoaderCall, MethodFacts, ModuleHandle, Span,
 )
 from ..registry import DERIVED_CALLABLE_SUFFIXES, GENERIC_DERIVED_METHODS, Registry
+from ..source import physical_lines
 from .names import (
     CACHE_DECORATORS, GET_CONTEXT, LOADERS, PARTIAL, SET_START_METHOD, WRAPPERS, Scope,
     bind_import, bind_import_from, dotted, qualify,
@@ -926,7 +927,7 @@ class _Spans:
     def _char_col(self, line: int, byte_col: int) -> int:
         """ast counts UTF-8 bytes; flake8 and libcst count characters."""
         if self._lines is None:
-            self._lines = self.text.splitlines(keepends=True) if self.text else []
+            self._lines = physical_lines(self.text) if self.text else []
         if not 0 < line <= len(self._lines):
             return byte_col
         text = self._lines[line - 1]
