@@ -342,8 +342,11 @@ def test_binary_files_named_py(tmp_path: Path) -> None:
     assert "NUL bytes" in _ws001(run, "nul.py")
     _ws001(run, "elf.py")
     _ws001(run, "png.py")
-    flake = run_flake8(["nul.py", "elf.py", "png.py"], tmp_path)
-    assert_no_crash(flake)
+    # Before Python 3.11 flake8 itself (not the plugin) crashes on such bytes (compile()
+    # raises ValueError, the tokenizer a bare SyntaxError), so only newer Pythons check it.
+    if sys.version_info >= (3, 11):
+        flake = run_flake8(["nul.py", "elf.py", "png.py"], tmp_path)
+        assert_no_crash(flake)
 
 
 def test_empty_and_almost_empty_files(tmp_path: Path) -> None:
