@@ -65,9 +65,8 @@ class Project:
         if name in self._resolve_cache:
             return self._resolve_cache[name]
         if self._resolve_depth >= _MAX_RESOLVE_DEPTH:
-            # Not a cycle but an ever longer name: a package star-importing a module that is
-            # not in the project (`from p.missing import *` in p/__init__.py) turns `p.X` into
-            # `p.missing.X`, `p.missing.missing.X`, ... Give up on the name.
+            # Not a cycle but an ever longer name (`from p.missing import missing` in
+            # p/__init__.py turns `p.missing.X` into `p.missing.missing.X`, ...): give up.
             return name
         self._resolve_cache[name] = name  # cycle guard
         self._resolve_depth += 1
@@ -103,6 +102,11 @@ class Project:
         if imported is not None:
             return self.resolve(f"{imported}.{rest}" if rest else imported)
         for star in facts.star_imports:
+            if star not in self.by_module:
+                # Its names are unknown. Following it anyway turns `p.X` into `p.missing.X`
+                # (`p` is then the longest known module), `p.missing.missing.X`, ... and with
+                # two such star imports the names branch: no end in sight.
+                continue
             found = self.resolve(f"{star}.{attr}")
             if self._defined(found):
                 return found

@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -73,7 +74,32 @@ def _abandon(pool: ProcessPoolExecutor) -> None:
     for process in processes:
         if process.is_alive():
             process.terminate()
+    if sys.version_info < (3, 11):
+        _drain(getattr(pool, "_call_queue", None))
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False)
+    if manager is not None:
+        # Let the pool's manager thread see the stopped workers and close the pool now: left
+        # running into interpreter exit, it races with the exit hook (3.9: a traceback).
+        manager.join(timeout=5)
+
+
+def _drain(queue: object) -> None:
+    """Before Python 3.11 the pool's exit waits for its feeder thread, which can be blocked
+    writing a batch into a pipe that only the terminated workers read: the exit then hangs.
+    Read the pipe empty in a daemon thread, so the feeder can finish."""
+    reader = getattr(queue, "_reader", None)
+    if reader is None:
+        return
+
+    def drain() -> None:
+        try:
+            while True:
+                reader.recv_bytes()
+        except Exception:  # noqa: BLE001 - closed (EOF, EBADF, a None handle): done
+            pass
+
+    threading.Thread(target=drain, name="workersafe-drain", daemon=True).start()
 
 
 def _worker_count(files: Sequence[SourceFile], texts: dict[str, str], jobs: int) -> int:

@@ -7,7 +7,8 @@ import ast
 import re
 import sys
 import warnings
-from typing import Any, Optional
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
 
 from .facts import FileFacts
 from .registry import Registry
@@ -43,11 +44,10 @@ def file_facts(text: str, path: str, module: str, is_package: bool,
     problem, python_error = _python_check(text)
     if problem is not None:
         return FileFacts(path, module, error=problem)
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, _RECURSION_LIMIT))
     try:
-        tree = libcst.parse_module(text)
-        return extract_facts(tree, path, module, is_package, registry, text)
+        with deep_recursion():
+            tree = libcst.parse_module(text)
+            return extract_facts(tree, path, module, is_package, registry, text)
     except libcst.ParserSyntaxError as exc:
         if python_error is not None:  # Python's message is the clearer one
             return FileFacts(path, module, error=python_error)
@@ -60,6 +60,35 @@ def file_facts(text: str, path: str, module: str, is_package: bool,
     except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
         return FileFacts(path, module, error=f"internal error while analysing "
                                              f"({type(exc).__name__}: {exc}); please report it")
+
+
+@contextmanager
+def _shallow_recursion(room: int = 1000) -> Iterator[None]:
+    """The recursion limit lowered (never raised) to `room` levels above the current depth.
+    (In 3.11 `ast.parse` allows three AST levels per level left: at a limit raised to 10,000,
+    29,000 levels parse, and overflow a 2 MiB stack.)"""
+    old_limit = sys.getrecursionlimit()
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    lowered = depth + room < old_limit
+    if lowered:
+        sys.setrecursionlimit(depth + room)
+    try:
+        yield
+    finally:
+        if lowered:
+            sys.setrecursionlimit(old_limit)
+
+
+@contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Room for libcst's recursive visitors and code generation on anything `file_facts`
+    accepts (nesting up to MAX_DEPTH): the recursion limit raised, then restored."""
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, _RECURSION_LIMIT))
+    try:
+        yield
     finally:
         sys.setrecursionlimit(old_limit)
 
@@ -77,11 +106,12 @@ def nesting_problem(text: str, limit: int = MAX_DEPTH) -> Optional[str]:
 def _python_check(text: str, limit: int = MAX_DEPTH) -> tuple[Optional[str], Optional[str]]:
     """(why libcst must not be given this text, Python's syntax error message if any).
 
-    Runs at the caller's recursion limit: CPython's own guards then stop runaway nesting with
-    an exception. Text Python cannot parse for other reasons (newer syntax, Python 2) is left
-    to libcst; if libcst fails too, Python's message is reported."""
+    Runs with at most 1,000 levels of recursion left: CPython's own guards (3.11+) then stop
+    runaway nesting with an exception, long before the C stack is at risk. Text Python cannot
+    parse for other reasons (newer syntax, Python 2) is left to libcst; if libcst fails too,
+    Python's message is reported."""
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _shallow_recursion():
             warnings.simplefilter("ignore")  # invalid escapes etc.: not ours to report
             tree = ast.parse(text)
     except (RecursionError, MemoryError):

@@ -901,10 +901,13 @@ class _Spans:
         if self._ast is not None or self.text is None:
             return self._ast or None
         import ast
+        import warnings
 
         self._ast = {}
         try:
-            tree = ast.parse(self.text)
+            with warnings.catch_warnings():  # 3.12+ warns of invalid escapes: not ours to say
+                warnings.simplefilter("ignore")
+                tree = ast.parse(self.text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         calls, classes = [], []

@@ -63,21 +63,29 @@ def run_fix(args: argparse.Namespace, config: Config, engine: Engine) -> int:
 
 def fix_result(engine: Engine, result: CheckResult, strategy: str) -> FixResult:
     """Plan, rewrite and verify in memory; writes nothing."""
+    from ..parse import deep_recursion
     from .rewrite import Rewriter
     from .verify import VerificationError, verify
 
-    rewriter = Rewriter(engine, result, strategy)
-    new_texts, outcomes = rewriter.run()
-    if not new_texts:
-        return FixResult({}, outcomes)
-    try:
-        new_bytes = verify(engine, result, rewriter, new_texts, strategy)
-    except VerificationError as exc:
-        for outcome in outcomes:
-            if outcome.status == "fixed":
-                outcome.status, outcome.note = "failed", f"fix failed verification: {exc}"
-        return FixResult({}, outcomes)
+    # The engine analyses nesting up to parse.MAX_DEPTH; libcst's position metadata and code
+    # generation recurse once per level, so the fixer needs the same room.
+    with deep_recursion():
+        rewriter = Rewriter(engine, result, strategy)
+        new_texts, outcomes = rewriter.run()
+        if not new_texts:
+            return FixResult({}, outcomes)
+        try:
+            new_bytes = verify(engine, result, rewriter, new_texts, strategy)
+        except VerificationError as exc:
+            return _failed(outcomes, exc)
     return FixResult(new_bytes, outcomes)
+
+
+def _failed(outcomes: list[Outcome], exc: Exception) -> FixResult:
+    for outcome in outcomes:
+        if outcome.status == "fixed":
+            outcome.status, outcome.note = "failed", f"fix failed verification: {exc}"
+    return FixResult({}, outcomes)
 
 
 def render_diff(result: CheckResult, fixed: FixResult) -> str:
