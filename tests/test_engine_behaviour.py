@@ -137,3 +137,23 @@ def test_json_schema(tmp_path: Path) -> None:
     assert rows and set(rows[0]) == {"path", "line", "col", "end_line", "end_col", "code",
                                      "message", "fixable"}
     assert rows[0]["code"] == "WS101" and rows[0]["line"] == 12 and rows[0]["col"] == 24
+
+
+@pytest.mark.parametrize("path", sorted((FIXTURES / "lint").glob("*.py")), ids=lambda p: p.name)
+def test_positions_from_pythons_tree_equal_libcsts(path: Path) -> None:
+    """Positions are read from Python's `ast` by pairing the n-th call (or class) of both trees;
+    they must equal what libcst's PositionProvider says, for every fixture (the fallback is
+    taken when there is no source text)."""
+    import libcst
+
+    from workersafe.analysis.extract import extract_facts
+    from workersafe.parse import nesting_problem
+    from workersafe.registry import Registry
+
+    text = path.read_text(encoding="utf-8")
+    if nesting_problem(text) is not None:
+        pytest.skip("not analysed")
+    tree = libcst.parse_module(text)
+    fast = extract_facts(tree, path.name, "m", False, Registry(), text)
+    slow = extract_facts(tree, path.name, "m", False, Registry(), None)
+    assert fast == slow

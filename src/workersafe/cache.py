@@ -4,11 +4,9 @@ entry is ignored with a warning."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
-import tempfile
 from typing import Optional
 
 from . import __version__
@@ -27,6 +25,8 @@ class FactsCache:
         self._ready = False
 
     def key(self, file: SourceFile, text: str) -> str:
+        import hashlib
+
         digest = hashlib.blake2b(digest_size=20)
         for part in (self.salt, file.path, file.module, str(file.is_package), text):
             digest.update(part.encode("utf-8", "surrogatepass"))
@@ -52,6 +52,8 @@ class FactsCache:
         try:
             self._prepare()
             os.makedirs(os.path.dirname(path), exist_ok=True)
+            import tempfile
+
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(to_jsonable(facts), handle, separators=(",", ":"))
@@ -77,5 +79,7 @@ class FactsCache:
 
 
 def _registry_fingerprint(registry: Registry) -> str:
+    import hashlib
+
     rows = sorted(repr(t) for t in registry.types.values())
     return hashlib.blake2b("\n".join(rows).encode(), digest_size=8).hexdigest()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import subprocess
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional
 
@@ -99,6 +98,8 @@ def _walk(directory: str, patterns: tuple[str, ...]) -> Iterator[str]:
 
 def _git_visible(directory: str) -> Optional[set[str]]:
     """Files git tracks or would track (not ignored) below `directory`; None outside git."""
+    import subprocess  # here: one editor run checks one file and never needs it
+
     try:
         top = subprocess.run(["git", "-C", directory, "rev-parse", "--show-toplevel"],
                              capture_output=True, text=True, timeout=30)

@@ -37,17 +37,24 @@ def parse_module(text: str) -> Any:
 def file_facts(text: str, path: str, module: str, is_package: bool,
                registry: Registry) -> FileFacts:
     """Facts of one file; a file that cannot be parsed gets facts with `error` set."""
+    with _gc_paused():
+        return _file_facts(text, path, module, is_package, registry)
+
+
+def _file_facts(text: str, path: str, module: str, is_package: bool,
+                registry: Registry) -> FileFacts:
     import libcst
 
     from .analysis.extract import extract_facts
 
-    problem, python_error = _python_check(text)
+    problem, python_error, python_tree = _python_check(text)
     if problem is not None:
         return FileFacts(path, module, error=problem)
     try:
         with deep_recursion():
             tree = libcst.parse_module(text)
-            return extract_facts(tree, path, module, is_package, registry, text)
+            return extract_facts(tree, path, module, is_package, registry, text,
+                                 python_tree)
     except libcst.ParserSyntaxError as exc:
         if python_error is not None:  # Python's message is the clearer one
             return FileFacts(path, module, error=python_error)
@@ -60,6 +67,24 @@ def file_facts(text: str, path: str, module: str, is_package: bool,
     except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
         return FileFacts(path, module, error=f"internal error while analysing "
                                              f"({type(exc).__name__}: {exc}); please report it")
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while one file is parsed and analysed. A libcst tree is
+    hundreds of thousands of small objects: each allocation counts towards the next collection,
+    and every collection scans them all, for nothing (syntax trees hold no reference cycles;
+    reference counting frees them). The trees must be gone when it is enabled again: the next
+    allocation starts a collection."""
+    import gc
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @contextmanager
@@ -103,8 +128,10 @@ def nesting_problem(text: str, limit: int = MAX_DEPTH) -> Optional[str]:
     return _python_check(text, limit)[0]
 
 
-def _python_check(text: str, limit: int = MAX_DEPTH) -> tuple[Optional[str], Optional[str]]:
-    """(why libcst must not be given this text, Python's syntax error message if any).
+def _python_check(text: str, limit: int = MAX_DEPTH
+                  ) -> tuple[Optional[str], Optional[str], Optional[ast.Module]]:
+    """(why libcst must not be given this text, Python's syntax error message if any, Python's
+    tree when it parsed: positions are read from it).
 
     Runs with at most 1,000 levels of recursion left: CPython's own guards (3.11+) then stop
     runaway nesting with an exception, long before the C stack is at risk. Text Python cannot
@@ -115,22 +142,22 @@ def _python_check(text: str, limit: int = MAX_DEPTH) -> tuple[Optional[str], Opt
             warnings.simplefilter("ignore")  # invalid escapes etc.: not ours to report
             tree = ast.parse(text)
     except (RecursionError, MemoryError):
-        return "too deeply nested to analyse (Python's parser gives up)", None
+        return "too deeply nested to analyse (Python's parser gives up)", None, None
     except SyntaxError as exc:
         message = str(exc.msg or "invalid syntax")
         if "too many nested" in message or "too complex" in message:
-            return f"too deeply nested to analyse ({message}, line {exc.lineno})", None
+            return f"too deeply nested to analyse ({message}, line {exc.lineno})", None, None
         where = f"line {exc.lineno}" if exc.lineno else "position unknown"
         if exc.lineno and exc.offset:
             where += f", column {max(exc.offset - 1, 0)}"
-        return None, f"syntax error: {message} ({where})"
+        return None, f"syntax error: {message} ({where})", None
     except (ValueError, OverflowError):
-        return None, None
+        return None, None, None
     line = _deep_line(tree, text, limit)
     if line is not None:
         return (f"too deeply nested to analyse (an expression more than {limit} levels deep, "
-                f"line {line})"), None
-    return None, None
+                f"line {line})"), None, None
+    return None, None, tree
 
 
 def _deep_line(tree: ast.AST, text: str, limit: int) -> Optional[int]:
