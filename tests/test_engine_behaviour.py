@@ -33,8 +33,23 @@ def test_files_without_tokens_are_never_parsed(tmp_path: Path) -> None:
     assert result.stats.parsed == 0
 
 
+def test_dataset_words_in_prose_do_not_make_a_candidate(tmp_path: Path) -> None:
+    """torch's own autograd/profiler.py: `import sqlite3`, `sqlite3.connect(...)` and, in a
+    docstring, "DataLoaders with num_workers": code names torch's classes only as whole
+    identifiers (or identifier ends, `IterableDataset`)."""
+    handle = "import sqlite3\n\ndef db(path):\n    return sqlite3.connect(path)\n"
+    (tmp_path / "prose.py").write_text(
+        handle + '\n"""Benchmark DataLoaders, Datasets and DataPipes_ with this."""\n')
+    (tmp_path / "code.py").write_text(handle + "\nfrom torch.utils.data import IterableDataset\n")
+    result = Engine(Config(), link=False).check_paths([str(tmp_path)])
+    assert (result.stats.candidates, result.stats.parsed) == (1, 1)
+
+
 def test_libcst_not_imported_without_candidates(tmp_path: Path) -> None:
     (tmp_path / "plain.py").write_text("x = 1\n")
+    # a handle file and a dataset file that do not link: the repo-wide closure runs too
+    (tmp_path / "db.py").write_text("import sqlite3\nCONN = sqlite3.connect('x.db')\n")
+    (tmp_path / "ds.py").write_text("import os\nfrom torch.utils.data import Dataset\n")
     code = ("import sys\nfrom workersafe.cli import main\nrc = main(['check', '--no-cache', "
             f"{str(tmp_path)!r}])\nprint(rc, 'libcst' in sys.modules)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

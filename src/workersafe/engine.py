@@ -153,25 +153,31 @@ class Engine:
                  ) -> dict[str, FileFacts]:
         by_path = {f.path: f for f in files if f.path in sources}
         texts = {p: s.text for p, s in sources.items()}
+        linking = self.link and self.prefilter
         if not self.prefilter:
             wanted = list(by_path)
+        elif linking:  # the closure needs both words for every file: test each once
+            handle_files = {p for p, t in texts.items() if self.filter.mentions_handle(t)}
+            dataset_files = {p for p in handle_files if self.filter.mentions_dataset(texts[p])}
+            wanted = sorted(dataset_files)
+            dataset_files |= {p for p, t in texts.items()
+                              if p not in handle_files and self.filter.mentions_dataset(t)}
         else:
             wanted = [p for p, t in texts.items() if self.filter.single_file_candidate(t)]
         stats.candidates = len(wanted)
         facts = self._parse_many([by_path[p] for p in wanted], texts, stats)
-        if self.link and self.prefilter:
-            self._link_closure(by_path, texts, facts, stats)
+        if linking:
+            self._link_closure(by_path, texts, facts, stats, handle_files, dataset_files)
         return facts
 
     def _link_closure(self, by_path: dict[str, SourceFile], texts: dict[str, str],
-                      facts: dict[str, FileFacts], stats: Stats) -> None:
+                      facts: dict[str, FileFacts], stats: Stats, handle_files: set[str],
+                      dataset_files: set[str]) -> None:
         """Parse more files until every file that could add to a finding has been parsed.
 
         Cheap text tests decide: a class graph from `class X(Base)` lines tells which classes
         may be datasets; files are parsed when they hold such a class and a handle, define
         something a parsed fact refers to, or name something a parsed fact is interested in."""
-        handle_files = {p for p, t in texts.items() if self.filter.mentions_handle(t)}
-        dataset_files = {p for p, t in texts.items() if self.filter.mentions_dataset(t)}
         dataset_names = _dataset_class_names(texts, handle_files | dataset_files,
                                              self.filter._dataset_words)
         words = set(self.filter._dataset_words)
@@ -414,7 +420,7 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
 
 
 def _imported_modules(text: str, file: SourceFile) -> set[str]:
-    from .analysis.names import module_of_import
+    from .discovery import module_of_import
 
     out: set[str] = set()
     for match in _IMPORT_FROM.finditer(text):

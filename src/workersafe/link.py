@@ -6,9 +6,8 @@ attributes). With one file it degrades to same-file knowledge."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from typing import Iterable, Iterator, Optional
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
 
 from .torchnames import DATASET_BASES
 from .facts import ClassFacts, DatasetRef, FileFacts, FunctionFacts, LoaderCall, ModuleHandle

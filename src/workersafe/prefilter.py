@@ -2,7 +2,8 @@
 
 A handle can only be created where its module is named (`import requests`, `from h5py import
 File as F`) and its constructor is named; a dataset or a loader only where `Dataset`,
-`DataLoader` or a configured base is named. Files failing both are never parsed."""
+`DataLoader` or a configured base is named, as the end of an identifier. Files failing both
+are never parsed."""
 
 from __future__ import annotations
 
@@ -38,10 +39,18 @@ class Prefilter:
         return any(root in roots and any(short in text for short in shorts)
                    for root, shorts in self._pairs)
 
+    @cached_property
+    def _dataset_word_ends(self) -> "re.Pattern[str]":
+        return re.compile("(?:" + "|".join(map(re.escape, self._dataset_words)) + r")(?!\w)")
+
     def mentions_dataset(self, text: str) -> bool:
+        """A dataset word that ends an identifier (`IterableDataset`, `data.DataLoader(`): code
+        can only name torch's classes (or a configured base) so. Prose such as "DataLoaders"
+        or "Datasets" in a docstring does not count."""
         if "Data" not in text and not self.extra_dataset_words:
             return False
-        return any(word in text for word in self._dataset_words)
+        return any(word in text for word in self._dataset_words) \
+            and self._dataset_word_ends.search(text) is not None
 
     def single_file_candidate(self, text: str) -> bool:
         """A finding needs a handle creation and a dataset or loader in the same file."""

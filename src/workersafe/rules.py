@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Optional
+from typing import Iterable, Iterator
 
 from .facts import ClassFacts, FileFacts, HandleSite, LoaderCall, MethodFacts
 from .findings import Finding, FixPlan

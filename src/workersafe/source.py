@@ -41,7 +41,7 @@ def decode(path: str, raw: bytes) -> Source:
     if b"\x00" in raw:
         raise SourceError("file contains NUL bytes (binary file?)")
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        encoding = _declared_encoding(raw)
     except SyntaxError as exc:
         raise SourceError(f"cannot determine encoding: {exc}") from None
     bom = raw.startswith(b"\xef\xbb\xbf")
@@ -50,6 +50,17 @@ def decode(path: str, raw: bytes) -> Source:
     except (UnicodeDecodeError, LookupError) as exc:
         raise SourceError(f"cannot decode as {encoding}: {exc}") from None
     return Source(path, raw, text, "utf-8" if encoding == "utf-8-sig" else encoding, bom)
+
+
+def _declared_encoding(raw: bytes) -> str:
+    """PEP 263: a coding cookie on one of the first two lines, else UTF-8. Almost no file has
+    one: the tokenizer is asked only when the word is there."""
+    first = raw.find(b"\n")
+    second = raw.find(b"\n", first + 1) if first != -1 else -1
+    head = raw if second == -1 else raw[:second + 1]
+    if b"coding" not in head and not raw.startswith(b"\xef\xbb\xbf"):
+        return "utf-8"
+    return tokenize.detect_encoding(io.BytesIO(raw).readline)[0]
 
 
 def read_source(path: str) -> Source:

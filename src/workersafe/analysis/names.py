@@ -7,6 +7,7 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
+from ..discovery import module_of_import  # noqa: F401 - re-exported for the extractor
 from ..torchnames import (  # noqa: F401 - re-exported for the extractor
     CACHE_DECORATORS, DATASET_BASES, GET_CONTEXT, LOADERS, PARTIAL, SET_START_METHOD,
     TORCH_DATA, TORCH_STAR_NAMES, WRAPPERS,
@@ -25,21 +26,6 @@ def dotted(node: cst.BaseExpression) -> Optional[str]:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
-
-
-def module_of_import(current_module: str, is_package: bool, level: int, name: str) -> str:
-    """Absolute module for `from <level dots><name> import ...` in `current_module`."""
-    if level == 0:
-        return name
-    parts = current_module.split(".") if current_module else []
-    if not is_package:
-        parts = parts[:-1]
-    if level > 1:
-        parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
-    base = ".".join(parts)
-    if name:
-        return f"{base}.{name}" if base else name
-    return base
 
 
 class Scope:

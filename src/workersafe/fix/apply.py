@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import sys
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ..config import Config
 from ..engine import CheckResult, Engine
 from ..findings import Finding
-from ..source import Source, SourceError, decode
+from ..source import decode
 from .write import atomic_write
 
 INSTANCE_CODES = ("WS101", "WS111", "WS201")

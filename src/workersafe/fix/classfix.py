@@ -18,7 +18,7 @@ import libcst as cst
 from ..registry import GENERIC_DERIVED_METHODS, Registry
 from .cstutil import (
     BUILTIN_NAMES, Located, RenameSelfAttrs, ReplaceNames, bound_names, function_params,
-    loaded_names, root_self_attr, self_attr, self_attrs_in, walk,
+    loaded_names, root_self_attr, self_attr, walk,
 )
 from .templates import BLANK, getstate_methods, lazy_property, open_method
 

@@ -11,7 +11,7 @@ from typing import Optional
 import libcst as cst
 
 from .classfix import Unfixable, _single
-from .cstutil import ReplaceNames, bound_names, loaded_names, walk
+from .cstutil import ReplaceNames, bound_names, walk
 from .templates import module_accessor
 
 

@@ -166,8 +166,8 @@ class Rewriter:
         for other, local, _ in importers:
             self.importer_fixes.setdefault(other, []).append((home_module, name, plan.accessor))
             self._allow_name_lines(other, local)
-        for statement in plan.statements:
-            start, end = edit.located.lines_of(statement)
+        for planned in plan.statements:
+            start, end = edit.located.lines_of(planned)
             self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
         return plan.accessor
 
