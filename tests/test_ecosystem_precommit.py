@@ -19,8 +19,6 @@ import pytest
 
 from ecosystem_util import ROOT, clean_env, copy_example, run
 
-pytestmark = pytest.mark.timeout(1200)
-
 HOOKS_FILE = ROOT / ".pre-commit-hooks.yaml"
 
 

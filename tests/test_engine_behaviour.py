@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -172,3 +173,76 @@ def test_positions_from_pythons_tree_equal_libcsts(path: Path) -> None:
     fast = extract_facts(tree, path.name, "m", False, Registry(), text)
     slow = extract_facts(tree, path.name, "m", False, Registry(), None)
     assert fast == slow
+
+
+def _age(tree: Path, seconds: int = 60) -> None:
+    """Move every mtime into the past: files written within two seconds are never recorded
+    quiet (a change within the same mtime tick would go unseen)."""
+    past = time.time() - seconds
+    for path in tree.rglob("*.py"):
+        os.utime(path, (past, past))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PROJECTS.iterdir() if p.is_dir()))
+def test_warm_run_that_skips_quiet_files_finds_the_same(tmp_path: Path, name: str) -> None:
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / name, project)
+    (project / "notes.py").write_text("'''Unrelated: DataLoaders, requests.'''\nX = 1\n")
+    _age(project)
+    cache = str(tmp_path / "cache")
+    cold = Engine(Config()).check_paths([str(project)])
+    warm_engines = [Engine(Config(), cache_dir=cache, skip_quiet=True) for _ in range(2)]
+    first, second = (e.check_paths([str(project)]) for e in warm_engines)
+    assert first.stats.unread == 0 and second.stats.unread >= 1
+    quiet = {f.path for f in second.files} - set(second.sources)
+    assert str(project / "notes.py") in quiet
+    for run in (first, second):
+        assert [(f.path, f.line, f.col, f.code, f.message) for f in run.findings] == \
+            [(f.path, f.line, f.col, f.code, f.message) for f in cold.findings]
+
+
+def test_quiet_file_read_when_the_linking_needs_it(tmp_path: Path) -> None:
+    """The worker_init_fn lives in a file that names no handle and no dataset: a warm run
+    leaves it unread until the loader refers to it, then reads it (and its `# noqa`)."""
+    (tmp_path / "ds.py").write_text(
+        "import requests\nfrom torch.utils.data import Dataset\n\n\nclass D(Dataset):\n"
+        "    def __init__(self):\n        self.s = requests.Session()\n\n"
+        "    def __getitem__(self, i):\n        return self.s.get(str(i))\n")
+    (tmp_path / "helpers.py").write_text("def seed(worker_id):\n    return worker_id\n")
+    (tmp_path / "train.py").write_text(
+        "from torch.utils.data import DataLoader\nfrom ds import D\nfrom helpers import seed\n\n"
+        "loader = DataLoader(D(), num_workers=2, worker_init_fn=seed)\n")
+    _age(tmp_path)
+    cache = str(tmp_path / "cache")
+    cold = Engine(Config()).check_paths([str(tmp_path)])
+    for _ in range(2):
+        warm = Engine(Config(), cache_dir=cache, skip_quiet=True).check_paths([str(tmp_path)])
+        assert [(f.path, f.code, f.message) for f in warm.findings] == \
+            [(f.path, f.code, f.message) for f in cold.findings]
+    assert warm.stats.unread == 1
+    assert str(tmp_path / "helpers.py") in warm.sources  # read on demand
+    assert str(tmp_path / "helpers.py") in warm.facts
+
+
+def test_quiet_file_that_changes_is_read_again(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("X = 1\n")
+    _age(tmp_path)
+    cache = str(tmp_path / "cache")
+    for _ in range(2):
+        run = Engine(Config(), cache_dir=cache, skip_quiet=True).check_paths([str(tmp_path)])
+    assert run.stats.unread == 1 and run.findings == []
+    (tmp_path / "train.py").write_text(
+        "import requests\nfrom torch.utils.data import Dataset, DataLoader\n\n\n"
+        "class D(Dataset):\n    def __init__(self):\n        self.s = requests.Session()\n\n"
+        "    def __getitem__(self, i):\n        return self.s.get(str(i))\n\n\n"
+        "loader = DataLoader(D(), num_workers=2)\n")
+    run = Engine(Config(), cache_dir=cache, skip_quiet=True).check_paths([str(tmp_path)])
+    assert run.stats.unread == 0 and [f.code for f in run.findings] == ["WS101"]
+
+
+def test_recently_written_files_are_not_recorded_quiet(tmp_path: Path) -> None:
+    (tmp_path / "fresh.py").write_text("X = 1\n")
+    cache = str(tmp_path / "cache")
+    for _ in range(2):
+        run = Engine(Config(), cache_dir=cache, skip_quiet=True).check_paths([str(tmp_path)])
+    assert run.stats.unread == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from typing import Optional
 
 from . import __version__
@@ -48,7 +49,10 @@ class FactsCache:
             return None
 
     def put(self, file: SourceFile, text: str, facts: FileFacts) -> None:
-        path = self._path(self.key(file, text))
+        self.write_json(self._path(self.key(file, text)), to_jsonable(facts))
+
+    def write_json(self, path: str, data: object) -> None:
+        """Atomically (a temp file renamed over); a failure warns once and is otherwise ignored."""
         try:
             self._prepare()
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -56,7 +60,7 @@ class FactsCache:
 
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(to_jsonable(facts), handle, separators=(",", ":"))
+                handle.write(json.dumps(data, separators=(",", ":")))  # C encoder: dump() is not
             os.replace(tmp, path)
         except OSError as exc:
             self._warn(f"cannot write the cache ({exc.strerror or exc}); continuing without it")
@@ -83,3 +87,65 @@ def _registry_fingerprint(registry: Registry) -> str:
 
     rows = sorted(repr(t) for t in registry.types.values())
     return hashlib.blake2b("\n".join(rows).encode(), digest_size=8).hexdigest()
+
+
+class QuietFiles:
+    """Files that named no handle and no dataset when last read, with the size and mtime they
+    had then. A warm run does not read such a file again while both are unchanged (a file's
+    text decides its prefilter verdict; reading and testing every file was most of a warm
+    run on a large tree). Files modified within the last two seconds are not recorded: a write
+    within the same mtime tick could keep both."""
+
+    RACY_NS = 2_000_000_000
+
+    def __init__(self, cache: FactsCache, prefilter_salt: str) -> None:
+        self.cache = cache
+        self.path = os.path.join(cache.root, f"quiet-{cache.salt}-{prefilter_salt}.json")
+        self.started_ns = time.time_ns()
+        self.entries = self._load()
+
+    def _load(self) -> dict[str, list[int]]:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                data = json.load(handle)
+            if isinstance(data, dict) and all(
+                    isinstance(v, list) and len(v) == 2 for v in data.values()):
+                return data
+            raise ValueError("not a path → [size, mtime] table")
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            self.cache._warn(f"ignoring damaged cache entry {self.path}: {type(exc).__name__}")
+            return {}
+
+    def unchanged(self, paths: list[str]) -> set[str]:
+        """Those of `paths` recorded quiet and unchanged since."""
+        out = set()
+        for path in paths:
+            recorded = self.entries.get(os.path.abspath(path))
+            if recorded is not None and recorded == _size_and_mtime(path):
+                out.add(path)
+        return out
+
+    def record(self, quiet: set[str], loud: set[str]) -> None:
+        """`quiet`: files read in this run that named nothing; `loud`: the others."""
+        entries = dict(self.entries)
+        for path in loud:
+            entries.pop(os.path.abspath(path), None)
+        for path in quiet:
+            stamp = _size_and_mtime(path)
+            if stamp is not None and stamp[1] < self.started_ns - self.RACY_NS:
+                entries[os.path.abspath(path)] = stamp
+            else:
+                entries.pop(os.path.abspath(path), None)
+        if entries != self.entries:
+            self.cache.write_json(self.path, entries)
+            self.entries = entries
+
+
+def _size_and_mtime(path: str) -> Optional[list[int]]:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return [status.st_size, status.st_mtime_ns]

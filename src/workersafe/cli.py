@@ -132,7 +132,7 @@ def make_engine(args: argparse.Namespace, config: Config):  # type: ignore[no-un
     if config.cache and not args.no_cache:
         cache_dir = args.cache_dir or os.path.join(os.getcwd(), ".workersafe_cache")
     return Engine(config, link=not args.no_link, prefilter=not args.no_prefilter,
-                  jobs=args.jobs, cache_dir=cache_dir)
+                  jobs=args.jobs, cache_dir=cache_dir, skip_quiet=args.command == "check")
 
 
 def _check(args: argparse.Namespace, config: Config) -> int:

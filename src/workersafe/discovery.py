@@ -116,20 +116,34 @@ def _exclusion(patterns: tuple[str, ...]) -> Callable[[str], bool]:
 
 
 def _walk(directory: str, patterns: tuple[str, ...]) -> Iterator[str]:
+    """Source files below `directory`; symlinked directories are not entered. (scandir: a
+    file's type comes with its directory entry, without a stat per file.)"""
     tracked = _git_visible(directory)
     _excluded = _exclusion(patterns)
-    for current, dirs, files in os.walk(directory, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not _excluded(os.path.join(current, d)))
-        for name in sorted(files):
-            if not name.endswith((".py", ".pyi")) or name.endswith(".fixed.py"):
-                continue
-            path = os.path.join(current, name)
-            if _excluded(path):
+    pending = [directory]
+    while pending:
+        current = pending.pop()
+        try:
+            with os.scandir(current) as scan:
+                entries = sorted(scan, key=lambda e: e.name)
+        except OSError:
+            continue  # vanished or unreadable: as os.walk, skip it
+        for entry in entries:
+            path = os.path.join(current, entry.name)
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if not _excluded(path):
+                        pending.append(path)
+                    continue
+                if not entry.name.endswith((".py", ".pyi")) or entry.name.endswith(".fixed.py"):
+                    continue
+                if _excluded(path) or not entry.is_file():  # is_file follows symlinks
+                    continue
+            except OSError:
                 continue
             if tracked is not None and os.path.abspath(path) not in tracked:
                 continue
-            if os.path.isfile(path):
-                yield path
+            yield path
 
 
 def _git_visible(directory: str) -> Optional[set[str]]:

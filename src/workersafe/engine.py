@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
-from .cache import FactsCache
+from .cache import FactsCache, QuietFiles
 from .config import Config
 from .discovery import SourceFile, discover
 from .facts import FileFacts, Span
@@ -33,6 +33,7 @@ class Stats:
     candidates: int = 0
     parsed: int = 0
     cache_hits: int = 0
+    unread: int = 0  # known quiet and unchanged (cache): not read
     errors: int = 0
     findings: int = 0
     workers: int = 1
@@ -46,8 +47,10 @@ class CheckResult:
     findings: list[Finding]
     stats: Stats
     facts: dict[str, FileFacts] = field(default_factory=dict)
-    sources: dict[str, Source] = field(default_factory=dict)
+    sources: dict[str, Source] = field(default_factory=dict)  # the files that were read
     files: list[SourceFile] = field(default_factory=list)
+    # (quiet, loud) files among those read, when the repo-wide prefilter tested them all
+    verdicts: Optional[tuple[set[str], set[str]]] = None
 
 
 @dataclass
@@ -57,6 +60,9 @@ class Engine:
     prefilter: bool = True
     jobs: int = 0  # 0: as many as CPUs, when there is enough work
     cache_dir: Optional[str] = None
+    # Files the cache knows were quiet (named no handle, no dataset) and that have not changed
+    # are not read (`workersafe check`; the fixer reads every file: it looks for importers).
+    skip_quiet: bool = False
 
     def __post_init__(self) -> None:
         self.registry = self.config.registry()
@@ -71,21 +77,35 @@ class Engine:
 
     def check_paths(self, paths: Sequence[str]) -> CheckResult:
         files = self.discover(paths)
-        sources, errors = self._read_all(files)
-        return self.check_sources(files, sources, errors)
+        quiet = self._quiet_files()
+        unread = quiet.unchanged([f.path for f in files]) if quiet else set()
+        sources, errors = self._read_all([f for f in files if f.path not in unread])
+        result = self.check_sources(files, sources, errors, unread)
+        if quiet is not None and result.verdicts is not None:
+            quiet.record(*result.verdicts)
+        return result
+
+    def _quiet_files(self) -> Optional[QuietFiles]:
+        if not (self.skip_quiet and self.cache and self.prefilter and self.link):
+            return None
+        return QuietFiles(self.cache, "-".join(self.filter._dataset_words))
 
     def check_sources(self, files: list[SourceFile], sources: dict[str, Source],
-                      errors: Optional[list[Finding]] = None) -> CheckResult:
-        """Check files whose text is already in memory (the fixer re-checks its output so)."""
+                      errors: Optional[list[Finding]] = None,
+                      unread: Optional[set[str]] = None) -> CheckResult:
+        """Check files whose text is already in memory (the fixer re-checks its output so).
+        `unread`: files known to be quiet, read only if the linking asks for them."""
         errors = list(errors or [])
         stats = Stats(files=len(files))
-        facts = self._analyse(files, sources, stats)
+        texts = _Texts(sources, unread or set())
+        stats.unread = len(texts.unread)
+        facts, verdicts = self._analyse(files, texts, stats)
         errors += [self._error_finding(f.path, f.error) for f in facts.values() if f.error]
         findings = self._rules(facts)
         result = self._filter(findings + errors, sources)
         stats.errors = sum(1 for f in result if f.code == ERROR_CODE)
         stats.findings = len(result) - stats.errors
-        return CheckResult(result, stats, facts, sources, files)
+        return CheckResult(result, stats, facts, sources, files, verdicts)
 
     def check_text(self, path: str, text: str, module: str = "", noqa: bool = True
                    ) -> list[Finding]:
@@ -149,10 +169,9 @@ class Engine:
                 errors.append(self._error_finding(file.path, str(exc)))
         return sources, errors
 
-    def _analyse(self, files: list[SourceFile], sources: dict[str, Source], stats: Stats
-                 ) -> dict[str, FileFacts]:
-        by_path = {f.path: f for f in files if f.path in sources}
-        texts = {p: s.text for p, s in sources.items()}
+    def _analyse(self, files: list[SourceFile], texts: "_Texts", stats: Stats
+                 ) -> tuple[dict[str, FileFacts], Optional[tuple[set[str], set[str]]]]:
+        by_path = {f.path: f for f in files if f.path in texts or f.path in texts.unread}
         linking = self.link and self.prefilter
         if not self.prefilter:
             wanted = list(by_path)
@@ -166,9 +185,12 @@ class Engine:
             wanted = [p for p, t in texts.items() if self.filter.single_file_candidate(t)]
         stats.candidates = len(wanted)
         facts = self._parse_many([by_path[p] for p in wanted], texts, stats)
-        if linking:
-            self._link_closure(by_path, texts, facts, stats, handle_files, dataset_files)
-        return facts
+        if not linking:
+            return facts, None
+        loud = handle_files | dataset_files
+        verdicts = (set(texts) - loud, loud)  # before the closure reads more
+        self._link_closure(by_path, texts, facts, stats, handle_files, dataset_files)
+        return facts, verdicts
 
     def _link_closure(self, by_path: dict[str, SourceFile], texts: dict[str, str],
                       facts: dict[str, FileFacts], stats: Stats, handle_files: set[str],
@@ -212,8 +234,6 @@ class Engine:
 
     def _parse_many(self, files: list[SourceFile], texts: dict[str, str], stats: Stats
                     ) -> dict[str, FileFacts]:
-        from .parallel import parse_files
-
         out: dict[str, FileFacts] = {}
         todo: list[SourceFile] = []
         for file in files:
@@ -223,6 +243,10 @@ class Engine:
                 stats.cache_hits += 1
             else:
                 todo.append(file)
+        if not todo:
+            return out
+        from .parallel import parse_files
+
         parsed, workers = parse_files(todo, texts, self.config, self.jobs)
         stats.parsed += len(parsed)
         stats.workers = max(stats.workers, workers)
@@ -263,6 +287,27 @@ class Engine:
     @staticmethod
     def _error_finding(path: str, message: str) -> Finding:
         return Finding(path, Span(1, 0, 1, 0), ERROR_CODE, f"cannot analyse this file: {message}")
+
+
+class _Texts(dict):  # type: ignore[type-arg]
+    """path → text of the files read; a file left unread (known quiet) is read when asked for,
+    and its source joins `sources` (its findings need its `# noqa` comments)."""
+
+    def __init__(self, sources: dict[str, Source], unread: set[str]) -> None:
+        super().__init__((p, s.text) for p, s in sources.items())
+        self.sources = sources
+        self.unread = unread
+
+    def __missing__(self, path: str) -> str:
+        if path not in self.unread:
+            raise KeyError(path)
+        try:
+            source = read_source(path)
+        except SourceError:
+            return ""  # changed since it was recorded quiet and now unreadable: nothing in it
+        self.sources[path] = source
+        self[path] = source.text
+        return source.text
 
 
 # --- linking helpers ----------------------------------------------------------------------------

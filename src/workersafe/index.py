@@ -61,7 +61,7 @@ def write_index(cache_dir: str, paths: list[str], facts: dict[str, FileFacts],
     fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, separators=(",", ":"))
+            handle.write(json.dumps(data, separators=(",", ":")))  # C encoder: dump() is not
         os.replace(tmp, os.path.join(cache_dir, INDEX_FILE))
     except OSError:
         try:
