@@ -8,7 +8,8 @@ import os
 import signal
 import sys
 import threading
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Iterator, Sequence
 
@@ -30,17 +31,36 @@ def parse_files(files: Sequence[SourceFile], texts: dict[str, str], config: Conf
     if workers <= 1:
         registry = config.registry()
         return {f.path: _facts(f, texts[f.path], registry) for f in files}, 1
-    batches = _balanced_batches(files, texts, workers * 4)
+    # The parent parses too: the pool has one process fewer, and the parent's share starts at
+    # once, while the pool's interpreters are still starting (importing libcst, ~0.3 s each).
+    pending = deque(_balanced_batches(files, texts, workers * 6))  # largest first
     context = multiprocessing.get_context("spawn")
     out: dict[str, FileFacts] = {}
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+    registry = config.registry()
+    helpers = workers - 1
+    pool = ProcessPoolExecutor(max_workers=helpers, mp_context=context,
                                initializer=_ignore_sigint)
-    try:
-        jobs_args = [([(f, texts[f.path]) for f in batch], config) for batch in batches]
-        with _sigint_ignored():  # the workers start here and inherit it
-            futures = [pool.submit(_parse_batch, *args) for args in jobs_args]
-        for future in futures:  # not `pool.map`: it cancels on Ctrl-C, see _abandon
+    in_flight: list[Future] = []  # type: ignore[type-arg]
+
+    def refill() -> None:  # the pool takes the largest batches, two per process queued
+        while pending and len(in_flight) < 2 * helpers:
+            batch = pending.popleft()
+            in_flight.append(pool.submit(_parse_batch, [(f, texts[f.path]) for f in batch],
+                                         config))
+
+    def collect(block: bool) -> None:
+        for future in [f for f in in_flight if block or f.done()]:
             out.update(future.result())
+            in_flight.remove(future)
+
+    try:
+        with _sigint_ignored():  # the workers start here and inherit it
+            refill()
+        while pending:  # the parent takes the smallest
+            out.update({f.path: _facts(f, texts[f.path], registry) for f in pending.pop()})
+            collect(block=False)
+            refill()
+        collect(block=True)  # not `pool.map`: it cancels on Ctrl-C, see _abandon
     except BaseException:
         _abandon(pool)
         raise
