@@ -162,7 +162,9 @@ def render(machine: Machine, corpora: Corpora, outcomes: list[Outcome],
         f"Produced by `{invocation}` on {machine.started}, in {elapsed_s / 60:.1f} min. "
         "Whole-process wall times, median of the repetitions; A and B of each pair are "
         "interleaved in one run (AB, BA, ...). Ratios are what count: absolute times vary "
-        "from machine to machine and with load.", "",
+        "from machine to machine and with load. workersafe is byte-compiled first (as `pip "
+        "install` leaves it; an editable install under PYTHONDONTWRITEBYTECODE would compile "
+        "it in every run).", "",
         *_busy_warning(machine),
         *_machine_lines(machine), "",
         "## Corpora", "",

@@ -116,6 +116,8 @@ def _tools(main_venv: envs.Venv, args: argparse.Namespace,
         bare = envs.ensure_bare_venv(main_venv, args.bare_venv.resolve(), log)
     elif args.bare_venv.exists():
         bare = envs.Venv(args.bare_venv.resolve())
+    compiled = envs.byte_compile_workersafe(main_venv)
+    log(f"byte-compiled workersafe in {compiled}" if compiled else "workersafe not installed")
     options = envs.workersafe_options(main_venv)
     log(f"workersafe check options: {sorted(options) if options is not None else 'CLI missing'}")
     return Tools(main_venv, bare, options, envs.flake8_has_plugin(main_venv),
