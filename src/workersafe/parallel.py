@@ -33,7 +33,7 @@ def parse_files(files: Sequence[SourceFile], texts: dict[str, str], config: Conf
         return {f.path: _facts(f, texts[f.path], registry) for f in files}, 1
     # The parent parses too: the pool has one process fewer, and the parent's share starts at
     # once, while the pool's interpreters are still starting (importing libcst, ~0.3 s each).
-    pending = deque(_balanced_batches(files, texts, workers * 6))  # largest first
+    pending = deque(_balanced_batches(files, texts, workers * 16))  # largest first
     context = multiprocessing.get_context("spawn")
     out: dict[str, FileFacts] = {}
     registry = config.registry()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Iterable
 
 from .registry import Registry
@@ -98,7 +98,12 @@ def class_bases(text: str) -> list[tuple[str, list[str]]]:
 
 
 def words_pattern(names: Iterable[str]) -> "re.Pattern[str] | None":
-    names = sorted(set(names), key=len, reverse=True)
-    if not names:
+    return _words_pattern(frozenset(names))
+
+
+@lru_cache(maxsize=16)  # the link closure asks again with the same names on each round
+def _words_pattern(names: frozenset[str]) -> "re.Pattern[str] | None":
+    ordered = sorted(names, key=lambda n: (-len(n), n))
+    if not ordered:
         return None
-    return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, ordered)) + r")\b")

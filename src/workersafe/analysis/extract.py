@@ -927,7 +927,7 @@ class _Spans:
         spans = self._ast_spans()
         index = self.orders[kind].get(id(node))
         if spans is not None and index is not None and kind in spans:
-            return spans[kind][index]
+            return self._span(spans[kind][index])
         return self._libcst_span(node)
 
     def _libcst_span(self, node: cst.CSTNode) -> Span:
@@ -948,8 +948,7 @@ class _Spans:
         if len(calls) != len(self.orders["call"]) or len(classes) != len(self.orders["class"]):
             return None
         key = (lambda n: (n.lineno, n.col_offset, -(n.end_lineno or 0), -(n.end_col_offset or 0)))
-        self._ast = {"call": [self._span(n) for n in sorted(calls, key=key)],
-                     "class": [self._span(n) for n in sorted(classes, key=key)]}
+        self._ast = {"call": sorted(calls, key=key), "class": sorted(classes, key=key)}
         return self._ast
 
     def _span(self, node) -> Span:  # type: ignore[no-untyped-def]
@@ -968,8 +967,13 @@ class _Spans:
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
 
-# Never hold calls or classes, or (annotations) are not walked on libcst's side either.
-_AST_SKIPPED = frozenset({"ctx", "type_comment", "kind", "annotation", "returns"})
+# Never hold calls or classes: scalars, contexts, and annotations (not walked on libcst's
+# side either, so calls still pair up).
+_AST_SKIPPED = frozenset({"ctx", "type_comment", "kind", "annotation", "returns", "id", "attr",
+                          "arg", "module", "level", "conversion", "simple", "is_async"})
+_AST_SKIPPED_OF = {ast.Constant: {"value"}, ast.FunctionDef: {"name"},
+                   ast.AsyncFunctionDef: {"name"}, ast.ClassDef: {"name"}, ast.alias: {"name"},
+                   ast.Global: {"names"}, ast.Nonlocal: {"names"}, ast.ExceptHandler: {"name"}}
 _AST_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -987,12 +991,14 @@ def _calls_and_classes(tree: ast.AST) -> tuple[list[ast.Call], list[ast.ClassDef
             classes.append(node)  # type: ignore[arg-type]
         fields = _AST_FIELDS.get(kind)
         if fields is None:
-            fields = _AST_FIELDS[kind] = tuple(
-                f for f in kind._fields if f not in _AST_SKIPPED)
+            skipped = _AST_SKIPPED | _AST_SKIPPED_OF.get(kind, set())
+            fields = _AST_FIELDS[kind] = tuple(f for f in kind._fields if f not in skipped)
         for name in fields:
             value = getattr(node, name, None)
             if type(value) is list:
-                stack.extend(item for item in value if isinstance(item, ast.AST))
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        stack.append(item)
             elif isinstance(value, ast.AST):
                 stack.append(value)
     return calls, classes
