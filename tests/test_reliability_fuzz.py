@@ -18,6 +18,7 @@ import contextlib
 import io
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -371,8 +372,14 @@ def test_fix_survives_deep_expressions(tmp_path: Path, depth: int) -> None:
     lines.insert(2, "Y = " + "+".join(["x"] * depth))
     path = tmp_path / "deep.py"
     path.write_text("\n".join(lines))
+    before = path.read_bytes()
     code, output = _run_cli("fix", "--no-cache", str(path))
-    assert code == 1 and "internal error" not in output, output  # 1: files were changed
+    assert code == 1 and "internal error" not in output, output  # 1: changed, or left
+    if "nests too deeply for libcst" in output:
+        # Python 3.12+: the C stack's own limit, which no recursion limit raises
+        assert sys.version_info >= (3, 12) and depth > 500, output
+        assert path.read_bytes() == before
+        return
     assert "WS101 fixed" in output and "_open_" in path.read_text(), output
     assert _run_cli("check", "--no-cache", str(path)) == (0, "")
 

@@ -67,22 +67,29 @@ def fix_result(engine: Engine, result: CheckResult, strategy: str) -> FixResult:
 
     # The engine analyses nesting up to parse.MAX_DEPTH; libcst's position metadata and code
     # generation recurse once per level, so the fixer needs the same room.
-    with deep_recursion():
-        rewriter = Rewriter(engine, result, strategy)
-        new_texts, outcomes = rewriter.run()
-        if not new_texts:
-            return FixResult({}, outcomes)
-        try:
+    rewriter = Rewriter(engine, result, strategy)
+    try:
+        with deep_recursion():
+            new_texts, outcomes = rewriter.run()
+            if not new_texts:
+                return FixResult({}, outcomes)
             new_bytes = verify(engine, result, rewriter, new_texts, strategy)
-        except VerificationError as exc:
-            return _failed(outcomes, exc)
+    except VerificationError as exc:
+        return _failed(outcomes, f"fix failed verification: {exc}")
+    except RecursionError:
+        # From Python 3.12 the C stack has its own, fixed limit, and libcst's code generation
+        # spends it on each level of a deep expression (~500 levels suffice).
+        note = ("not fixed: the code nests too deeply for libcst to rewrite it "
+                "(RecursionError); fix it by hand")
+        return FixResult({}, [Outcome(f, "failed", note) for f in result.findings
+                              if f.code != "WS001"])
     return FixResult(new_bytes, outcomes)
 
 
-def _failed(outcomes: list[Outcome], exc: Exception) -> FixResult:
+def _failed(outcomes: list[Outcome], note: str) -> FixResult:
     for outcome in outcomes:
         if outcome.status == "fixed":
-            outcome.status, outcome.note = "failed", f"fix failed verification: {exc}"
+            outcome.status, outcome.note = "failed", note
     return FixResult({}, outcomes)
 
 
