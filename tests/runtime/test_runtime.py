@@ -90,7 +90,8 @@ class Program:
     spawn_after: tuple[str, ...] = field(default=STRATEGIES)  # strategies also run under spawn
     holdout_every: int = 0  # the program trains on a Subset without every n-th item
     entry: Path | None = None  # the script to run; default fixtures/runtime/<name>.py
-    modules: tuple[str, ...] = ()  # sibling modules it imports, checked and fixed with it
+    # sibling modules it imports, checked and fixed with it (the fixtures share a driver)
+    modules: tuple[str, ...] = ("runtime_driver.py",)
 
     @property
     def path(self) -> Path:
