@@ -45,7 +45,7 @@ class FactsCache:
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            self._warn(f"ignoring damaged cache entry {path}: {type(exc).__name__}")
+            self.warn(f"ignoring damaged cache entry {path}: {type(exc).__name__}")
             return None
 
     def put(self, file: SourceFile, text: str, facts: FileFacts) -> None:
@@ -63,7 +63,7 @@ class FactsCache:
                 handle.write(json.dumps(data, separators=(",", ":")))  # C encoder: dump() is not
             os.replace(tmp, path)
         except OSError as exc:
-            self._warn(f"cannot write the cache ({exc.strerror or exc}); continuing without it")
+            self.warn(f"cannot write the cache ({exc.strerror or exc}); continuing without it")
 
     def _prepare(self) -> None:
         if self._ready:
@@ -76,7 +76,7 @@ class FactsCache:
                 handle.write("# created by workersafe\n*\n")
         self._ready = True
 
-    def _warn(self, message: str) -> None:
+    def warn(self, message: str) -> None:
         if not self.warned:
             print(f"workersafe: warning: {message}", file=sys.stderr)
             self.warned = True
@@ -115,7 +115,7 @@ class QuietFiles:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
-            self.cache._warn(f"ignoring damaged cache entry {self.path}: {type(exc).__name__}")
+            self.cache.warn(f"ignoring damaged cache entry {self.path}: {type(exc).__name__}")
             return {}
 
     def unchanged(self, paths: list[str]) -> set[str]:

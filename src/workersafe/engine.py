@@ -177,10 +177,8 @@ class Engine:
             wanted = list(by_path)
         elif linking:  # the closure needs both words for every file: test each once
             handle_files = {p for p, t in texts.items() if self.filter.mentions_handle(t)}
-            dataset_files = {p for p in handle_files if self.filter.mentions_dataset(texts[p])}
-            wanted = sorted(dataset_files)
-            dataset_files |= {p for p, t in texts.items()
-                              if p not in handle_files and self.filter.mentions_dataset(t)}
+            dataset_files = {p for p, t in texts.items() if self.filter.mentions_dataset(t)}
+            wanted = sorted(handle_files & dataset_files)
         else:
             wanted = [p for p, t in texts.items() if self.filter.single_file_candidate(t)]
         stats.candidates = len(wanted)

@@ -8,6 +8,7 @@ not further visitor passes, so each tree is walked once."""
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence, Union
 
@@ -881,14 +882,19 @@ _IS_NODE: dict[type, bool] = {}
 
 
 def _plan(kind: type) -> _Plan:
-    import dataclasses
-
-    fields = _FIELD_ORDER.get(kind) or tuple(
-        f.name for f in dataclasses.fields(kind)
-        if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
-        and f.type is not str)
+    fields = _FIELD_ORDER.get(kind) or _syntax_fields(kind)
     plan = _PLANS[kind] = (_VISIT.get(kind), _LEAVE.get(kind), fields)
     return plan
+
+
+@functools.lru_cache(maxsize=None)
+def _syntax_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold syntax: not whitespace, punctuation or text."""
+    import dataclasses
+
+    return tuple(f.name for f in dataclasses.fields(kind)
+                 if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
+                 and f.type is not str)
 
 
 def _is_node(kind: type) -> bool:
@@ -1106,21 +1112,10 @@ def _mentions_pid(node: cst.BaseExpression) -> bool:
     return False
 
 
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
 def _child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """The syntax-bearing children of `node` (libcst's `children` property rebuilds them
     through a visitor: many times slower)."""
-    kind = type(node)
-    fields = _CHILD_FIELDS.get(kind)
-    if fields is None:
-        import dataclasses
-
-        fields = _CHILD_FIELDS[kind] = tuple(
-            f.name for f in dataclasses.fields(kind)
-            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace"))
-    for name in fields:
+    for name in _syntax_fields(type(node)):
         value = getattr(node, name)
         if isinstance(value, (list, tuple)):
             yield from (item for item in value if isinstance(item, cst.CSTNode))
