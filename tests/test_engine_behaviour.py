@@ -157,22 +157,36 @@ def test_json_schema(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path", sorted((FIXTURES / "lint").glob("*.py")), ids=lambda p: p.name)
 def test_positions_from_pythons_tree_equal_libcsts(path: Path) -> None:
-    """Positions are read from Python's `ast` by pairing the n-th call (or class) of both trees;
-    they must equal what libcst's PositionProvider says, for every fixture (the fallback is
-    taken when there is no source text)."""
+    """Positions come from Python's `ast` (columns converted from UTF-8 bytes to characters);
+    every span in the facts must be the span libcst's PositionProvider gives the same call or
+    class (the fixer locates nodes by libcst positions)."""
     import libcst
+    from libcst.metadata import MetadataWrapper, PositionProvider
 
     from workersafe.analysis.extract import extract_facts
-    from workersafe.parse import nesting_problem
+    from workersafe.parse import ParseError, nesting_problem, python_tree
     from workersafe.registry import Registry
 
     text = path.read_text(encoding="utf-8")
-    if nesting_problem(text) is not None:
+    try:
+        tree = python_tree(text)
+    except ParseError:
         pytest.skip("not analysed")
-    tree = libcst.parse_module(text)
-    fast = extract_facts(tree, path.name, "m", False, Registry(), text)
-    slow = extract_facts(tree, path.name, "m", False, Registry(), None)
-    assert fast == slow
+    if nesting_problem(tree, text) is not None:
+        pytest.skip("not analysed")
+    facts = extract_facts(tree, text, path.name, "m", False, Registry())
+    positions = MetadataWrapper(libcst.parse_module(text)).resolve(PositionProvider)
+    libcst_spans = {(p.start.line, p.start.column, p.end.line, p.end.column)
+                    for node, p in positions.items()
+                    if isinstance(node, (libcst.Call, libcst.ClassDef))}
+    spans = [c.span for c in facts.classes]
+    spans += [h.site.span for c in facts.classes for h in (*c.held, *c.class_held)]
+    spans += [h.site.span for h in facts.module_handles]
+    spans += [l.span for l in facts.loaders]
+    spans += [a.site.span for l in facts.loaders for r in l.datasets for a in r.handle_args]
+    assert spans or not facts.classes
+    for span in spans:
+        assert (span.line, span.col, span.end_line, span.end_col) in libcst_spans, span
 
 
 def _age(tree: Path, seconds: int = 60) -> None:

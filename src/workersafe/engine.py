@@ -20,6 +20,8 @@ from .prefilter import Prefilter, class_bases, words_pattern
 from .source import Source, SourceError, decode, read_source
 
 if TYPE_CHECKING:
+    import ast
+
     from .index import Index
 
 ERROR_CODE = "WS001"
@@ -107,15 +109,16 @@ class Engine:
         stats.findings = len(result) - stats.errors
         return CheckResult(result, stats, facts, sources, files, verdicts)
 
-    def check_text(self, path: str, text: str, module: str = "", noqa: bool = True
-                   ) -> list[Finding]:
-        """One file alone (flake8, editors, stdin): same-file knowledge only."""
+    def check_text(self, path: str, text: str, module: str = "", noqa: bool = True,
+                   tree: Optional[ast.Module] = None) -> list[Finding]:
+        """One file alone (flake8, editors, stdin): same-file knowledge only. `tree`: Python's
+        `ast` of `text` if the caller has one (flake8's), so the file is not parsed again."""
         if self.prefilter and not self.filter.single_file_candidate(text):
             return []
         from .parse import file_facts
 
         facts = file_facts(text, path, module, os.path.basename(path) == "__init__.py",
-                           self.registry)
+                           self.registry, tree)
         if facts.error:
             return [self._error_finding(path, facts.error)]
         findings = self._rules({path: facts})
@@ -124,7 +127,8 @@ class Engine:
         source = Source(path, b"", text, "utf-8", False)
         return self._filter(findings, {path: source})
 
-    def check_text_in_project(self, path: str, text: str, index: "Index") -> list[Finding]:
+    def check_text_in_project(self, path: str, text: str, index: "Index",
+                              tree: Optional[ast.Module] = None) -> list[Finding]:
         """One file linked against an index of its project (the flake8 plugin's confirmed mode).
         Only this file's findings are returned."""
         from dataclasses import replace as _replace
@@ -137,7 +141,7 @@ class Engine:
         known = index.facts.get(here)
         module = known.module if known else ""
         facts = file_facts(text, here, module, os.path.basename(path) == "__init__.py",
-                           self.registry)
+                           self.registry, tree)
         if facts.error:
             return [self._error_finding(path, facts.error)]
         every = {p: _replace(f, path=p) for p, f in index.facts.items()}

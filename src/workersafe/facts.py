@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 4  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 5  # bump whenever a dataclass below changes: old caches are then ignored
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,6 @@ class HandleSite:
 
     handle: str  # qualified constructor name (a registry key)
     span: Span
-    path: str = ""  # filled in by the linker for messages
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,6 @@ class HeldHandle:
     method: str  # creating method, or "" for a class attribute
     derived: bool = False  # the attribute holds an object derived from the handle
     closed: bool = False  # closed again in the creating method
-    parent_use: bool = False  # used in the creating method after it was created
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ class HandleArg:
 class DatasetRef:
     """What a DataLoader's dataset argument (or a factory's return value) refers to."""
 
-    kind: str  # "instance" (Cls(...)), "call" (factory(...)), "name" (module variable)
+    kind: str  # "call" (Cls(...) or factory(...)), "name" (module variable), "attr" (self.x)
     target: str  # qualified name of the class, function or variable
     handle_args: Tuple[HandleArg, ...] = ()
 
@@ -99,7 +97,6 @@ class LoaderCall:
     persistent: Optional[bool]  # None: not a constant
     context: str  # "fork", "spawn", "forkserver", "" (platform default), "?" unknown
     worker_inits: Tuple[str, ...] = ()  # worker_init_fn and what it chains (partials unwrapped)
-    has_worker_init: bool = False
     path: str = ""
 
 
@@ -112,7 +109,6 @@ class FunctionFacts:
     returns: Tuple[DatasetRef, ...] = ()
     method_calls: Tuple[str, ...] = ()  # `.m(...)` called anywhere inside
     attr_handle_assigns: Tuple[str, ...] = ()  # `<expr>.attr = <handle>` inside
-    calls: Tuple[str, ...] = ()  # qualified names of functions called inside
 
 
 @dataclass(frozen=True)

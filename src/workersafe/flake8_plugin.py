@@ -1,8 +1,8 @@
 """The flake8 plugin: a thin front end over the engine, one file at a time.
 
 It never raises: flake8 turns a plugin exception into a crash of the whole run. The cheap
-prefilter runs before libcst is imported, so files without a handle and a dataset cost
-almost nothing."""
+prefilter runs first, so files without a handle and a dataset cost almost nothing; the others
+are analysed on the `ast` tree flake8 has already built (no parse of our own)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ class WorkerSafeChecker:
     _engine: ClassVar[Any] = None
     _indexes: ClassVar[dict] = {}
 
-    def __init__(self, tree: ast.AST, lines: Sequence[str], filename: str) -> None:
+    def __init__(self, tree: Optional[ast.AST], lines: Sequence[str], filename: str) -> None:
+        self.tree = tree if isinstance(tree, ast.Module) else None
         self.lines = lines
         self.filename = filename
 
@@ -77,10 +78,10 @@ class WorkerSafeChecker:
                 return
             index = self._index()
             if index is not None:
-                findings = engine.check_text_in_project(self.filename, text, index)
+                findings = engine.check_text_in_project(self.filename, text, index, self.tree)
             else:
                 findings = engine.check_text(self.filename, text, _module(self.filename),
-                                             noqa=False)
+                                             noqa=False, tree=self.tree)
         except Exception as exc:  # noqa: BLE001 - never crash flake8
             yield 1, 0, f"WS001 internal error in workersafe ({type(exc).__name__}: {exc})", \
                 type(self)

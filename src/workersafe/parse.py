@@ -1,5 +1,5 @@
-"""Parse one file with libcst and extract its facts. libcst is imported here, lazily: a run in
-which no file passes the prefilter never imports it."""
+"""Parse one file with Python's `ast` (once) and extract its facts. Never raises: a file that
+cannot be analysed gets facts with `error` set (reported as WS001)."""
 
 from __future__ import annotations
 
@@ -8,58 +8,45 @@ import re
 import sys
 import warnings
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+from typing import Iterator, Optional
 
 from .facts import FileFacts
 from .registry import Registry
 
-# libcst's parser and our visitor recurse; deep but legal code must not crash the run.
-# Measured (Python 3.11, 8 MiB main-thread stack): the extraction at this limit raises a clean
-# RecursionError with a 2 MiB stack and only overflows (SIGSEGV) at 1 MiB; with MAX_DEPTH
-# below it stays far from the limit.
+# The fact walk recurses once (or a few times) per nesting level; deep but legal code must not
+# crash the run. Measured (Python 3.11, 8 MiB main-thread stack): at this limit a runaway
+# recursion raises a clean RecursionError with a 2 MiB stack; with MAX_DEPTH below it the
+# walk stays far from the limit.
 _RECURSION_LIMIT = 10_000
-
-# libcst's native parser is guarded by nothing: it recurses in native code (~1 KiB of stack a
-# level: `1+1+...+1` with 8,000 terms overflows an 8 MiB stack, a segfault that kills the whole
-# run or flake8) and takes quadratic time and memory on long chains (2,000 subscripts
-# `x[0][0]...`: 14 s; 2,000 nested conditional expressions: 700 MiB). Python's own parser is
-# cheap, bounded and safe, so it measures the nesting first; deeper files are reported.
+# Deeper files are reported, not analysed (and never reach libcst in `fix`: fix/cstguard.py).
 MAX_DEPTH = 1000
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
-def parse_module(text: str) -> Any:
-    import libcst
-
-    return libcst.parse_module(text)
-
-
-def file_facts(text: str, path: str, module: str, is_package: bool,
-               registry: Registry) -> FileFacts:
-    """Facts of one file; a file that cannot be parsed gets facts with `error` set."""
+def file_facts(text: str, path: str, module: str, is_package: bool, registry: Registry,
+               tree: Optional[ast.Module] = None) -> FileFacts:
+    """Facts of one file; a file that cannot be parsed gets facts with `error` set. `tree`:
+    Python's `ast` of `text` if the caller has it (flake8 hands one to its plugins)."""
     with _gc_paused():
-        return _file_facts(text, path, module, is_package, registry)
+        return _file_facts(text, path, module, is_package, registry, tree)
 
 
-def _file_facts(text: str, path: str, module: str, is_package: bool,
-                registry: Registry) -> FileFacts:
-    import libcst
-
+def _file_facts(text: str, path: str, module: str, is_package: bool, registry: Registry,
+                tree: Optional[ast.Module]) -> FileFacts:
     from .analysis.extract import extract_facts
 
-    problem, python_error, python_tree = _python_check(text)
-    if problem is not None:
-        return FileFacts(path, module, error=problem)
+    if text.startswith("\ufeff"):  # a BOM the caller left in: not part of the code
+        text = text[1:]
     try:
+        if tree is None:
+            tree = python_tree(text)
+        problem = nesting_problem(tree, text)
+        if problem is not None:
+            return FileFacts(path, module, error=problem)
         with deep_recursion():
-            tree = libcst.parse_module(text)
-            return extract_facts(tree, path, module, is_package, registry, text,
-                                 python_tree)
-    except libcst.ParserSyntaxError as exc:
-        if python_error is not None:  # Python's message is the clearer one
-            return FileFacts(path, module, error=python_error)
-        return FileFacts(path, module, error=f"syntax error: {_first_line(str(exc))} "
-                                             f"(line {exc.raw_line}, column {exc.raw_column})")
+            return extract_facts(tree, text, path, module, is_package, registry)
+    except ParseError as exc:
+        return FileFacts(path, module, error=str(exc))
     except RecursionError:
         return FileFacts(path, module, error="too deeply nested to analyse (recursion limit)")
     except MemoryError:
@@ -69,10 +56,39 @@ def _file_facts(text: str, path: str, module: str, is_package: bool,
                                              f"({type(exc).__name__}: {exc}); please report it")
 
 
+class ParseError(Exception):
+    """Python's parser refused the text; the message is for WS001."""
+
+
+def python_tree(text: str) -> ast.Module:
+    """Python's tree of `text`, or ParseError with a clear message.
+
+    Runs with at most 1,000 levels of recursion left: CPython's own guards (3.11+) then stop
+    runaway nesting with an exception, long before the C stack is at risk. Syntax this Python
+    does not know (3.12's `type` under 3.11) is a syntax error here, as flake8's E999 says."""
+    try:
+        with warnings.catch_warnings(), _shallow_recursion():
+            warnings.simplefilter("ignore")  # invalid escapes etc.: not ours to report
+            return ast.parse(text)
+    except (RecursionError, MemoryError):
+        raise ParseError("too deeply nested to analyse (Python's parser gives up)") from None
+    except SyntaxError as exc:
+        message = str(exc.msg or "invalid syntax")
+        if "too many nested" in message or "too complex" in message:
+            raise ParseError(f"too deeply nested to analyse ({message}, line {exc.lineno})") \
+                from None
+        where = f"line {exc.lineno}" if exc.lineno else "position unknown"
+        if exc.lineno and exc.offset:
+            where += f", column {max(exc.offset - 1, 0)}"
+        raise ParseError(f"syntax error: {message} ({where})") from None
+    except (ValueError, OverflowError) as exc:
+        raise ParseError(f"cannot parse: {exc}") from None
+
+
 @contextmanager
 def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while one file is parsed and analysed. A libcst tree is
-    hundreds of thousands of small objects: each allocation counts towards the next collection,
+    """The cyclic garbage collector off while one file is parsed and analysed. A syntax tree is
+    tens of thousands of small objects: each allocation counts towards the next collection,
     and every collection scans them all, for nothing (syntax trees hold no reference cycles;
     reference counting frees them). The trees must be gone when it is enabled again: the next
     allocation starts a collection."""
@@ -108,7 +124,7 @@ def _shallow_recursion(room: int = 1000) -> Iterator[None]:
 
 @contextmanager
 def deep_recursion() -> Iterator[None]:
-    """Room for libcst's recursive visitors and code generation on anything `file_facts`
+    """Room for recursive walks (ours, and libcst's in `fix`) over anything `file_facts`
     accepts (nesting up to MAX_DEPTH): the recursion limit raised, then restored."""
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, _RECURSION_LIMIT))
@@ -118,46 +134,12 @@ def deep_recursion() -> Iterator[None]:
         sys.setrecursionlimit(old_limit)
 
 
-def _first_line(message: str) -> str:
-    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
-    return lines[0] if lines else "cannot parse"
-
-
-def nesting_problem(text: str, limit: int = MAX_DEPTH) -> Optional[str]:
-    """Why libcst must not be given this text (too deeply nested), or None."""
-    return _python_check(text, limit)[0]
-
-
-def _python_check(text: str, limit: int = MAX_DEPTH
-                  ) -> tuple[Optional[str], Optional[str], Optional[ast.Module]]:
-    """(why libcst must not be given this text, Python's syntax error message if any, Python's
-    tree when it parsed: positions are read from it).
-
-    Runs with at most 1,000 levels of recursion left: CPython's own guards (3.11+) then stop
-    runaway nesting with an exception, long before the C stack is at risk. Text Python cannot
-    parse for other reasons (newer syntax, Python 2) is left to libcst; if libcst fails too,
-    Python's message is reported."""
-    try:
-        with warnings.catch_warnings(), _shallow_recursion():
-            warnings.simplefilter("ignore")  # invalid escapes etc.: not ours to report
-            tree = ast.parse(text)
-    except (RecursionError, MemoryError):
-        return "too deeply nested to analyse (Python's parser gives up)", None, None
-    except SyntaxError as exc:
-        message = str(exc.msg or "invalid syntax")
-        if "too many nested" in message or "too complex" in message:
-            return f"too deeply nested to analyse ({message}, line {exc.lineno})", None, None
-        where = f"line {exc.lineno}" if exc.lineno else "position unknown"
-        if exc.lineno and exc.offset:
-            where += f", column {max(exc.offset - 1, 0)}"
-        return None, f"syntax error: {message} ({where})", None
-    except (ValueError, OverflowError):
-        return None, None, None
+def nesting_problem(tree: ast.AST, text: str, limit: int = MAX_DEPTH) -> Optional[str]:
+    """Why this tree is too deeply nested to analyse (or to give to libcst), or None."""
     line = _deep_line(tree, text, limit)
-    if line is not None:
-        return (f"too deeply nested to analyse (an expression more than {limit} levels deep, "
-                f"line {line})"), None, None
-    return None, None, tree
+    if line is None:
+        return None
+    return f"too deeply nested to analyse (an expression more than {limit} levels deep, line {line})"
 
 
 def _deep_line(tree: ast.AST, text: str, limit: int) -> Optional[int]:

@@ -7,6 +7,20 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
 
+# Generic knowledge, whatever the library: methods whose result is a derived handle (DB cursors,
+# transactions), calls that release a handle, and a callable name ending that builds on a
+# handle passed to it (gRPC stubs: `FooStub(channel)`).
+GENERIC_DERIVED_METHODS = frozenset({"cursor", "begin"})
+GENERIC_CLOSERS = frozenset({"close", "shutdown", "dispose", "terminate"})
+DERIVED_CALLABLE_SUFFIXES = ("Stub",)
+# Reading `handle.<attr>` with one of these does no I/O: it configures the handle.
+GENERIC_CONFIG_ATTRS = frozenset({"close", "timeout"})
+# A statement calling one of these on a handle only configures it (`s.headers.update(...)`).
+GENERIC_CONFIG_CALLS = frozenset({
+    "update", "setdefault", "set", "add", "append", "extend", "register", "load",
+})
+
+
 @dataclass(frozen=True)
 class HandleType:
     """One constructor of a fork-unsafe (or unpicklable) resource."""
@@ -14,10 +28,15 @@ class HandleType:
     name: str  # qualified constructor name, e.g. "requests.Session"
     fork_safe: bool  # survives fork (e.g. redis-py resets its pool after fork)
     picklable: bool  # survives being pickled into a spawn/forkserver worker
-    problem: str  # what goes wrong when workers share it, for messages
+    problem: str  # what goes wrong when workers share it: the message phrase
     derived_methods: tuple[str, ...] = ()  # methods whose result keeps the handle alive
     derived_subscript: bool = False  # `handle[key]` keeps the handle alive (h5py)
     single_open: bool = False  # a second open in the same process fails (lmdb)
+    # Sorted tuples, not sets: a row's repr is part of the cache key, and must not depend on
+    # the process's string hashing.
+    closers: tuple[str, ...] = tuple(sorted(GENERIC_CLOSERS))  # methods that release it
+    config_attrs: tuple[str, ...] = tuple(sorted(GENERIC_CONFIG_ATTRS))  # read only to configure
+    config_calls: tuple[str, ...] = tuple(sorted(GENERIC_CONFIG_CALLS))  # called only to configure
 
     @property
     def module_root(self) -> str:
@@ -28,74 +47,96 @@ class HandleType:
         return self.name.rsplit(".", 1)[-1]
 
 
-_HTTP = "workers share one connection pool (TLS errors, responses for another worker's request)"
-_CLOUD = "workers share one connection pool (TLS errors, hangs)"
-_GRPC = "workers share one gRPC channel (hangs, 'Fork support is only compatible with epoll1')"
-_DB = "workers share one database connection (corrupted protocol state, wrong rows)"
-_FILE = "workers share one file descriptor and offset (wrong bytes, BadZipFile, crashes)"
-_H5 = "workers share one HDF5 file handle (corrupted reads, crashes)"
-_LMDB = "workers share one LMDB environment (MDB_BAD_RSLOT, crashes)"
-_REDIS = "a redis client does not pickle"
+_HTTP_CONFIG_ATTRS = GENERIC_CONFIG_ATTRS | {
+    "headers", "mount", "auth", "verify", "proxies", "cert", "params", "cookies", "trust_env",
+    "max_redirects", "hooks", "adapters", "base_url", "event_hooks",
+}
+_HTTP_CONFIG_CALLS = GENERIC_CONFIG_CALLS | {"mount"}
+_DB_CONFIG_CALLS = GENERIC_CONFIG_CALLS | {
+    "set_trace_callback", "execute", "executescript", "row_factory", "create_function",
+}
 
-# name, fork_safe, picklable, problem, derived methods, derived by subscript
-_ROWS: tuple[tuple[str, bool, bool, str, tuple[str, ...], bool], ...] = (
-    ("requests.Session", False, True, _HTTP, (), False),
-    ("requests.session", False, True, _HTTP, (), False),
-    ("requests.sessions.Session", False, True, _HTTP, (), False),
-    ("requests.sessions.session", False, True, _HTTP, (), False),
-    ("httpx.Client", False, False, _HTTP, (), False),
-    ("httpx.AsyncClient", False, False, _HTTP, (), False),
-    ("urllib3.PoolManager", False, False, _HTTP, (), False),
-    ("urllib3.ProxyManager", False, False, _HTTP, (), False),
-    ("urllib3.HTTPConnectionPool", False, False, _HTTP, (), False),
-    ("urllib3.HTTPSConnectionPool", False, False, _HTTP, (), False),
-    ("urllib3.connectionpool.HTTPConnectionPool", False, False, _HTTP, (), False),
-    ("urllib3.connectionpool.HTTPSConnectionPool", False, False, _HTTP, (), False),
-    ("urllib3.connection_from_url", False, False, _HTTP, (), False),
-    ("urllib3.connectionpool.connection_from_url", False, False, _HTTP, (), False),
-    ("aiohttp.ClientSession", False, False, _HTTP, (), False),
-    ("boto3.client", False, False, _CLOUD, (), False),
-    ("boto3.resource", False, False, _CLOUD, ("Bucket", "Table", "Object"), False),
-    ("boto3.Session", False, False, _CLOUD, ("client", "resource"), False),
-    ("boto3.session.Session", False, False, _CLOUD, ("client", "resource"), False),
-    ("google.cloud.storage.Client", False, False, _CLOUD, ("bucket", "get_bucket"), False),
-    ("grpc.insecure_channel", False, False, _GRPC, (), False),
-    ("grpc.secure_channel", False, False, _GRPC, (), False),
-    ("sqlite3.connect", False, False, _DB, ("cursor",), False),
-    ("psycopg2.connect", False, False, _DB, ("cursor",), False),
-    ("psycopg.connect", False, False, _DB, ("cursor",), False),
-    ("pymongo.MongoClient", False, False, _DB, ("get_database", "get_collection"), True),
-    ("sqlalchemy.create_engine", False, False, _DB, ("connect", "begin", "raw_connection"), False),
-    ("redis.Redis", True, False, _REDIS, ("pipeline", "pubsub"), False),
-    ("redis.StrictRedis", True, False, _REDIS, ("pipeline", "pubsub"), False),
-    ("redis.from_url", True, False, _REDIS, ("pipeline", "pubsub"), False),
-    ("redis.Redis.from_url", True, False, _REDIS, ("pipeline", "pubsub"), False),
-    ("h5py.File", False, False, _H5, ("get", "require_dataset", "require_group"), True),
-    ("lmdb.open", False, False, _LMDB, ("begin", "open_db"), False),
-    ("lmdb.Environment", False, False, _LMDB, ("begin", "open_db"), False),
-    ("zipfile.ZipFile", False, False, _FILE, ("open",), False),
-    ("tarfile.open", False, False, _FILE, ("extractfile",), False),
-    ("tarfile.TarFile", False, False, _FILE, ("extractfile",), False),
-    ("tarfile.TarFile.open", False, False, _FILE, ("extractfile",), False),
-)
-
+# One template per family of libraries; a row is its template with a name (and overrides).
+_HTTP = HandleType(
+    name="", fork_safe=False, picklable=False,
+    problem="workers share one connection pool (TLS errors, responses for another worker's "
+            "request)",
+    config_attrs=tuple(sorted(_HTTP_CONFIG_ATTRS)), config_calls=tuple(sorted(_HTTP_CONFIG_CALLS)))
+_CLOUD = HandleType(name="", fork_safe=False, picklable=False,
+                    problem="workers share one connection pool (TLS errors, hangs)")
+_GRPC = HandleType(name="", fork_safe=False, picklable=False,
+                   problem="workers share one gRPC channel (hangs, 'Fork support is only "
+                           "compatible with epoll1')")
+_DB = HandleType(name="", fork_safe=False, picklable=False,
+                 problem="workers share one database connection (corrupted protocol state, "
+                         "wrong rows)",
+                 derived_methods=("cursor",), config_calls=tuple(sorted(_DB_CONFIG_CALLS)))
+_FILE = HandleType(name="", fork_safe=False, picklable=False,
+                   problem="workers share one file descriptor and offset (wrong bytes, "
+                           "BadZipFile, crashes)")
+_H5 = HandleType(name="", fork_safe=False, picklable=False,
+                 problem="workers share one HDF5 file handle (corrupted reads, crashes)",
+                 derived_methods=("get", "require_dataset", "require_group"),
+                 derived_subscript=True)
 # py-lmdb refuses to open an environment already open in the process (even one inherited
 # through fork): the fix drops the old one before opening again.
-_SINGLE_OPEN = frozenset({"lmdb.open", "lmdb.Environment"})
+_LMDB = HandleType(name="", fork_safe=False, picklable=False,
+                   problem="workers share one LMDB environment (MDB_BAD_RSLOT, crashes)",
+                   derived_methods=("begin", "open_db"), single_open=True)
+_REDIS = HandleType(name="", fork_safe=True, picklable=False,
+                    problem="a redis client does not pickle",
+                    derived_methods=("pipeline", "pubsub"))
 
-# Methods whose result is a derived handle whatever the handle type (DB cursors, transactions).
-GENERIC_DERIVED_METHODS = frozenset({"cursor", "begin"})
-# A call to a callable whose name ends like this, with a handle as argument, builds on the
-# handle (gRPC stubs: `FooStub(channel)`).
-DERIVED_CALLABLE_SUFFIXES = ("Stub",)
+
+def _rows() -> tuple[HandleType, ...]:
+    http_pickles = replace(_HTTP, picklable=True)  # requests' Session pickles (its pool not)
+    return (
+        replace(http_pickles, name="requests.Session"),
+        replace(http_pickles, name="requests.session"),
+        replace(http_pickles, name="requests.sessions.Session"),
+        replace(http_pickles, name="requests.sessions.session"),
+        replace(_HTTP, name="httpx.Client"),
+        replace(_HTTP, name="httpx.AsyncClient"),
+        replace(_HTTP, name="urllib3.PoolManager"),
+        replace(_HTTP, name="urllib3.ProxyManager"),
+        replace(_HTTP, name="urllib3.HTTPConnectionPool"),
+        replace(_HTTP, name="urllib3.HTTPSConnectionPool"),
+        replace(_HTTP, name="urllib3.connectionpool.HTTPConnectionPool"),
+        replace(_HTTP, name="urllib3.connectionpool.HTTPSConnectionPool"),
+        replace(_HTTP, name="urllib3.connection_from_url"),
+        replace(_HTTP, name="urllib3.connectionpool.connection_from_url"),
+        replace(_HTTP, name="aiohttp.ClientSession"),
+        replace(_CLOUD, name="boto3.client"),
+        replace(_CLOUD, name="boto3.resource", derived_methods=("Bucket", "Table", "Object")),
+        replace(_CLOUD, name="boto3.Session", derived_methods=("client", "resource")),
+        replace(_CLOUD, name="boto3.session.Session", derived_methods=("client", "resource")),
+        replace(_CLOUD, name="google.cloud.storage.Client",
+                derived_methods=("bucket", "get_bucket")),
+        replace(_GRPC, name="grpc.insecure_channel"),
+        replace(_GRPC, name="grpc.secure_channel"),
+        replace(_DB, name="sqlite3.connect"),
+        replace(_DB, name="psycopg2.connect"),
+        replace(_DB, name="psycopg.connect"),
+        replace(_DB, name="pymongo.MongoClient",
+                derived_methods=("get_database", "get_collection"), derived_subscript=True),
+        replace(_DB, name="sqlalchemy.create_engine",
+                derived_methods=("connect", "begin", "raw_connection")),
+        replace(_REDIS, name="redis.Redis"),
+        replace(_REDIS, name="redis.StrictRedis"),
+        replace(_REDIS, name="redis.from_url"),
+        replace(_REDIS, name="redis.Redis.from_url"),
+        replace(_H5, name="h5py.File"),
+        replace(_LMDB, name="lmdb.open"),
+        replace(_LMDB, name="lmdb.Environment"),
+        replace(_FILE, name="zipfile.ZipFile", derived_methods=("open",)),
+        replace(_FILE, name="tarfile.open", derived_methods=("extractfile",)),
+        replace(_FILE, name="tarfile.TarFile", derived_methods=("extractfile",)),
+        replace(_FILE, name="tarfile.TarFile.open", derived_methods=("extractfile",)),
+    )
 
 
 def _builtin() -> dict[str, HandleType]:
-    return {
-        name: HandleType(name, fork_safe, picklable, problem, derived, subscript,
-                         single_open=name in _SINGLE_OPEN)
-        for name, fork_safe, picklable, problem, derived, subscript in _ROWS
-    }
+    return {row.name: row for row in _rows()}
 
 
 @dataclass(frozen=True)
@@ -106,6 +147,23 @@ class Registry:
 
     def lookup(self, qualified_name: str) -> HandleType | None:
         return self.types.get(qualified_name)
+
+    def closers(self) -> frozenset[str]:
+        """Methods that release a handle, of any known type."""
+        return _union(GENERIC_CLOSERS, (t.closers for t in self.types.values()))
+
+    def config_attrs(self) -> frozenset[str]:
+        """Attributes read only to configure a handle, of any known type."""
+        return _union(GENERIC_CONFIG_ATTRS, (t.config_attrs for t in self.types.values()))
+
+    def config_calls(self) -> frozenset[str]:
+        """Methods called only to configure a handle, of any known type."""
+        return _union(GENERIC_CONFIG_CALLS, (t.config_calls for t in self.types.values()))
+
+    def derived_methods(self, handle: str) -> frozenset[str]:
+        """Methods whose result, called on a `handle` (a registry key), keeps it alive."""
+        htype = self.lookup(handle)
+        return GENERIC_DERIVED_METHODS.union(htype.derived_methods if htype else ())
 
     def module_roots(self) -> frozenset[str]:
         return frozenset(t.module_root for t in self.types.values())
@@ -130,3 +188,7 @@ class Registry:
 
 
 DEFAULT_REGISTRY = Registry()
+
+
+def _union(base: frozenset[str], more: Iterable[tuple[str, ...]]) -> frozenset[str]:
+    return base.union(*more)

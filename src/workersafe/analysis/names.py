@@ -1,30 +1,25 @@
-"""Qualified names through a file's own imports (cheaper than libcst's QualifiedNameProvider,
-which costs about five parses per file)."""
+"""Qualified names through a file's own imports, on Python's `ast`."""
 
 from __future__ import annotations
 
+import ast
 from typing import Iterable, Optional
 
-import libcst as cst
-
-from ..discovery import module_of_import  # noqa: F401 - re-exported for the extractor
-from ..torchnames import (  # noqa: F401 - re-exported for the extractor
-    CACHE_DECORATORS, DATASET_BASES, GET_CONTEXT, LOADERS, PARTIAL, SET_START_METHOD,
-    TORCH_DATA, TORCH_STAR_NAMES, WRAPPERS,
-)
+from ..discovery import module_of_import
+from ..torchnames import TORCH_DATA, TORCH_STAR_NAMES
 
 
-def dotted(node: cst.BaseExpression) -> Optional[str]:
+def dotted(node: ast.AST) -> Optional[str]:
     """`a.b.c` → "a.b.c"; `Dataset[int]` → "Dataset"; anything else → None."""
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Subscript):
-        return dotted(node.value) if not parts else None
-    if not isinstance(node, cst.Name):
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is ast.Subscript:
+        return dotted(node.value) if not parts else None  # type: ignore[attr-defined]
+    if type(node) is not ast.Name:
         return None
-    parts.append(node.value)
+    parts.append(node.id)  # type: ignore[attr-defined]
     return ".".join(reversed(parts))
 
 
@@ -54,28 +49,23 @@ class Scope:
             scope = scope.parent
 
 
-def bind_import(scope: Scope, node: cst.Import) -> None:
+def bind_import(scope: Scope, node: ast.Import) -> None:
     for alias in node.names:
-        full = dotted(alias.name) or ""
-        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-            scope.bind(alias.asname.name.value, full)
+        if alias.asname is not None:
+            scope.bind(alias.asname, alias.name)
         else:
-            head = full.split(".", 1)[0]
+            head = alias.name.split(".", 1)[0]
             scope.bind(head, head)
 
 
-def bind_import_from(scope: Scope, node: cst.ImportFrom, module: str, is_package: bool) -> None:
-    name = dotted(node.module) if node.module is not None else ""
-    source = module_of_import(module, is_package, len(node.relative), name or "")
-    if isinstance(node.names, cst.ImportStar):
-        scope.star_modules.append(source)
-        return
+def bind_import_from(scope: Scope, node: ast.ImportFrom, module: str, is_package: bool) -> None:
+    source = module_of_import(module, is_package, node.level or 0, node.module or "")
     for alias in node.names:
-        imported = dotted(alias.name) or ""
-        local = imported
-        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-            local = alias.asname.name.value
-        scope.bind(local, f"{source}.{imported}" if source else imported)
+        if alias.name == "*":
+            scope.star_modules.append(source)
+            continue
+        local = alias.asname or alias.name
+        scope.bind(local, f"{source}.{alias.name}" if source else alias.name)
 
 
 def qualify(name: str, scope: Scope, known: frozenset[str]) -> str:

@@ -61,7 +61,7 @@ def run_fix(args: argparse.Namespace, config: Config, engine: Engine) -> int:
 
 def fix_result(engine: Engine, result: CheckResult, strategy: str) -> FixResult:
     """Plan, rewrite and verify in memory; writes nothing."""
-    from ..parse import deep_recursion
+    from .cstguard import deep_recursion
     from .rewrite import Rewriter
     from .verify import VerificationError, verify
 

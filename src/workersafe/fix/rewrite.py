@@ -172,7 +172,8 @@ class Rewriter:
         return plan.accessor
 
     def _import_resolver(self, path: str):  # type: ignore[no-untyped-def]
-        from ..analysis.names import dotted, module_of_import
+        from ..discovery import module_of_import
+        from .cstutil import _dotted as dotted
 
         facts = self.result.facts.get(path)
         module = facts.module if facts else ""

@@ -1,0 +1,98 @@
+"""How a `DataLoader(...)` call is read: its dataset, `num_workers`, `persistent_workers`,
+`multiprocessing_context` and `worker_init_fn` — passed by position, by keyword, through
+`**kwargs` (a dict literal, or a name bound to one), or through a variable."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ..facts import LoaderCall
+from ..torchnames import PARTIAL
+from .values import Evaluator, bool_value, call_args, dict_literal, int_value, is_none, string
+
+# DataLoader's parameters in order, as far as a positional argument can reach one we read.
+LOADER_POSITIONAL = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")
+
+
+def read_loader(call: ast.Call, ev: Evaluator) -> LoaderCall:
+    args = loader_arguments(call, ev)
+    dataset = args.get("dataset")
+    refs = ev.refs_of(dataset) if dataset is not None else []
+    num_workers, text = read_num_workers(args.get("num_workers"), ev)
+    persistent_node = args.get("persistent_workers")
+    persistent = bool_value(persistent_node) if persistent_node is not None else False
+    context = read_context(args.get("multiprocessing_context"), ev)
+    init_node = args.get("worker_init_fn")
+    worker_inits = worker_init_names(init_node, ev) if init_node is not None else ()
+    return LoaderCall(ev.positions.span(call), tuple(refs), num_workers, text, persistent,
+                      context, worker_inits)
+
+
+def loader_arguments(call: ast.Call, ev: Evaluator) -> dict[str, ast.expr]:
+    """Parameter name → the expression passed for it (later arguments win)."""
+    args: dict[str, ast.expr] = {}
+    position = 0
+    for arg in call_args(call):
+        if arg.star == "**":
+            args.update(_kwargs_of(arg.value, ev))
+        elif arg.star:
+            args["num_workers"] = arg.value  # *args: unknown, assume anything
+        elif arg.keyword is not None:
+            args[arg.keyword] = arg.value
+        else:
+            if position < len(LOADER_POSITIONAL):
+                args[LOADER_POSITIONAL[position]] = arg.value
+            position += 1
+    return args
+
+
+def _kwargs_of(expr: ast.expr, ev: Evaluator) -> dict[str, ast.expr]:
+    literal = dict_literal(expr)
+    if literal is not None:
+        return literal
+    if type(expr) is ast.Name:
+        bound = ev.state.env.kwargs(expr.id)  # type: ignore[attr-defined]
+        if bound is not None:
+            return bound
+    return {"num_workers": expr}  # unknown **kwargs: may set num_workers
+
+
+def read_num_workers(node: Optional[ast.expr], ev: Evaluator) -> tuple[Optional[int], str]:
+    """(the constant number of workers or None if unknown, the argument's source text)."""
+    if node is None:
+        return 0, "0"
+    value = int_value(node)
+    if value is None and type(node) is ast.Name:
+        _, value = ev.state.env.int_value(node.id)  # type: ignore[attr-defined]
+    return value, ev.positions.segment(node)
+
+
+def read_context(node: Optional[ast.expr], ev: Evaluator) -> str:
+    """The start method: "fork", "spawn", "forkserver", "" (platform default), "?" unknown."""
+    if node is None or is_none(node):
+        return ""
+    literal = string(node)
+    if literal is not None:
+        return literal
+    direct = ev.context_of_call(node)
+    if direct:
+        return direct
+    if type(node) is ast.Name:
+        bound = ev.state.env.context(node.id)  # type: ignore[attr-defined]
+        if bound:
+            return bound
+    return "?"
+
+
+def worker_init_names(node: ast.expr, ev: Evaluator) -> tuple[str, ...]:
+    """`fn`, or `partial(fn, ..., previous=other)` → every function that will run."""
+    if type(node) is ast.Call and ev.state.q(node.func) in PARTIAL:  # type: ignore
+        args = call_args(node)  # type: ignore[arg-type]
+        if args:
+            names = worker_init_names(args[0].value, ev)
+            for arg in args[1:]:  # chained functions: partial(fn, previous=seed)
+                names += worker_init_names(arg.value, ev)
+            return names
+    name = ev.state.q(node)
+    return (name,) if name else ()

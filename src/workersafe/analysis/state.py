@@ -1,0 +1,208 @@
+"""What the walk knows at a point of the file: the frames it is inside (module, class,
+function), the import scope, and one `Env` per function (and the module) of what names are
+bound to."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from ..facts import DatasetRef, Span
+from ..registry import Registry
+from .names import Scope, dotted, qualify
+
+
+@dataclass
+class Handle:
+    """A handle value: its creating call, and whether it is derived from it (or closed)."""
+
+    call: ast.Call
+    handle: str  # the registry key of the constructor
+    derived: bool = False
+    closed: bool = False
+
+    def as_derived(self) -> Handle:
+        return Handle(self.call, self.handle, True, self.closed)
+
+    def as_closed(self) -> Handle:
+        return Handle(self.call, self.handle, self.derived, True)
+
+
+@dataclass
+class Value:
+    """What the right-hand side of `name = <expr>` is, as far as the facts care."""
+
+    refs: list[DatasetRef] = field(default_factory=list)  # the dataset(s) it may be
+    int_value: Optional[int] = None  # a constant int (for `num_workers=n`)
+    kwargs: Optional[dict[str, ast.expr]] = None  # a dict literal (for `**loader_kwargs`)
+    context: str = ""  # a multiprocessing context's start method (for `get_context(...)`)
+
+
+@dataclass
+class Binding:
+    """What one name is bound to in one `Env` (merged over its assignments)."""
+
+    refs: Optional[list[DatasetRef]] = None  # the last assignment that was a dataset
+    assigned: bool = False  # assigned through `name = <expr>` (int_value is meaningful)
+    int_value: Optional[int] = None  # None unless assigned exactly once, to a constant int
+    kwargs: Optional[dict[str, ast.expr]] = None
+    context: str = ""
+
+
+class Env:
+    """Names bound in one function (or at module level); lookups fall back to the module."""
+
+    def __init__(self, parent: Optional[Env] = None) -> None:
+        self.parent = parent
+        self.bindings: dict[str, Binding] = {}
+        self.handles: dict[str, Handle] = {}  # local handles: never looked up in the parent
+
+    def assign(self, name: str, value: Value) -> None:
+        binding = self.bindings.setdefault(name, Binding())
+        # assigned twice: not a constant
+        binding.int_value = None if binding.assigned else value.int_value
+        binding.assigned = True
+        if value.refs:
+            binding.refs = list(value.refs)
+        if value.kwargs is not None:
+            binding.kwargs = value.kwargs
+        if value.context:
+            binding.context = value.context
+
+    def assign_refs(self, name: str, refs: list[DatasetRef]) -> None:
+        self.bindings.setdefault(name, Binding()).refs = list(refs)
+
+    def _chain(self, name: str) -> list[Binding]:
+        found = []
+        env: Optional[Env] = self
+        while env is not None:
+            binding = env.bindings.get(name)
+            if binding is not None:
+                found.append(binding)
+            env = env.parent
+        return found
+
+    def refs(self, name: str) -> Optional[list[DatasetRef]]:
+        return next((b.refs for b in self._chain(name) if b.refs is not None), None)
+
+    def int_value(self, name: str) -> tuple[bool, Optional[int]]:
+        """(name assigned at all, its constant value or None)."""
+        binding = next((b for b in self._chain(name) if b.assigned), None)
+        return (False, None) if binding is None else (True, binding.int_value)
+
+    def kwargs(self, name: str) -> Optional[dict[str, ast.expr]]:
+        return next((b.kwargs for b in self._chain(name) if b.kwargs is not None), None)
+
+    def context(self, name: str) -> str:
+        return next((b.context for b in self._chain(name) if b.context), "")
+
+
+@dataclass
+class MethodState:
+    name: str
+    attrs_read: set[str] = field(default_factory=set)
+    attrs_used: set[str] = field(default_factory=set)
+    config_reads: set[int] = field(default_factory=set)  # id() of `self.x` in `self.x.headers`
+    self_calls: set[str] = field(default_factory=set)
+    globals_read: set[str] = field(default_factory=set)
+    guarded_attrs: set[str] = field(default_factory=set)
+    guarded_calls: set[str] = field(default_factory=set)
+    calls_super_init: bool = False
+
+
+@dataclass
+class ClassState:
+    name: str
+    qualname: str
+    span: Span
+    bases: tuple[str, ...]
+    methods: list[MethodState] = field(default_factory=list)
+    held: dict[tuple[str, str, int], Handle] = field(default_factory=dict)  # (method, attr, call)
+    closed: set[tuple[str, str]] = field(default_factory=set)  # (method, attr)
+    class_held: dict[tuple[str, int], Handle] = field(default_factory=dict)
+    attr_refs: dict[str, list[DatasetRef]] = field(default_factory=dict)
+    init_params: tuple[str, ...] = ()
+    param_attrs: list[tuple[str, str]] = field(default_factory=list)
+
+    def held_in(self, method: str, attr: str) -> Optional[Handle]:
+        return next((h for (m, a, _), h in self.held.items() if m == method and a == attr), None)
+
+
+@dataclass
+class FunctionState:
+    name: str
+    qualname: str
+    cached: bool
+    is_module_level: bool
+    env: Env
+    method: Optional[MethodState] = None  # set when this function is a method of a class
+    returns: list[DatasetRef] = field(default_factory=list)
+    returned_handle: Optional[Handle] = None
+    method_calls: set[str] = field(default_factory=set)
+    attr_handle_assigns: set[str] = field(default_factory=set)
+    globals_declared: set[str] = field(default_factory=set)
+
+
+Frame = Union[ClassState, FunctionState, None]  # None: a nested class, not analysed
+
+
+class State:
+    """The frames and scope the walk is in; the module's own Env and handles."""
+
+    def __init__(self, module_name: str, registry: Registry) -> None:
+        self.module_name = module_name
+        self.registry = registry
+        self.known = frozenset(registry.types)
+        self.module_scope = self.scope = Scope()
+        self.module_env = Env()
+        self.frames: list[Frame] = []  # innermost last
+        # module-level name → (handle, whether it is returned by a cached function)
+        self.module_handles: dict[str, tuple[Handle, bool]] = {}
+        self.pid_guard_depth = 0
+
+    def qual(self, name: str) -> str:
+        return f"{self.module_name}.{name}" if self.module_name else name
+
+    def q(self, node: ast.AST) -> Optional[str]:
+        """The qualified name of a dotted expression, through this file's imports."""
+        name = dotted(node)
+        return qualify(name, self.scope, self.known) if name else None
+
+    @property
+    def frame(self) -> Frame:
+        return self.frames[-1] if self.frames else None
+
+    def current_class(self) -> Optional[ClassState]:
+        """The class whose method we are in (directly), if any."""
+        if len(self.frames) >= 2 and isinstance(self.frames[-1], FunctionState):
+            owner = self.frames[-2]
+            if isinstance(owner, ClassState):
+                return owner
+        return None
+
+    def current_method(self) -> Optional[MethodState]:
+        frame = self.frame
+        return frame.method if isinstance(frame, FunctionState) else None
+
+    def enclosing_function(self) -> Optional[FunctionState]:
+        for frame in reversed(self.frames):
+            if isinstance(frame, FunctionState):
+                return frame
+        return None
+
+    @property
+    def env(self) -> Env:
+        """The Env of the innermost function, or the module's."""
+        func = self.enclosing_function()
+        return func.env if func is not None else self.module_env
+
+    def local_handle(self, name: str) -> Optional[Handle]:
+        func = self.enclosing_function()
+        if func is not None:
+            return func.env.handles.get(name)
+        local = self.module_env.handles.get(name)
+        if local is not None:
+            return local
+        pair = self.module_handles.get(name)
+        return pair[0] if pair else None

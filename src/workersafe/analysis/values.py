@@ -1,0 +1,291 @@
+"""Expression evaluation: what a value is, as far as the facts care — a handle (created,
+derived from one, or held), the dataset(s) it may be, a constant, a `**kwargs` dict literal,
+a multiprocessing context. Small recursive functions over one expression, no tree walk."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable, NamedTuple, Optional
+
+from ..facts import DatasetRef, HandleArg, HandleSite
+from ..registry import DERIVED_CALLABLE_SUFFIXES
+from ..torchnames import GET_CONTEXT, WRAPPERS
+from .positions import Positions
+from .state import Handle, State, Value
+
+_BUILTINS = frozenset({"list", "tuple", "dict", "set", "len", "range", "print", "iter", "next",
+                       "sorted", "enumerate", "zip", "map", "filter", "open", "super", "type",
+                       "isinstance", "getattr", "str", "int", "float"})
+_SEQUENCES = (ast.List, ast.Tuple, ast.Set)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
+
+
+class Arg(NamedTuple):
+    """One argument of a call, in source order: `keyword=value`, `*value`, `**value`."""
+
+    keyword: Optional[str]
+    star: str  # "", "*" or "**"
+    value: ast.expr
+
+
+def call_args(call: ast.Call) -> list[Arg]:
+    """The arguments of a call in source order (ast keeps positional and keyword apart)."""
+    args = [Arg(None, "*", a.value) if type(a) is ast.Starred else Arg(None, "", a)
+            for a in call.args]  # type: ignore[attr-defined]
+    if not call.keywords:
+        return args
+    keywords = [Arg(k.arg, "" if k.arg else "**", k.value) for k in call.keywords]
+    if not any(a.star for a in args) or not args:
+        return args + keywords
+    return sorted(args + keywords, key=lambda a: (a.value.lineno, a.value.col_offset))
+
+
+def first_arg(call: ast.Call) -> Optional[ast.expr]:
+    """The value of a call's first argument, positional or keyword."""
+    args = call_args(call)
+    return args[0].value if args else None
+
+
+def argument(call: ast.Call, position: int, keyword: str) -> Optional[ast.expr]:
+    """The argument passed as `keyword=`, else at `position` (not counting `*args`)."""
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return kw.value
+    positional = [a for a in call.args if type(a) is not ast.Starred]
+    return positional[position] if len(positional) > position else None
+
+
+def elements(node: ast.expr) -> list[ast.expr]:
+    """The elements of a list, tuple or set display; `*x` unwrapped to `x`."""
+    return [e.value if type(e) is ast.Starred else e for e in node.elts]  # type: ignore
+
+
+# --- constants ------------------------------------------------------------------------------
+
+def string(node: Optional[ast.AST]) -> Optional[str]:
+    if type(node) is ast.Constant and type(node.value) is str:  # type: ignore[attr-defined]
+        return node.value  # type: ignore[attr-defined]
+    return None
+
+
+def int_value(node: ast.AST) -> Optional[int]:
+    if type(node) is ast.Constant and type(node.value) is int:  # type: ignore[attr-defined]
+        return node.value  # type: ignore[attr-defined]
+    return None
+
+
+def bool_value(node: ast.AST) -> Optional[bool]:
+    if type(node) is ast.Constant and type(node.value) is bool:  # type: ignore[attr-defined]
+        return node.value  # type: ignore[attr-defined]
+    return None
+
+
+def is_none(node: ast.AST) -> bool:
+    return type(node) is ast.Constant and node.value is None  # type: ignore[attr-defined]
+
+
+def is_self(node: ast.AST) -> bool:
+    return type(node) is ast.Name and node.id in ("self", "cls")  # type: ignore[attr-defined]
+
+
+def is_name(node: ast.AST, name: str) -> bool:
+    return bool(name) and type(node) is ast.Name and node.id == name  # type: ignore
+
+
+def is_super(node: ast.AST) -> bool:
+    return type(node) is ast.Call and is_name(node.func, "super")  # type: ignore[attr-defined]
+
+
+def self_attr(node: ast.AST) -> Optional[str]:
+    """`self.x` → "x"."""
+    if type(node) is ast.Attribute and is_self(node.value):  # type: ignore[attr-defined]
+        return node.attr  # type: ignore[attr-defined]
+    return None
+
+
+def dict_literal(node: ast.AST) -> Optional[dict[str, ast.expr]]:
+    """`dict(num_workers=4)` or `{"num_workers": 4}` → {"num_workers": <node>}."""
+    if type(node) is ast.Dict:
+        out = {}
+        for key, value in zip(node.keys, node.values):  # type: ignore[attr-defined]
+            name = string(key)
+            if name is not None:
+                out[name] = value
+        return out
+    if type(node) is ast.Call and is_name(node.func, "dict"):  # type: ignore[attr-defined]
+        return {k.arg: k.value for k in node.keywords if k.arg}  # type: ignore[attr-defined]
+    return None
+
+
+def _first_handle(handles: Iterable[Optional[Handle]]) -> Optional[Handle]:
+    """The first handle a container holds (the container itself is not derived)."""
+    for handle in handles:
+        if handle is not None:
+            return Handle(handle.call, handle.handle, False, handle.closed)
+    return None
+
+
+class Evaluator:
+    """Evaluates expressions against the walk's current `State`."""
+
+    def __init__(self, state: State, positions: Positions) -> None:
+        self.state = state
+        self.registry = state.registry
+        self.positions = positions
+
+    # --- handles ----------------------------------------------------------------------------
+
+    def handles_in(self, expr: ast.expr) -> list[Handle]:
+        """Every handle a container display holds; else the one handle the value is."""
+        kind = type(expr)
+        if kind in _SEQUENCES:
+            return [h for e in elements(expr) for h in self.handles_in(e)]
+        if kind is ast.Dict:
+            return [h for k, v in zip(expr.keys, expr.values)  # type: ignore[attr-defined]
+                    if k is not None for h in self.handles_in(v)]
+        handle = self.handle_of(expr)
+        return [handle] if handle is not None else []
+
+    def handle_of(self, expr: ast.expr) -> Optional[Handle]:
+        """The handle an expression evaluates to (created, derived or held), if any."""
+        kind = type(expr)
+        if kind is ast.Call:
+            return self._handle_of_call(expr)  # type: ignore[arg-type]
+        if kind is ast.Name:
+            return self.state.local_handle(expr.id)  # type: ignore[attr-defined]
+        if kind is ast.Subscript:
+            base = self.handle_of(expr.value)  # type: ignore[attr-defined]
+            if base is None or not self._subscript_keeps_handle(base, expr):  # type: ignore
+                return None
+            return base.as_derived()
+        if kind is ast.Attribute:
+            if not is_self(expr.value):  # type: ignore[attr-defined]
+                return None
+            cls, method = self.state.current_class(), self.state.current_method()
+            if cls is not None and method is not None:
+                return cls.held_in(method.name, expr.attr)  # type: ignore[attr-defined]
+            return None
+        if kind in _SEQUENCES:
+            return _first_handle(self.handle_of(e) for e in expr.elts  # type: ignore
+                                 if type(e) is not ast.Starred)
+        if kind is ast.Dict:
+            return _first_handle(self.handle_of(v) for k, v in zip(expr.keys, expr.values)  # type: ignore
+                                 if k is not None)
+        if kind in _COMPREHENSIONS:
+            return self.handle_of(expr.elt)  # type: ignore[attr-defined]
+        if kind is ast.DictComp:
+            return self.handle_of(expr.value)  # type: ignore[attr-defined]
+        if kind is ast.BoolOp:
+            return next((h for h in map(self.handle_of, expr.values)  # type: ignore
+                         if h is not None), None)
+        if kind is ast.IfExp:
+            return self.handle_of(expr.body) or self.handle_of(expr.orelse)  # type: ignore
+        return None
+
+    def _handle_of_call(self, call: ast.Call) -> Optional[Handle]:
+        name = self.state.q(call.func)
+        if name is not None and self.registry.lookup(name) is not None:
+            return Handle(call, name)
+        func = call.func
+        if type(func) is ast.Attribute:
+            base = self.handle_of(func.value)  # type: ignore[attr-defined]
+            if base is not None and func.attr in self.registry.derived_methods(base.handle):  # type: ignore
+                return base.as_derived()
+        if name is not None and name.rsplit(".", 1)[-1].endswith(DERIVED_CALLABLE_SUFFIXES):
+            for arg in call_args(call):
+                base = self.handle_of(arg.value)
+                if base is not None:
+                    return base.as_derived()
+        return None
+
+    def _subscript_keeps_handle(self, base: Handle, expr: ast.Subscript) -> bool:
+        htype = self.registry.lookup(base.handle)
+        if htype is None or not htype.derived_subscript:
+            return False
+        # f["images"] keeps the file open; f["images"][:] or [()] reads the data out.
+        keys = expr.slice.elts if type(expr.slice) is ast.Tuple else [expr.slice]  # type: ignore
+        if not all(_is_key(k) for k in keys):
+            return False
+        return not base.derived or all(_is_string(k) for k in keys)
+
+    def site(self, handle: Handle) -> HandleSite:
+        return HandleSite(handle.handle, self.positions.span(handle.call))
+
+    # --- datasets ---------------------------------------------------------------------------
+
+    def refs_of(self, expr: ast.expr) -> list[DatasetRef]:
+        """What dataset(s) an expression may evaluate to."""
+        kind = type(expr)
+        if kind is ast.Call:
+            return self._refs_of_call(expr)  # type: ignore[arg-type]
+        if kind is ast.Name:
+            bound = self.state.env.refs(expr.id)  # type: ignore[attr-defined]
+            if bound is not None:
+                return bound
+            qualified = self.state.q(expr)
+            return [DatasetRef("name", qualified)] if qualified and "." in qualified else []
+        if kind is ast.Attribute:
+            cls = self.state.current_class()
+            if is_self(expr.value) and cls is not None:  # type: ignore[attr-defined]
+                return [DatasetRef("attr", f"{cls.qualname}.{expr.attr}")]  # type: ignore
+            return []
+        if kind is ast.Subscript:
+            return self.refs_of(expr.value)  # type: ignore[attr-defined]
+        if kind is ast.List or kind is ast.Tuple:
+            return [r for e in elements(expr) for r in self.refs_of(e)]
+        if kind is ast.IfExp:
+            return self.refs_of(expr.body) + self.refs_of(expr.orelse)  # type: ignore
+        if kind is ast.BoolOp:
+            return [r for v in expr.values for r in self.refs_of(v)]  # type: ignore
+        return []
+
+    def _refs_of_call(self, call: ast.Call) -> list[DatasetRef]:
+        name = self.state.q(call.func)
+        if name is None:
+            return []
+        wrapper = WRAPPERS.get(name)
+        if wrapper is not None:
+            how, position, keyword = wrapper
+            if how == "all":
+                return [r for arg in call_args(call) for r in self.refs_of(arg.value)]
+            arg = argument(call, position, keyword)
+            return self.refs_of(arg) if arg is not None else []
+        if name.startswith(("torch.", "builtins.")) or name in _BUILTINS:
+            return []
+        if self.registry.lookup(name) is not None:
+            return []
+        return [DatasetRef("call", name, tuple(self._handle_args(call)))]
+
+    def _handle_args(self, call: ast.Call) -> list[HandleArg]:
+        found = []
+        for index, arg in enumerate(call_args(call)):
+            if arg.star:
+                continue
+            handle = self.handle_of(arg.value)
+            if handle is None or handle.closed:
+                continue
+            keyword = arg.keyword or ""
+            found.append(HandleArg(-1 if keyword else index, keyword, self.site(handle)))
+        return found
+
+    # --- other values -----------------------------------------------------------------------
+
+    def context_of_call(self, expr: ast.expr) -> str:
+        """`multiprocessing.get_context("spawn")` → "spawn" ("?" if not a constant)."""
+        if type(expr) is ast.Call and self.state.q(expr.func) in GET_CONTEXT:  # type: ignore
+            first = first_arg(expr)  # type: ignore[arg-type]
+            return (string(first) or "?") if first is not None else ""
+        return ""
+
+    def value_of(self, expr: ast.expr) -> Value:
+        """What `name = expr` binds the name to."""
+        return Value(self.refs_of(expr), int_value(expr), dict_literal(expr),
+                     self.context_of_call(expr))
+
+
+def _is_string(node: ast.AST) -> bool:
+    return type(node) is ast.Constant and type(node.value) in (str, bytes)  # type: ignore
+
+
+def _is_key(node: ast.AST) -> bool:
+    return _is_string(node) or type(node) in (ast.JoinedStr, ast.Name)
