@@ -57,6 +57,7 @@ class Env:
         self.parent = parent
         self.bindings: dict[str, Binding] = {}
         self.handles: dict[str, Handle] = {}  # local handles: never looked up in the parent
+        self._ref_names: dict[str, None] = {}  # names bound to datasets, in order of first bind
 
     def assign(self, name: str, value: Value) -> None:
         binding = self.bindings.setdefault(name, Binding())
@@ -64,7 +65,7 @@ class Env:
         binding.int_value = None if binding.assigned else value.int_value
         binding.assigned = True
         if value.refs:
-            binding.refs = list(value.refs)
+            self.assign_refs(name, value.refs)
         if value.kwargs is not None:
             binding.kwargs = value.kwargs
         if value.context:
@@ -72,6 +73,11 @@ class Env:
 
     def assign_refs(self, name: str, refs: list[DatasetRef]) -> None:
         self.bindings.setdefault(name, Binding()).refs = list(refs)
+        self._ref_names.setdefault(name)
+
+    def all_refs(self) -> dict[str, list[DatasetRef]]:
+        """Every name bound here to dataset(s), in the order they were first bound so."""
+        return {name: self.bindings[name].refs or [] for name in self._ref_names}
 
     def _chain(self, name: str) -> list[Binding]:
         found = []

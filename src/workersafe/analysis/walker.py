@@ -174,6 +174,23 @@ class FactWalker:
             self._read_names((node.name,))
         self.walk_all(node.body)
 
+    # Names a `match` pattern binds count as read, like other binding targets but assignments.
+    def visit_MatchAs(self, node: ast.MatchAs) -> None:
+        if node.pattern is not None:
+            self.walk(node.pattern)
+        if node.name:
+            self._read_names((node.name,))
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> None:
+        if node.name:
+            self._read_names((node.name,))
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        self.walk_all(node.keys)
+        self.walk_all(node.patterns)
+        if node.rest:
+            self._read_names((node.rest,))
+
     # --- pid guards -------------------------------------------------------------------------
 
     def visit_If(self, node: ast.If) -> None:
@@ -424,8 +441,7 @@ class FactWalker:
             self._read_names((repr(value),))
 
     def module_refs(self) -> dict[str, list[DatasetRef]]:
-        return {name: b.refs for name, b in self.state.module_env.bindings.items()
-                if b.refs is not None}
+        return self.state.module_env.all_refs()
 
 
 def _decorator_callee(node: ast.expr) -> ast.expr:

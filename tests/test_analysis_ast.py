@@ -1,0 +1,107 @@
+"""The analysis runs on Python's `ast`: `check` never imports libcst (only `fix` does), the
+flake8 plugin analyses the tree flake8 hands it (no parse of its own), and the facts do not
+depend on the order they are asked for."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workersafe.config import Config
+from workersafe.engine import Engine
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+RUNNER = """
+import sys
+from workersafe.cli import main
+try:
+    rc = main(sys.argv[1:])
+except SystemExit as exc:
+    rc = exc.code
+print("RESULT", rc, "libcst" in sys.modules)
+"""
+
+
+def _candidate_heavy_tree(root: Path) -> Path:
+    """Every lint fixture and project fixture: candidates, most with findings."""
+    root.mkdir()
+    for path in sorted((FIXTURES / "lint").glob("*.py")):
+        shutil.copy(path, root / path.name)
+    for project in sorted(p for p in (FIXTURES / "projects").iterdir() if p.is_dir()):
+        shutil.copytree(project, root / project.name)
+    return root
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_check_never_imports_libcst(tmp_path: Path, jobs: str) -> None:
+    tree = _candidate_heavy_tree(tmp_path / "tree")
+    proc = subprocess.run([sys.executable, "-c", RUNNER, "check", "--no-cache", "-j", jobs,
+                           str(tree)], capture_output=True, text=True, timeout=300)
+    result = [line for line in proc.stdout.splitlines() if line.startswith("RESULT")]
+    assert result == ["RESULT 1 False"], proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.stdout.count(" WS1") >= 50  # the tree really was analysed, with findings
+
+
+def test_check_of_stdin_never_imports_libcst(tmp_path: Path) -> None:
+    text = (FIXTURES / "lint" / "alias_dataloader_submodule.py").read_bytes()
+    proc = subprocess.run([sys.executable, "-c", RUNNER, "check", "--no-cache",
+                           "--stdin-filename", "x.py", "-"], input=text.decode(),
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.stdout.splitlines()[-1] == "RESULT 1 False", proc.stdout + proc.stderr
+
+
+def test_flake8_plugin_analyses_flake8s_tree_without_parsing(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """Given flake8's tree, the plugin never calls `ast.parse`; the findings are the ones a
+    parse of its own gives."""
+    from workersafe.flake8_plugin import WorkerSafeChecker
+
+    path = FIXTURES / "lint" / "alias_dataloader_submodule.py"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    WorkerSafeChecker.parse_options(_Options())
+    expected = list(WorkerSafeChecker(None, lines, str(path)).run())
+    assert any(r[2].startswith("WS1") for r in expected)
+    tree = ast.parse("".join(lines))
+
+    def refuse(*args: object, **kwargs: object) -> ast.AST:
+        raise AssertionError("the plugin parsed the file again")
+
+    monkeypatch.setattr(ast, "parse", refuse)
+    assert list(WorkerSafeChecker(tree, lines, str(path)).run()) == expected
+
+
+class _Options:
+    workersafe_extra_handles = workersafe_disable_handles = workersafe_dataset_bases = ""
+    workersafe_index = False
+
+
+def test_syntax_this_python_cannot_parse_is_one_ws001() -> None:
+    text = (FIXTURES / "lint" / "ws102_lru_cache_client.py").read_text(encoding="utf-8")
+    text = text.replace("\n\n", "\n\nprint 'old'\n", 1)
+    findings = Engine(Config(), link=False).check_text("old.py", text)
+    assert [(f.code, f.line) for f in findings] == [("WS001", 1)]
+    assert "syntax error" in findings[0].message and "Missing parentheses" in findings[0].message
+
+
+def test_facts_are_the_same_whatever_the_order_they_are_read() -> None:
+    """`facts()` only reads the walk: assembling twice gives equal facts (a cached function's
+    handle is not recorded into the module's handles as a side effect)."""
+    from workersafe.analysis.extract import _facts
+    from workersafe.analysis.positions import Positions
+    from workersafe.analysis.walker import FactWalker
+    from workersafe.registry import Registry
+
+    text = (FIXTURES / "lint" / "ws102_lru_cache_client.py").read_text(encoding="utf-8")
+    walker = FactWalker("x.py", "m", False, Registry(), Positions(text))
+    walker.walk(ast.parse(text))
+    first, second = _facts(walker), _facts(walker)
+    assert first == second
+    assert any(h.via_call for h in first.module_handles)
+    assert not any(pair[1] for pair in walker.state.module_handles.values())
+
