@@ -56,8 +56,8 @@ def test_check_of_stdin_never_imports_libcst(tmp_path: Path) -> None:
     assert proc.stdout.splitlines()[-1] == "RESULT 1 False", proc.stdout + proc.stderr
 
 
-def test_flake8_plugin_analyses_flake8s_tree_without_parsing(monkeypatch: pytest.MonkeyPatch
-                                                            ) -> None:
+def test_flake8_plugin_analyses_flake8s_tree_without_parsing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Given flake8's tree, the plugin never calls `ast.parse`; the findings are the ones a
     parse of its own gives."""
     from workersafe.flake8_plugin import WorkerSafeChecker
@@ -104,4 +104,3 @@ def test_facts_are_the_same_whatever_the_order_they_are_read() -> None:
     assert first == second
     assert any(h.via_call for h in first.module_handles)
     assert not any(pair[1] for pair in walker.state.module_handles.values())
-

@@ -8,6 +8,7 @@ import re
 import sys
 import warnings
 from contextlib import contextmanager
+from types import FrameType
 from typing import Iterator, Optional
 
 from .facts import FileFacts
@@ -109,7 +110,8 @@ def _shallow_recursion(room: int = 1000) -> Iterator[None]:
     (In 3.11 `ast.parse` allows three AST levels per level left: at a limit raised to 10,000,
     29,000 levels parse, and overflow a 2 MiB stack.)"""
     old_limit = sys.getrecursionlimit()
-    depth, frame = 0, sys._getframe()
+    depth = 0
+    frame: Optional[FrameType] = sys._getframe()
     while frame is not None:
         depth, frame = depth + 1, frame.f_back
     lowered = depth + room < old_limit
@@ -139,7 +141,8 @@ def nesting_problem(tree: ast.AST, text: str, limit: int = MAX_DEPTH) -> Optiona
     line = _deep_line(tree, text, limit)
     if line is None:
         return None
-    return f"too deeply nested to analyse (an expression more than {limit} levels deep, line {line})"
+    return (f"too deeply nested to analyse (an expression more than {limit} levels deep, "
+            f"line {line})")
 
 
 def _deep_line(tree: ast.AST, text: str, limit: int) -> Optional[int]:
@@ -155,8 +158,8 @@ def _deep_line(tree: ast.AST, text: str, limit: int) -> Optional[int]:
     last = len(starts) - 1
 
     def span(node: ast.AST) -> int:
-        first = getattr(node, "lineno", None)
-        end = getattr(node, "end_lineno", None)
+        first: Optional[int] = getattr(node, "lineno", None)
+        end: Optional[int] = getattr(node, "end_lineno", None)
         if first is None or end is None:
             return limit  # no position (e.g. `arguments`): look inside
         return starts[min(end, last)] - starts[min(first, last) - 1]

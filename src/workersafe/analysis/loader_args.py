@@ -52,7 +52,7 @@ def _kwargs_of(expr: ast.expr, ev: Evaluator) -> dict[str, ast.expr]:
     if literal is not None:
         return literal
     if type(expr) is ast.Name:
-        bound = ev.state.env.kwargs(expr.id)  # type: ignore[attr-defined]
+        bound = ev.state.env.kwargs(expr.id)
         if bound is not None:
             return bound
     return {"num_workers": expr}  # unknown **kwargs: may set num_workers
@@ -64,7 +64,7 @@ def read_num_workers(node: Optional[ast.expr], ev: Evaluator) -> tuple[Optional[
         return 0, "0"
     value = int_value(node)
     if value is None and type(node) is ast.Name:
-        _, value = ev.state.env.int_value(node.id)  # type: ignore[attr-defined]
+        _, value = ev.state.env.int_value(node.id)
     return value, ev.positions.segment(node)
 
 
@@ -79,7 +79,7 @@ def read_context(node: Optional[ast.expr], ev: Evaluator) -> str:
     if direct:
         return direct
     if type(node) is ast.Name:
-        bound = ev.state.env.context(node.id)  # type: ignore[attr-defined]
+        bound = ev.state.env.context(node.id)
         if bound:
             return bound
     return "?"
@@ -87,8 +87,8 @@ def read_context(node: Optional[ast.expr], ev: Evaluator) -> str:
 
 def worker_init_names(node: ast.expr, ev: Evaluator) -> tuple[str, ...]:
     """`fn`, or `partial(fn, ..., previous=other)` → every function that will run."""
-    if type(node) is ast.Call and ev.state.q(node.func) in PARTIAL:  # type: ignore
-        args = call_args(node)  # type: ignore[arg-type]
+    if type(node) is ast.Call and ev.state.q(node.func) in PARTIAL:
+        args = call_args(node)
         if args:
             names = worker_init_names(args[0].value, ev)
             for arg in args[1:]:  # chained functions: partial(fn, previous=seed)

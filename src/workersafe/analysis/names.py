@@ -13,13 +13,13 @@ def dotted(node: ast.AST) -> Optional[str]:
     """`a.b.c` → "a.b.c"; `Dataset[int]` → "Dataset"; anything else → None."""
     parts: list[str] = []
     while type(node) is ast.Attribute:
-        parts.append(node.attr)  # type: ignore[attr-defined]
-        node = node.value  # type: ignore[attr-defined]
+        parts.append(node.attr)
+        node = node.value
     if type(node) is ast.Subscript:
-        return dotted(node.value) if not parts else None  # type: ignore[attr-defined]
+        return dotted(node.value) if not parts else None
     if type(node) is not ast.Name:
         return None
-    parts.append(node.id)  # type: ignore[attr-defined]
+    parts.append(node.id)
     return ".".join(reversed(parts))
 
 

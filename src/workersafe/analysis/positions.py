@@ -27,10 +27,10 @@ class Positions:
             self._lines = physical_lines(self.text)
         return self._lines
 
-    def span(self, node: ast.AST) -> Span:
-        line, col = node.lineno, node.col_offset  # type: ignore[attr-defined]
-        end_line = node.end_lineno or line  # type: ignore[attr-defined]
-        end_col = node.end_col_offset  # type: ignore[attr-defined]
+    def span(self, node: ast.expr | ast.stmt) -> Span:
+        line, col = node.lineno, node.col_offset
+        end_line = node.end_lineno or line
+        end_col = node.end_col_offset
         end_col = col if end_col is None else end_col
         if self.ascii:
             return Span(line, col, end_line, end_col)
@@ -45,10 +45,10 @@ class Positions:
             return byte_col
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
-    def segment(self, node: ast.AST) -> str:
+    def segment(self, node: ast.expr) -> str:
         """The source text of `node` (as written: comments and line breaks inside kept)."""
-        line, col = node.lineno, node.col_offset  # type: ignore[attr-defined]
-        end_line, end_col = node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
+        line, col = node.lineno, node.col_offset
+        end_line, end_col = node.end_lineno, node.end_col_offset
         lines = self.lines
         if end_line is None or end_col is None or not 0 < line <= end_line <= len(lines):
             return ast.unparse(node)

@@ -31,7 +31,7 @@ class Arg(NamedTuple):
 def call_args(call: ast.Call) -> list[Arg]:
     """The arguments of a call in source order (ast keeps positional and keyword apart)."""
     args = [Arg(None, "*", a.value) if type(a) is ast.Starred else Arg(None, "", a)
-            for a in call.args]  # type: ignore[attr-defined]
+            for a in call.args]
     if not call.keywords:
         return args
     keywords = [Arg(k.arg, "" if k.arg else "**", k.value) for k in call.keywords]
@@ -57,49 +57,49 @@ def argument(call: ast.Call, position: int, keyword: str) -> Optional[ast.expr]:
 
 def elements(node: ast.expr) -> list[ast.expr]:
     """The elements of a list, tuple or set display; `*x` unwrapped to `x`."""
-    return [e.value if type(e) is ast.Starred else e for e in node.elts]  # type: ignore
+    return [e.value if isinstance(e, ast.Starred) else e for e in getattr(node, "elts", ())]
 
 
 # --- constants ------------------------------------------------------------------------------
 
 def string(node: Optional[ast.AST]) -> Optional[str]:
-    if type(node) is ast.Constant and type(node.value) is str:  # type: ignore[attr-defined]
-        return node.value  # type: ignore[attr-defined]
+    if type(node) is ast.Constant and type(node.value) is str:
+        return node.value
     return None
 
 
 def int_value(node: ast.AST) -> Optional[int]:
-    if type(node) is ast.Constant and type(node.value) is int:  # type: ignore[attr-defined]
-        return node.value  # type: ignore[attr-defined]
+    if type(node) is ast.Constant and type(node.value) is int:
+        return node.value
     return None
 
 
 def bool_value(node: ast.AST) -> Optional[bool]:
-    if type(node) is ast.Constant and type(node.value) is bool:  # type: ignore[attr-defined]
-        return node.value  # type: ignore[attr-defined]
+    if type(node) is ast.Constant and type(node.value) is bool:
+        return node.value
     return None
 
 
 def is_none(node: ast.AST) -> bool:
-    return type(node) is ast.Constant and node.value is None  # type: ignore[attr-defined]
+    return type(node) is ast.Constant and node.value is None
 
 
 def is_self(node: ast.AST) -> bool:
-    return type(node) is ast.Name and node.id in ("self", "cls")  # type: ignore[attr-defined]
+    return type(node) is ast.Name and node.id in ("self", "cls")
 
 
 def is_name(node: ast.AST, name: str) -> bool:
-    return bool(name) and type(node) is ast.Name and node.id == name  # type: ignore
+    return bool(name) and type(node) is ast.Name and node.id == name
 
 
 def is_super(node: ast.AST) -> bool:
-    return type(node) is ast.Call and is_name(node.func, "super")  # type: ignore[attr-defined]
+    return type(node) is ast.Call and is_name(node.func, "super")
 
 
 def self_attr(node: ast.AST) -> Optional[str]:
     """`self.x` → "x"."""
-    if type(node) is ast.Attribute and is_self(node.value):  # type: ignore[attr-defined]
-        return node.attr  # type: ignore[attr-defined]
+    if type(node) is ast.Attribute and is_self(node.value):
+        return node.attr
     return None
 
 
@@ -107,13 +107,13 @@ def dict_literal(node: ast.AST) -> Optional[dict[str, ast.expr]]:
     """`dict(num_workers=4)` or `{"num_workers": 4}` → {"num_workers": <node>}."""
     if type(node) is ast.Dict:
         out = {}
-        for key, value in zip(node.keys, node.values):  # type: ignore[attr-defined]
+        for key, value in zip(node.keys, node.values):
             name = string(key)
             if name is not None:
                 out[name] = value
         return out
-    if type(node) is ast.Call and is_name(node.func, "dict"):  # type: ignore[attr-defined]
-        return {k.arg: k.value for k in node.keywords if k.arg}  # type: ignore[attr-defined]
+    if type(node) is ast.Call and is_name(node.func, "dict"):
+        return {k.arg: k.value for k in node.keywords if k.arg}
     return None
 
 
@@ -137,49 +137,47 @@ class Evaluator:
 
     def handles_in(self, expr: ast.expr) -> list[Handle]:
         """Every handle a container display holds; else the one handle the value is."""
-        kind = type(expr)
-        if kind in _SEQUENCES:
+        if isinstance(expr, _SEQUENCES):
             return [h for e in elements(expr) for h in self.handles_in(e)]
-        if kind is ast.Dict:
-            return [h for k, v in zip(expr.keys, expr.values)  # type: ignore[attr-defined]
+        if isinstance(expr, ast.Dict):
+            return [h for k, v in zip(expr.keys, expr.values)
                     if k is not None for h in self.handles_in(v)]
         handle = self.handle_of(expr)
         return [handle] if handle is not None else []
 
     def handle_of(self, expr: ast.expr) -> Optional[Handle]:
         """The handle an expression evaluates to (created, derived or held), if any."""
-        kind = type(expr)
-        if kind is ast.Call:
-            return self._handle_of_call(expr)  # type: ignore[arg-type]
-        if kind is ast.Name:
-            return self.state.local_handle(expr.id)  # type: ignore[attr-defined]
-        if kind is ast.Subscript:
-            base = self.handle_of(expr.value)  # type: ignore[attr-defined]
-            if base is None or not self._subscript_keeps_handle(base, expr):  # type: ignore
+        if isinstance(expr, ast.Call):
+            return self._handle_of_call(expr)
+        if isinstance(expr, ast.Name):
+            return self.state.local_handle(expr.id)
+        if isinstance(expr, ast.Subscript):
+            base = self.handle_of(expr.value)
+            if base is None or not self._subscript_keeps_handle(base, expr):
                 return None
             return base.as_derived()
-        if kind is ast.Attribute:
-            if not is_self(expr.value):  # type: ignore[attr-defined]
+        if isinstance(expr, ast.Attribute):
+            if not is_self(expr.value):
                 return None
             cls, method = self.state.current_class(), self.state.current_method()
             if cls is not None and method is not None:
-                return cls.held_in(method.name, expr.attr)  # type: ignore[attr-defined]
+                return cls.held_in(method.name, expr.attr)
             return None
-        if kind in _SEQUENCES:
-            return _first_handle(self.handle_of(e) for e in expr.elts  # type: ignore
+        if isinstance(expr, _SEQUENCES):
+            return _first_handle(self.handle_of(e) for e in expr.elts
                                  if type(e) is not ast.Starred)
-        if kind is ast.Dict:
-            return _first_handle(self.handle_of(v) for k, v in zip(expr.keys, expr.values)  # type: ignore
+        if isinstance(expr, ast.Dict):
+            return _first_handle(self.handle_of(v) for k, v in zip(expr.keys, expr.values)
                                  if k is not None)
-        if kind in _COMPREHENSIONS:
-            return self.handle_of(expr.elt)  # type: ignore[attr-defined]
-        if kind is ast.DictComp:
-            return self.handle_of(expr.value)  # type: ignore[attr-defined]
-        if kind is ast.BoolOp:
-            return next((h for h in map(self.handle_of, expr.values)  # type: ignore
+        if isinstance(expr, _COMPREHENSIONS):
+            return self.handle_of(expr.elt)
+        if isinstance(expr, ast.DictComp):
+            return self.handle_of(expr.value)
+        if isinstance(expr, ast.BoolOp):
+            return next((h for h in map(self.handle_of, expr.values)
                          if h is not None), None)
-        if kind is ast.IfExp:
-            return self.handle_of(expr.body) or self.handle_of(expr.orelse)  # type: ignore
+        if isinstance(expr, ast.IfExp):
+            return self.handle_of(expr.body) or self.handle_of(expr.orelse)
         return None
 
     def _handle_of_call(self, call: ast.Call) -> Optional[Handle]:
@@ -188,8 +186,8 @@ class Evaluator:
             return Handle(call, name)
         func = call.func
         if type(func) is ast.Attribute:
-            base = self.handle_of(func.value)  # type: ignore[attr-defined]
-            if base is not None and func.attr in self.registry.derived_methods(base.handle):  # type: ignore
+            base = self.handle_of(func.value)
+            if base is not None and func.attr in self.registry.derived_methods(base.handle):
                 return base.as_derived()
         if name is not None and name.rsplit(".", 1)[-1].endswith(DERIVED_CALLABLE_SUFFIXES):
             for arg in call_args(call):
@@ -203,7 +201,7 @@ class Evaluator:
         if htype is None or not htype.derived_subscript:
             return False
         # f["images"] keeps the file open; f["images"][:] or [()] reads the data out.
-        keys = expr.slice.elts if type(expr.slice) is ast.Tuple else [expr.slice]  # type: ignore
+        keys = expr.slice.elts if type(expr.slice) is ast.Tuple else [expr.slice]
         if not all(_is_key(k) for k in keys):
             return False
         return not base.derived or all(_is_string(k) for k in keys)
@@ -215,28 +213,27 @@ class Evaluator:
 
     def refs_of(self, expr: ast.expr) -> list[DatasetRef]:
         """What dataset(s) an expression may evaluate to."""
-        kind = type(expr)
-        if kind is ast.Call:
-            return self._refs_of_call(expr)  # type: ignore[arg-type]
-        if kind is ast.Name:
-            bound = self.state.env.refs(expr.id)  # type: ignore[attr-defined]
+        if isinstance(expr, ast.Call):
+            return self._refs_of_call(expr)
+        if isinstance(expr, ast.Name):
+            bound = self.state.env.refs(expr.id)
             if bound is not None:
                 return bound
             qualified = self.state.q(expr)
             return [DatasetRef("name", qualified)] if qualified and "." in qualified else []
-        if kind is ast.Attribute:
+        if isinstance(expr, ast.Attribute):
             cls = self.state.current_class()
-            if is_self(expr.value) and cls is not None:  # type: ignore[attr-defined]
-                return [DatasetRef("attr", f"{cls.qualname}.{expr.attr}")]  # type: ignore
+            if is_self(expr.value) and cls is not None:
+                return [DatasetRef("attr", f"{cls.qualname}.{expr.attr}")]
             return []
-        if kind is ast.Subscript:
-            return self.refs_of(expr.value)  # type: ignore[attr-defined]
-        if kind is ast.List or kind is ast.Tuple:
+        if isinstance(expr, ast.Subscript):
+            return self.refs_of(expr.value)
+        if isinstance(expr, (ast.List, ast.Tuple)):
             return [r for e in elements(expr) for r in self.refs_of(e)]
-        if kind is ast.IfExp:
-            return self.refs_of(expr.body) + self.refs_of(expr.orelse)  # type: ignore
-        if kind is ast.BoolOp:
-            return [r for v in expr.values for r in self.refs_of(v)]  # type: ignore
+        if isinstance(expr, ast.IfExp):
+            return self.refs_of(expr.body) + self.refs_of(expr.orelse)
+        if isinstance(expr, ast.BoolOp):
+            return [r for v in expr.values for r in self.refs_of(v)]
         return []
 
     def _refs_of_call(self, call: ast.Call) -> list[DatasetRef]:
@@ -272,8 +269,8 @@ class Evaluator:
 
     def context_of_call(self, expr: ast.expr) -> str:
         """`multiprocessing.get_context("spawn")` → "spawn" ("?" if not a constant)."""
-        if type(expr) is ast.Call and self.state.q(expr.func) in GET_CONTEXT:  # type: ignore
-            first = first_arg(expr)  # type: ignore[arg-type]
+        if type(expr) is ast.Call and self.state.q(expr.func) in GET_CONTEXT:
+            first = first_arg(expr)
             return (string(first) or "?") if first is not None else ""
         return ""
 
@@ -284,7 +281,7 @@ class Evaluator:
 
 
 def _is_string(node: ast.AST) -> bool:
-    return type(node) is ast.Constant and type(node.value) in (str, bytes)  # type: ignore
+    return type(node) is ast.Constant and type(node.value) in (str, bytes)
 
 
 def _is_key(node: ast.AST) -> bool:

@@ -8,7 +8,7 @@ call is read is in loader_args.py."""
 from __future__ import annotations
 
 import ast
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from ..facts import DatasetRef, LoaderCall
 from ..registry import Registry
@@ -19,7 +19,9 @@ from .positions import Positions
 from .state import (
     ClassState, Env, Frame, FunctionState, Handle, MethodState, State,
 )
-from .values import Evaluator, call_args, first_arg, is_name, is_self, is_super, self_attr, string
+from .values import (
+    Evaluator, call_args, elements, first_arg, is_name, is_self, is_super, self_attr, string,
+)
 
 # Appending a handle to `self.x` keeps it on the instance as surely as `self.x = handle`.
 CONTAINER_ADDERS = frozenset({"append", "add", "extend", "insert", "setdefault", "update"})
@@ -72,7 +74,7 @@ class FactWalker:
             elif isinstance(value, ast.AST):
                 walk(value)
 
-    def walk_all(self, nodes: list) -> None:  # type: ignore[type-arg]
+    def walk_all(self, nodes: Sequence[Optional[ast.AST]]) -> None:
         for node in nodes:
             if node is not None:
                 self.walk(node)
@@ -262,19 +264,18 @@ class FactWalker:
             self.walk(node.target)
 
     def _mark_store(self, target: ast.expr) -> None:
-        kind = type(target)
-        if kind is ast.Name or kind is ast.Attribute:
+        if isinstance(target, (ast.Name, ast.Attribute)):
             self.store_nodes.add(id(target))
-        elif kind is ast.Tuple or kind is ast.List:
-            for element in target.elts:  # type: ignore[attr-defined]
-                self._mark_store(element.value if type(element) is ast.Starred else element)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in elements(target):
+                self._mark_store(element)
 
     def visit_With(self, node: ast.With) -> None:
         for item in node.items:
             handle = self.ev.handle_of(item.context_expr)
             name = item.optional_vars
             if handle is not None and type(name) is ast.Name:
-                self._locals()[name.id] = handle.as_closed()  # type: ignore[union-attr]
+                self._locals()[name.id] = handle.as_closed()
                 self.store_nodes.add(id(name))
         self.children(node)
 
@@ -295,7 +296,7 @@ class FactWalker:
         elif name in SET_START_METHOD and (node.args or node.keywords):
             self.start_method = string(first_arg(node)) or "?"
         if type(node.func) is ast.Attribute:
-            self._method_call(node, node.func)  # type: ignore[arg-type]
+            self._method_call(node, node.func)
         self.walk(node.func)
         self.walk_all(node.args)
         for keyword in node.keywords:
@@ -343,35 +344,30 @@ class FactWalker:
         state = self.state
         frame = state.frame
         if isinstance(frame, ClassState):
-            if type(target) is ast.Name:
-                for handle in self.ev.handles_in(value):
-                    frame.class_held[(target.id, id(handle.call))] = handle  # type: ignore
+            if isinstance(target, ast.Name):
+                for each in self.ev.handles_in(value):
+                    frame.class_held[(target.id, id(each.call))] = each
             return
-        kind = type(target)
-        if kind is ast.Attribute:
-            self._attr_assign(target, value)  # type: ignore[arg-type]
-        elif kind is ast.Subscript:
+        if isinstance(target, ast.Attribute):
+            self._attr_assign(target, value)
+        elif isinstance(target, ast.Subscript):
             cls, method = state.current_class(), state.current_method()
-            attr = self_attr(target.value) if cls and method else None  # type: ignore
+            attr = self_attr(target.value) if cls and method else None
             handle = self.ev.handle_of(value) if attr else None
             if attr and handle and cls and method:
                 self._hold(cls, method, attr, handle)
-        elif kind is ast.Name:
-            self._name_assign(target.id, value)  # type: ignore[attr-defined]
-        elif kind is ast.Tuple or kind is ast.List:
-            targets = [e.value if type(e) is ast.Starred else e
-                       for e in target.elts]  # type: ignore[attr-defined]
-            if type(value) in (ast.Tuple, ast.List) \
-                    and len(targets) == len(value.elts):  # type: ignore[attr-defined]
-                values = [e.value if type(e) is ast.Starred else e
-                          for e in value.elts]  # type: ignore[attr-defined]
-                for element, item in zip(targets, values):  # a, b = x(), y()
+        elif isinstance(target, ast.Name):
+            self._name_assign(target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            targets = elements(target)
+            if isinstance(value, (ast.Tuple, ast.List)) and len(targets) == len(value.elts):
+                for element, item in zip(targets, elements(value)):  # a, b = x(), y()
                     self._assign(element, item)
                 return
             refs = self.ev.refs_of(value)
             for element in targets:
-                if type(element) is ast.Name and refs:
-                    state.env.assign_refs(element.id, refs)  # type: ignore[attr-defined]
+                if isinstance(element, ast.Name) and refs:
+                    state.env.assign_refs(element.id, refs)
 
     def _attr_assign(self, target: ast.Attribute, value: ast.expr) -> None:
         state = self.state
@@ -382,8 +378,8 @@ class FactWalker:
             for each in held:
                 self._hold(cls, method, attr, each)
             if not held and type(value) is ast.Name and value.id in cls.init_params \
-                    and method.name == "__init__":  # type: ignore[attr-defined]
-                cls.param_attrs.append((value.id, attr))  # type: ignore[attr-defined]
+                    and method.name == "__init__":
+                cls.param_attrs.append((value.id, attr))
             refs = self.ev.refs_of(value)
             if refs:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
@@ -445,19 +441,18 @@ class FactWalker:
 
 
 def _decorator_callee(node: ast.expr) -> ast.expr:
-    return node.func if type(node) is ast.Call else node  # type: ignore[attr-defined]
+    return node.func if type(node) is ast.Call else node
 
 
 def _mentions_pid(node: ast.expr) -> bool:
     """A test that reads a process id: `os.getpid() != self.pid`, `if self._pid is None`."""
     for current in ast.walk(node):
-        kind = type(current)
-        if kind is ast.Name:
-            text = current.id  # type: ignore[attr-defined]
-        elif kind is ast.Attribute:
-            text = current.attr  # type: ignore[attr-defined]
-        elif kind is ast.keyword:
-            text = current.arg or ""  # type: ignore[attr-defined]
+        if isinstance(current, ast.Name):
+            text = current.id
+        elif isinstance(current, ast.Attribute):
+            text = current.attr
+        elif isinstance(current, ast.keyword):
+            text = current.arg or ""
         else:
             continue
         if "pid" in text.lower():
@@ -472,7 +467,7 @@ _SKIPPED = frozenset({
 })
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _HOOKS: dict[type, Callable[[FactWalker, ast.AST], None]] = {
-    getattr(ast, name[len("visit_"):]): hook  # type: ignore[misc]
+    getattr(ast, name[len("visit_"):]): hook
     for name, hook in vars(FactWalker).items()
     if name.startswith("visit_") and isinstance(getattr(ast, name[len("visit_"):], None), type)
 }
