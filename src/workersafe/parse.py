@@ -4,7 +4,6 @@ cannot be analysed gets facts with `error` set (reported as WS001)."""
 from __future__ import annotations
 
 import ast
-import re
 import sys
 import warnings
 from contextlib import contextmanager
@@ -14,14 +13,11 @@ from typing import Iterator, Optional
 from .facts import FileFacts
 from .registry import Registry
 
-# The fact walk recurses once (or a few times) per nesting level; deep but legal code must not
-# crash the run. Measured (Python 3.11, 8 MiB main-thread stack): at this limit a runaway
-# recursion raises a clean RecursionError with a 2 MiB stack; with MAX_DEPTH below it the
-# walk stays far from the limit.
+# The fact walk recurses a few times per nesting level, and stops at analysis.walker.MAX_DEPTH
+# levels (the file is reported); deep but legal code must not crash the run. Measured (Python
+# 3.11, 8 MiB main-thread stack): at this limit a runaway recursion raises a clean
+# RecursionError with a 2 MiB stack.
 _RECURSION_LIMIT = 10_000
-# Deeper files are reported, not analysed (and never reach libcst in `fix`: fix/cstguard.py).
-MAX_DEPTH = 1000
-_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def file_facts(text: str, path: str, module: str, is_package: bool, registry: Registry,
@@ -35,18 +31,16 @@ def file_facts(text: str, path: str, module: str, is_package: bool, registry: Re
 def _file_facts(text: str, path: str, module: str, is_package: bool, registry: Registry,
                 tree: Optional[ast.Module]) -> FileFacts:
     from .analysis.extract import extract_facts
+    from .analysis.walker import TooDeep
 
     if text.startswith("\ufeff"):  # a BOM the caller left in: not part of the code
         text = text[1:]
     try:
         if tree is None:
             tree = python_tree(text)
-        problem = nesting_problem(tree, text)
-        if problem is not None:
-            return FileFacts(path, module, error=problem)
         with deep_recursion():
             return extract_facts(tree, text, path, module, is_package, registry)
-    except ParseError as exc:
+    except (ParseError, TooDeep) as exc:
         return FileFacts(path, module, error=str(exc))
     except RecursionError:
         return FileFacts(path, module, error="too deeply nested to analyse (recursion limit)")
@@ -134,46 +128,3 @@ def deep_recursion() -> Iterator[None]:
         yield
     finally:
         sys.setrecursionlimit(old_limit)
-
-
-def nesting_problem(tree: ast.AST, text: str, limit: int = MAX_DEPTH) -> Optional[str]:
-    """Why this tree is too deeply nested to analyse (or to give to libcst), or None."""
-    line = _deep_line(tree, text, limit)
-    if line is None:
-        return None
-    return (f"too deeply nested to analyse (an expression more than {limit} levels deep, "
-            f"line {line})")
-
-
-def _deep_line(tree: ast.AST, text: str, limit: int) -> Optional[int]:
-    """The line of a node nested deeper than `limit`, or None.
-
-    A nesting level takes at least one character of source (at most two AST levels, e.g.
-    `keyword`, `arguments`), so a subtree spanning `n` characters is at most `2 n` levels deep
-    below its root: only long statements are walked node by node. Spans are whole lines (an
-    over-estimate); positions inside f-strings are not trusted before 3.12."""
-    starts = [0]
-    starts.extend(m.end() for m in _LINE_END.finditer(text))
-    starts.append(len(text) + 1)
-    last = len(starts) - 1
-
-    def span(node: ast.AST) -> int:
-        first: Optional[int] = getattr(node, "lineno", None)
-        end: Optional[int] = getattr(node, "end_lineno", None)
-        if first is None or end is None:
-            return limit  # no position (e.g. `arguments`): look inside
-        return starts[min(end, last)] - starts[min(first, last) - 1]
-
-    stack: list[tuple[ast.AST, int, int]] = [(tree, 0, 1)]  # node, depth, statement line
-    while stack:
-        node, depth, line = stack.pop()
-        if depth > limit:
-            return line
-        if isinstance(node, ast.stmt):
-            line = node.lineno
-        walk_all = isinstance(node, (ast.JoinedStr, ast.FormattedValue))
-        for child in ast.iter_child_nodes(node):
-            if walk_all or isinstance(child, (ast.stmt, ast.excepthandler)) \
-                    or depth + 1 + 2 * span(child) > limit:
-                stack.append((child, depth + 1, line))
-    return None

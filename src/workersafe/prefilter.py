@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Iterable
+from typing import Iterable, Optional
 
 from .registry import Registry
 
@@ -97,13 +97,39 @@ def class_bases(text: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def words_pattern(names: Iterable[str]) -> "re.Pattern[str] | None":
+def words_pattern(names: Iterable[str]) -> "WordMatcher | None":
+    """Finds any of `names` as a whole word (`\\bname\\b`) in a text; None for no names."""
     return _words_pattern(frozenset(names))
 
 
 @lru_cache(maxsize=16)  # the link closure asks again with the same names on each round
-def _words_pattern(names: frozenset[str]) -> "re.Pattern[str] | None":
-    ordered = sorted(names, key=lambda n: (-len(n), n))
-    if not ordered:
-        return None
-    return re.compile(r"\b(?:" + "|".join(map(re.escape, ordered)) + r")\b")
+def _words_pattern(names: frozenset[str]) -> "WordMatcher | None":
+    return WordMatcher(names) if names else None
+
+
+class WordMatcher:
+    """`\\b(?:a|b|...)\\b` for many names, without the regex: an alternation of a thousand
+    class names makes `re` try each at every position (seconds on a large tree). A text's
+    words are collected once (in C) and intersected with the names."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.words = frozenset(n for n in names if _WORD.fullmatch(n))
+        others = sorted(names - self.words, key=lambda n: (-len(n), n))
+        self.others = re.compile(r"\b(?:" + "|".join(map(re.escape, others)) + r")\b") \
+            if others else None
+
+    def search(self, text: str) -> Optional[str]:
+        """A name found in `text`, or None."""
+        found = self.words & _words_of(text)
+        if found:
+            return min(found)
+        match = self.others.search(text) if self.others is not None else None
+        return match.group() if match else None
+
+
+_WORD = re.compile(r"\w+")
+
+
+@lru_cache(maxsize=4096)  # the closure's rounds ask for the same texts again
+def _words_of(text: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(text))

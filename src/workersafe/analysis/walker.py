@@ -23,6 +23,19 @@ from .values import (
     Evaluator, call_args, elements, first_arg, is_name, is_self, is_super, self_attr, string,
 )
 
+# Deeper code is reported (WS001), not analysed: nobody writes it, and libcst (which `fix`
+# gives the files with findings) recurses in native code once per level.
+MAX_DEPTH = 1000
+
+
+class TooDeep(Exception):
+    """The file nests deeper than MAX_DEPTH; the message is for WS001."""
+
+    def __init__(self, node: ast.AST) -> None:
+        super().__init__(f"too deeply nested to analyse (an expression more than {MAX_DEPTH} "
+                         f"levels deep, line {getattr(node, 'lineno', '?')})")
+
+
 # Appending a handle to `self.x` keeps it on the instance as surely as `self.x = handle`.
 CONTAINER_ADDERS = frozenset({"append", "add", "extend", "insert", "setdefault", "update"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -49,15 +62,20 @@ class FactWalker:
         self.store_nodes: set[int] = set()  # id() of assignment targets: not reads
         self._sink: Optional[set[str]] = None
         self._sink_valid = False
+        self.depth = 0
 
     # --- traversal ----------------------------------------------------------------------------
 
     def walk(self, node: ast.AST) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise TooDeep(node)
         hook = _HOOKS.get(type(node))
         if hook is not None:
             hook(self, node)
         else:
             self.children(node)
+        self.depth -= 1
 
     def children(self, node: ast.AST) -> None:
         kind = type(node)
