@@ -14,6 +14,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+import gen_mlrepos
 import gen_worstcase
 
 
@@ -36,6 +37,7 @@ class Corpora:
     torch_flake8: Corpus  # the whole torch copy, or a deterministic subset of it
     worst: Corpus
     file3k: Corpus
+    ml: Corpus  # candidate-heavy: generated ML repositories (gen_mlrepos.py)
 
 
 def find_torch(python: Path) -> Path:
@@ -69,7 +71,7 @@ def _copy(files: list[Path], root: Path, dest: Path) -> list[Path]:
 
 
 def prepare(work: Path, python: Path, worst_lines: int, seed: int,
-            flake8_subset: int) -> Corpora:
+            flake8_subset: int, ml_lines: int = 120_000) -> Corpora:
     """Wipe ``work`` and build every corpus in it."""
     if work.exists():
         shutil.rmtree(work)
@@ -87,8 +89,10 @@ def prepare(work: Path, python: Path, worst_lines: int, seed: int,
     file3k = gen_worstcase.generate_single_file(work / "file3k" / "big_dataset.py", 3000,
                                                 seed + 1)
     gen_worstcase.check_syntax([*worst_files, file3k])  # libcst: bare_parse.py fails loudly
+    ml_files = gen_mlrepos.generate_corpus(work / "ml", ml_lines, seed)
     return Corpora(torch, torch_flake8, worst,
-                   _corpus("3k-line file", file3k, [file3k], density=True))
+                   _corpus("3k-line file", file3k, [file3k], density=True),
+                   _corpus("ML repositories", work / "ml", ml_files, density=True))
 
 
 def _corpus(name: str, path: Path, files: list[Path], density: bool = False) -> Corpus:

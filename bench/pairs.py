@@ -29,6 +29,8 @@ PAIR_TITLES = {
     "torch-cache": "torch tree: warm cache vs cold cache",
     "worst-cache": "worst case: warm cache vs cold cache",
     "flake8-plugin": "torch tree (or subset): flake8 with vs without the plugin",
+    "ml-old": "ML repositories: workersafe vs the baseline version (--baseline-src)",
+    "ml-ruff": "ML repositories: workersafe vs ruff",
 }
 
 
@@ -66,6 +68,7 @@ class Pair:
     missing: str | None = None  # why A cannot run ("n/a (option missing: --no-link)")
     target_note: str | None = None  # why the target does not apply this time
     probe_a: bool = False  # run A once more with --stats and record the counters
+    judge_cpu: bool = False  # the target applies to the CPU-time ratio (noisy, shared machine)
 
     @property
     def title(self) -> str:
@@ -79,6 +82,7 @@ class Tools:
     ws_options: set[str] | None  # None: workersafe CLI not installed (or not to be run)
     flake8_plugin: bool
     baselines_only: bool = False  # measure only the sides that do not run workersafe
+    baseline_src: Path | None = None  # another workersafe's src/, for the ml-old pair
 
     @property
     def stats(self) -> bool:
@@ -117,6 +121,28 @@ def build_pairs(tools: Tools, c: Corpora, work: Path, reps: int, flake8_reps: in
         _cache_pair("worst-cache", tools, ws_cmd, work, c.worst.path.name, reps, warmup,
                     target=None),
         _flake8_tree_pair(tools, c, work, flake8_reps),
+        *_ml_pairs(tools, ws_cmd, work, c.ml.path.name, reps, warmup),
+    ]
+
+
+def _ml_pairs(tools: Tools, ws_cmd: WsCmd, work: Path, tree: str, reps: int,
+              warmup: int) -> list[Pair]:
+    """The candidate-heavy corpus: against the baseline version and against ruff, on CPU
+    time (what one core spends; wall time on a shared machine measures the neighbours)."""
+    ws = ws_cmd(tree, "--no-cache", "-j", "1")
+    ruff = Command((str(tools.main.bin("ruff")), "check", "--select", "E9,F", "--no-cache",
+                    tree), work)
+    missing = tools.ws_missing("--no-cache", "-j")
+    old = None
+    if tools.baseline_src is not None:
+        old = Command(ws.argv, ws.cwd, env=(("PYTHONPATH", str(tools.baseline_src)),))
+    return [
+        Pair("ml-old", "workersafe check --no-cache -j1",
+             f"same, PYTHONPATH={tools.baseline_src}", ws, old, Target("<=", 0.2), reps,
+             warmup, missing=missing or (None if old else "n/a (no --baseline-src)"),
+             probe_a=tools.stats, judge_cpu=True),
+        Pair("ml-ruff", "workersafe check --no-cache -j1", "ruff check --select E9,F --no-cache",
+             ws, ruff, Target("<=", 2.5), reps, warmup, missing=missing, judge_cpu=True),
     ]
 
 
@@ -180,8 +206,8 @@ def _file3k_flake8_pairs(tools: Tools, bare_file: Command, file3k: Path, reps: i
     if tools.bare is not None:
         pairs.append(Pair("file3k-flake8-bare", "flake8 --select=WS F (with plugin)",
                           "flake8 --select=WS F (bare venv, no plugin)",
-                          flake8(tools.main), flake8(tools.bare), None, reps, warmup,
-                          missing=no_plugin))
+                          flake8(tools.main), flake8(tools.bare), Target("<=", 1.10), reps,
+                          warmup, missing=no_plugin, judge_cpu=True))
         pairs.append(Pair("file3k-flake8-floor", "flake8 --select=WS F (bare venv, no plugin)",
                           "python -c 'import libcst; ...'",
                           flake8(tools.bare), bare_file, None, reps, warmup))

@@ -38,7 +38,8 @@ class Outcome:
         return None
 
     def verdict(self) -> str:
-        target, value = self.pair.target, self.ratio
+        target = self.pair.target
+        value = self.cpu_ratio if self.pair.judge_cpu else self.ratio
         if self.pair.missing:
             return self.pair.missing
         if error := _error_text(self.a) or _error_text(self.b):
@@ -61,13 +62,14 @@ class Derived:
     source: str
     missing: str | None = None
     cpu_value: float | None = None  # the same computed from CPU time, when meaningful
+    judge_cpu: bool = False  # the target applies to cpu_value
 
     def verdict(self) -> str:
         if self.missing:
             return self.missing
         if self.target is None:
             return "(info)"
-        return _met(self.target, self.value)
+        return _met(self.target, self.cpu_value if self.judge_cpu else self.value)
 
 
 def _met(target: Target, value: float | None) -> str:
@@ -168,7 +170,8 @@ def render(machine: Machine, corpora: Corpora, outcomes: list[Outcome],
         *_busy_warning(machine),
         *_machine_lines(machine), "",
         "## Corpora", "",
-        *[f"- {c.describe()}" for c in (corpora.torch, corpora.worst, corpora.file3k)],
+        *[f"- {c.describe()}" for c in (corpora.torch, corpora.worst, corpora.file3k,
+                                        corpora.ml)],
     ]
     if corpora.torch_flake8 is not corpora.torch:
         lines.append(f"- {corpora.torch_flake8.describe()}")
@@ -185,14 +188,14 @@ def _pair_table(outcomes: list[Outcome]) -> list[str]:
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for i, o in enumerate(outcomes, 1):
         p = o.pair
-        target = p.target.text() if p.target else "—"
+        target = p.target.text() + (" (CPU)" if p.judge_cpu else "") if p.target else "—"
         reps = max(len(s.samples) if s else 0 for s in (o.a, o.b))
         lines.append(f"| {i} | {p.title} | {p.a_label} | {p.b_label} | {_seconds(o.a)} "
                      f"| {_seconds(o.b)} | {_x(o.ratio)} | {target} | {o.verdict()} "
                      f"| {_x(o.cpu_ratio)} | {_rss(o.a)} / {_rss(o.b)} | {reps} "
                      f"| {o.load:.1f} |")
-    return lines + ["", "A/B is the ratio of median wall times (the targets apply to it); "
-                    "A/B CPU the ratio of median user+system CPU times, a cross-check that "
+    return lines + ["", "A/B is the ratio of median wall times (the targets apply to it, "
+                    "except those marked CPU); A/B CPU the ratio of median user+system CPU times, a cross-check that "
                     "busy machines disturb less (not comparable for -j pairs). `load`: the "
                     "1-minute load average when the pair started; above the core count, other "
                     "processes competed for the CPU and absolute times are inflated.", ""]

@@ -8,9 +8,12 @@ under test come from the main venv (``--venv``, default ``.venv``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -52,6 +55,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    default=Path(tempfile.gettempdir()) / "workersafe-bench",
                    help="where corpora are built (wiped first; must be outside the repo)")
     p.add_argument("--worst-lines", type=int, default=50_000)
+    p.add_argument("--ml-lines", type=int, default=120_000,
+                   help="size of the generated ML-repositories corpus (gen_mlrepos.py)")
+    p.add_argument("--baseline-src", type=Path, default=None,
+                   help="the src/ folder of another workersafe version: the ml-old pair runs "
+                        "it (PYTHONPATH) against the current one, side by side")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--output", type=Path, default=BENCH / "RESULTS.md")
     p.add_argument("--json", type=Path, default=OUT / "results.json",
@@ -81,9 +89,13 @@ def main(argv: list[str]) -> int:
     machine = results.machine_info(main_venv, tools.bare, REPO)
     log(f"preparing corpora in {work}")
     corpora = corpora_mod.prepare(work, main_venv.python, args.worst_lines, args.seed,
-                                  args.flake8_subset)
-    for c in dict.fromkeys((corpora.torch, corpora.torch_flake8, corpora.worst, corpora.file3k)):
+                                  args.flake8_subset, args.ml_lines)
+    for c in dict.fromkeys((corpora.torch, corpora.torch_flake8, corpora.worst, corpora.file3k,
+                            corpora.ml)):
         log(f"  {c.describe()}")
+    if tools.baseline_src is not None:
+        tools = dataclasses.replace(tools, baseline_src=_compiled_copy(
+            tools.baseline_src, work / "baseline-src", main_venv))
     pairs = build_pairs(tools, corpora, work, args.reps, args.flake8_reps, args.warmup)
     outcomes = [run_pair(p, args.timeout) for p in pairs if wanted(p.key)]
     machine.load_after = os.getloadavg()
@@ -96,6 +108,15 @@ def main(argv: list[str]) -> int:
     print(report)
     log(f"wrote {args.output} and {args.json}")
     return 0
+
+
+def _compiled_copy(src: Path, dest: Path, venv: envs.Venv) -> Path:
+    """A byte-compiled copy of the baseline's sources (as the current version is compiled;
+    and the baseline's own tree is left untouched)."""
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([str(venv.python), "-m", "compileall", "-q", str(dest)], check=True)
+    log(f"baseline: byte-compiled copy of {src} in {dest}")
+    return dest
 
 
 def _selection(args: argparse.Namespace) -> Callable[[str], bool] | None:
@@ -121,7 +142,8 @@ def _tools(main_venv: envs.Venv, args: argparse.Namespace,
     options = envs.workersafe_options(main_venv)
     log(f"workersafe check options: {sorted(options) if options is not None else 'CLI missing'}")
     return Tools(main_venv, bare, options, envs.flake8_has_plugin(main_venv),
-                 args.baselines_only)
+                 args.baselines_only,
+                 args.baseline_src.resolve() if args.baseline_src else None)
 
 
 def run_pair(pair: Pair, timeout_s: float) -> results.Outcome:
@@ -184,6 +206,13 @@ def derive(outcomes: list[results.Outcome],
         out.append(results.Derived(
             "worst case: lines/s (bare libcst parse, one process)", _rate(lines, parse.b),
             "lines/s", None, "worst-parse side B", cpu_value=_rate(lines, parse.b, cpu=True)))
+    ml = by_key.get("ml-ruff") or by_key.get("ml-old")
+    if ml is not None:
+        lines = corpora.ml.lines
+        out.append(results.Derived(
+            "ML repositories: lines/s per core (workersafe -j1)", _rate(lines, ml.a), "lines/s",
+            Target(">=", 60_000, "lines/s"), f"{ml.pair.key} side A", ml.pair.missing,
+            _rate(lines, ml.a, cpu=True), judge_cpu=True))
     return out
 
 
