@@ -17,7 +17,7 @@ from .config import Config
 from .discovery import SourceFile
 from .facts import FileFacts
 
-# Below this much source a pool costs more (interpreter + libcst start per worker) than it saves.
+# Below this much source a pool costs more (an interpreter start per worker) than it saves.
 MIN_PARALLEL_BYTES = 400_000
 MIN_PARALLEL_FILES = 8
 
@@ -32,7 +32,7 @@ def parse_files(files: Sequence[SourceFile], texts: dict[str, str], config: Conf
         registry = config.registry()
         return {f.path: _facts(f, texts[f.path], registry) for f in files}, 1
     # The parent parses too: the pool has one process fewer, and the parent's share starts at
-    # once, while the pool's interpreters are still starting (importing libcst, ~0.3 s each).
+    # once, while the pool's interpreters are still starting (~0.1 s each).
     pending = deque(_balanced_batches(files, texts, workers * 16))  # largest first
     context = multiprocessing.get_context("spawn")
     out: dict[str, FileFacts] = {}
