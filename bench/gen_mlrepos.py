@@ -346,8 +346,8 @@ def model_module(r: Repo, target_lines: int) -> str:
 class {cls}(nn.Module):
     """Pre-norm residual block: attention then MLP ({dim} channels)."""
 
-    def __init__(self, dim: int = {dim}, heads: int = {r.rng.choice((4, 8))}, mlp_ratio: float = 4.0,
-                 dropout: float = 0.1) -> None:
+    def __init__(self, dim: int = {dim}, heads: int = {r.rng.choice((4, 8))},
+                 mlp_ratio: float = 4.0, dropout: float = 0.1) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(dim)
         self.attn = nn.MultiheadAttention(dim, heads, dropout=dropout, batch_first=True)

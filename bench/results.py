@@ -195,7 +195,8 @@ def _pair_table(outcomes: list[Outcome]) -> list[str]:
                      f"| {_x(o.cpu_ratio)} | {_rss(o.a)} / {_rss(o.b)} | {reps} "
                      f"| {o.load:.1f} |")
     return lines + ["", "A/B is the ratio of median wall times (the targets apply to it, "
-                    "except those marked CPU); A/B CPU the ratio of median user+system CPU times, a cross-check that "
+                    "except those marked CPU); A/B CPU the ratio of median user+system CPU "
+                    "times, a cross-check that "
                     "busy machines disturb less (not comparable for -j pairs). `load`: the "
                     "1-minute load average when the pair started; above the core count, other "
                     "processes competed for the CPU and absolute times are inflated.", ""]

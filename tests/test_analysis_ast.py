@@ -104,3 +104,15 @@ def test_facts_are_the_same_whatever_the_order_they_are_read() -> None:
     assert first == second
     assert any(h.via_call for h in first.module_handles)
     assert not any(pair[1] for pair in walker.state.module_handles.values())
+
+
+def test_libcst_guard_measures_every_node() -> None:
+    """fix/cstguard.py: too deep for libcst even where the analysis does not walk (an
+    annotation), fine at ordinary depth, and Python's message for text it cannot parse."""
+    from workersafe.fix.cstguard import MAX_DEPTH, libcst_problem
+
+    deep = "x: " + "list[" * (MAX_DEPTH + 5) + "int" + "]" * (MAX_DEPTH + 5) + " = []\n"
+    shallow = "x: " + "list[" * 50 + "int" + "]" * 50 + " = []\n"
+    assert "too deeply nested" in (libcst_problem(deep) or "")
+    assert libcst_problem(shallow) is None
+    assert "syntax error" in (libcst_problem("def f(:\n") or "")

@@ -180,8 +180,9 @@ def test_positions_from_pythons_tree_equal_libcsts(path: Path) -> None:
     spans = [c.span for c in facts.classes]
     spans += [h.site.span for c in facts.classes for h in (*c.held, *c.class_held)]
     spans += [h.site.span for h in facts.module_handles]
-    spans += [l.span for l in facts.loaders]
-    spans += [a.site.span for l in facts.loaders for r in l.datasets for a in r.handle_args]
+    spans += [loader.span for loader in facts.loaders]
+    spans += [a.site.span for loader in facts.loaders for r in loader.datasets
+              for a in r.handle_args]
     assert spans or not facts.classes
     for span in spans:
         assert (span.line, span.col, span.end_line, span.end_col) in libcst_spans, span

@@ -29,6 +29,8 @@ def libcst_problem(text: str) -> Optional[str]:
         return nesting_problem(python_tree(text), text)
     except ParseError as exc:
         return str(exc)
+
+
 def nesting_problem(tree: ast.AST, text: str, limit: int = MAX_DEPTH) -> Optional[str]:
     """Why this tree is too deeply nested to give to libcst, or None."""
     line = _deep_line(tree, text, limit)
