@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 
 from . import __version__
 from .config import STRATEGIES, Config, ConfigError, discover_config, load_pyproject, split_list
+from .ruletable import UNREADABLE
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Saying which findings `fix` can fix means planning the fix: cheap for a few files, not for
@@ -181,7 +182,7 @@ def _mark_fixable(engine, result, config: Config) -> list:  # type: ignore[no-un
     marked = []
     for finding in result.findings:
         outcome = verdict.get((finding.path, finding.span, finding.code))
-        if outcome is None or finding.code == "WS001":
+        if outcome is None or finding.code == UNREADABLE:
             marked.append(_replace(finding, fixable=False))
         elif outcome.status == "fixed":
             marked.append(_replace(finding, message=finding.message + " [fixable]",
@@ -215,17 +216,18 @@ def _fix(args: argparse.Namespace, config: Config) -> int:
 
 def _rule(args: argparse.Namespace) -> int:
     from .docs import rule_docs
+    from .ruletable import BY_CODE
 
-    docs = rule_docs()
     if args.all or not args.code:
-        for code, doc in sorted(docs.items()):
-            summary = textwrap.shorten(doc.short, width=72, placeholder="...")
-            print(f"{code}  {doc.name:31} {summary}")
+        for code, rule in sorted(BY_CODE.items()):
+            summary = textwrap.shorten(rule.summary, width=72, placeholder="...")
+            print(f"{code}  {rule.name:31} {summary}")
         return EXIT_CLEAN
-    doc = docs.get(args.code.upper())
-    if doc is None:
+    code = args.code.upper()
+    if code not in BY_CODE:
         print(f"workersafe: error: unknown rule {args.code!r} "
-              f"(known: {', '.join(sorted(docs))})", file=sys.stderr)
+              f"(known: {', '.join(sorted(BY_CODE))})", file=sys.stderr)
         return EXIT_ERROR
-    sys.stdout.write(doc.text if doc.text.endswith("\n") else doc.text + "\n")
+    text = rule_docs()[code].text
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return EXIT_CLEAN

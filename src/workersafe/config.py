@@ -17,6 +17,7 @@ else:  # pragma: no cover - exercised on 3.9/3.10
 
 from .torchnames import DATASET_BASES
 from .registry import DEFAULT_REGISTRY, Registry
+from .ruletable import DEFAULT_SELECT, default_on
 
 STRATEGIES = ("worker-init", "lazy")
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__",
@@ -30,7 +31,7 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Config:
-    select: tuple[str, ...] = ("WS",)
+    select: tuple[str, ...] = (DEFAULT_SELECT,)
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
@@ -49,10 +50,13 @@ class Config:
         return DATASET_BASES | frozenset(self.dataset_bases)
 
     def enabled(self, code: str) -> bool:
-        """flake8's rule: the longest matching prefix of select or ignore wins."""
+        """flake8's rule: the longest matching prefix of select or ignore wins. A rule the rule
+        table has off by default needs a select prefix longer than the default `WS`."""
         selected = max((len(p) for p in self.select if code.startswith(p)), default=-1)
         ignored = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
-        return selected > ignored
+        if selected <= ignored:
+            return False
+        return default_on(code) or selected > len(DEFAULT_SELECT)
 
 
 _KEYS = {

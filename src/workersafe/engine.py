@@ -17,12 +17,12 @@ from .findings import Finding
 from .link import Project
 from .noqa import NoqaFilter, file_is_ignored
 from .prefilter import Prefilter, class_bases, words_pattern
+from .ruletable import UNREADABLE
 from .source import Source, SourceError, decode, read_source
 
 if TYPE_CHECKING:
     from .index import Index
 
-ERROR_CODE = "WS001"
 _IMPORT_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import\b", re.MULTILINE)
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w. \t,]+)", re.MULTILINE)
 
@@ -103,7 +103,7 @@ class Engine:
         errors += [self._error_finding(f.path, f.error) for f in facts.values() if f.error]
         findings = self._rules(facts)
         result = self._filter(findings + errors, sources)
-        stats.errors = sum(1 for f in result if f.code == ERROR_CODE)
+        stats.errors = sum(1 for f in result if f.code == UNREADABLE)
         stats.findings = len(result) - stats.errors
         return CheckResult(result, stats, facts, sources, files, verdicts)
 
@@ -284,7 +284,7 @@ class Engine:
 
     @staticmethod
     def _error_finding(path: str, message: str) -> Finding:
-        return Finding(path, Span(1, 0, 1, 0), ERROR_CODE, f"cannot analyse this file: {message}")
+        return Finding(path, Span(1, 0, 1, 0), UNREADABLE, f"cannot analyse this file: {message}")
 
 
 class _Texts(dict):  # type: ignore[type-arg]
