@@ -15,13 +15,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.9/3.10
     import tomli as tomllib
 
-from .torchnames import DATASET_BASES
+from .paths import CACHE_DIR_NAME, ancestors
 from .registry import DEFAULT_REGISTRY, Registry
 from .ruletable import DEFAULT_SELECT, default_on
+from .torchnames import DATASET_BASES
 
 STRATEGIES = ("worker-init", "lazy")
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__",
-                   "build", "dist", ".eggs", "*.egg-info", ".workersafe_cache", "node_modules",
+                   "build", "dist", ".eggs", "*.egg-info", CACHE_DIR_NAME, "node_modules",
                    ".mypy_cache", ".pytest_cache")
 
 
@@ -103,20 +104,6 @@ def split_list(value: str) -> list[str]:
             f"expected a comma-separated list (like `a.B, c.D`), got {value!r}: "
             "INI files take plain comma-separated names, not a TOML list")
     return [item for item in re.split(r"[,\s]+", stripped) if item]
-
-
-def find_pyproject(start: str) -> Optional[str]:
-    current = os.path.abspath(start)
-    if os.path.isfile(current):
-        current = os.path.dirname(current)
-    while True:
-        candidate = os.path.join(current, "pyproject.toml")
-        if os.path.isfile(candidate):
-            return candidate
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
 
 
 def load_pyproject(path: str) -> Config:
@@ -209,14 +196,10 @@ def discover_config(paths: Iterable[str]) -> Config:
         current = os.path.abspath(path if path != "-" else ".")
         if os.path.isfile(current) or not os.path.exists(current):
             current = os.path.dirname(current)
-        while True:
-            decided = _config_in(current)
+        for directory in ancestors(current):
+            decided = _config_in(directory)
             if decided is not None:
                 return decided
-            parent = os.path.dirname(current)
-            if parent == current:
-                break
-            current = parent
     return Config()
 
 

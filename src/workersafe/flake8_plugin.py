@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Iterator, Optional, Sequence
 
 from . import __version__
 from .config import Config, ConfigError, split_list
+from .paths import CACHE_DIR_NAME, ancestors
 
 _OPTIONS = (
     ("--workersafe-extra-handles", "extra_handles",
@@ -43,7 +44,7 @@ class WorkerSafeChecker:
         manager.add_option(
             "--workersafe-index", action="store_true", default=False, parse_from_config=True,
             help="link against the whole project: build (or refresh) the project index in "
-                 ".workersafe_cache/ when it is missing or stale")
+                 f"{CACHE_DIR_NAME}/ when it is missing or stale")
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
@@ -97,7 +98,7 @@ class WorkerSafeChecker:
         here = os.path.abspath(self.filename)
         cache_dir = find_index_dir(here)
         if cache_dir is None and self.build_index:
-            cache_dir = os.path.join(_project_root(here), ".workersafe_cache")
+            cache_dir = os.path.join(_project_root(here), CACHE_DIR_NAME)
         if cache_dir is None:
             return None
         index = self._indexes.get(cache_dir)
@@ -114,15 +115,11 @@ class WorkerSafeChecker:
 
 
 def _project_root(path: str) -> str:
-    current = os.path.dirname(path)
-    while True:
+    for current in ancestors(os.path.dirname(path)):
         if any(os.path.exists(os.path.join(current, m))
                for m in ("pyproject.toml", "setup.cfg", "setup.py", ".git", "tox.ini")):
             return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return os.path.dirname(path)
-        current = parent
+    return os.path.dirname(path)
 
 
 def _build_index(cache_dir: str, config: Config) -> Optional[Any]:
