@@ -107,15 +107,21 @@ def split_list(value: str) -> list[str]:
 
 
 def load_pyproject(path: str) -> Config:
+    section = _pyproject_section(path)
+    if section is not None and not isinstance(section, dict):
+        raise ConfigError(f"{path}: [tool.workersafe] must be a table")
+    return from_mapping(section or {}, f"{path} [tool.workersafe]")
+
+
+def _pyproject_section(path: str) -> Optional[object]:
+    """`[tool.workersafe]` of a pyproject.toml as read (None when absent)."""
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    section = data.get("tool", {}).get("workersafe", {})
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: [tool.workersafe] must be a table")
-    return from_mapping(section, f"{path} [tool.workersafe]")
+    tool = data.get("tool", {})
+    return tool.get("workersafe") if isinstance(tool, dict) else None
 
 
 # flake8 options the CLI also honours (flake8 option name without `--`, Config field)
@@ -173,16 +179,6 @@ def load_flake8_ini(path: str) -> Config:
         except ConfigError as exc:
             raise ConfigError(f"{path} [flake8] {name}: {exc}") from None
     return replace(Config(), **updates)
-
-
-def _pyproject_section(path: str) -> Optional[dict[str, Any]]:
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    tool = data.get("tool", {})
-    return tool.get("workersafe") if isinstance(tool, dict) else None
 
 
 def discover_config(paths: Iterable[str]) -> Config:
