@@ -89,3 +89,20 @@ def test_the_rule_table_is_consistent() -> None:
     assert codes_fixed_as("class") == ("WS103", "WS113")
     assert codes_fixed_as("instance") == ("WS101", "WS111", "WS201")
     assert BY_CODE["WS104"].fix is None and BY_CODE["WS001"].level == "warning"
+
+
+def test_a_rule_off_by_default_is_reported_only_when_selected(monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """No rule is off by default yet: one is added to the table for this test."""
+    from dataclasses import replace
+
+    from workersafe import ruletable
+    from workersafe.config import Config
+
+    off = replace(BY_CODE["WS101"], code="WS301", default_on=False)
+    monkeypatch.setitem(ruletable.BY_CODE, "WS301", off)
+    assert not Config().enabled("WS301") and Config().enabled("WS101")
+    assert Config(select=("WS3",)).enabled("WS301")
+    assert Config(select=("WS301",)).enabled("WS301")
+    assert not Config(select=("WS",)).enabled("WS301")
+    assert not Config(select=("WS301",), ignore=("WS301",)).enabled("WS301")
