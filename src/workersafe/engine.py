@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from .cache import FactsCache, QuietFiles
 from .config import Config
-from .discovery import SourceFile, discover
+from .discovery import SourceFile, discover, module_name
 from .facts import FileFacts, Span
 from .findings import Finding
 from .link import Project
 from .noqa import NoqaFilter, file_is_ignored
 from .prefilter import Prefilter
+from .rules import evaluate
 from .ruletable import UNREADABLE
 from .selection import Selection
 from .source import Source, SourceError, decode, read_source
@@ -140,8 +141,6 @@ class Engine:
             return [self._error_finding(path, facts.error)]
         every = {p: _replace(f, path=p) for p, f in index.facts.items()}
         every[here] = facts
-        from .rules import evaluate
-
         project = Project(list(every.values()), self.config.all_dataset_bases())
         mine = [_replace(f, path=path) for f in evaluate(project, self.registry) if f.path == here]
         return [f for f in mine if self.config.enabled(f.code)]
@@ -151,8 +150,6 @@ class Engine:
             source = decode(path, raw)
         except SourceError as exc:
             return self._filter([self._error_finding(path, str(exc))], {})
-        from .discovery import module_name
-
         return self.check_text(path, source.text, module_name(path, os.path.dirname(path) or "."))
 
     # --- steps --------------------------------------------------------------------------------
@@ -217,8 +214,6 @@ class Engine:
         return out
 
     def _rules(self, facts: dict[str, FileFacts]) -> list[Finding]:
-        from .rules import evaluate
-
         good = [f for f in facts.values() if not f.error]
         bases = self.config.all_dataset_bases()
         if self.link:
