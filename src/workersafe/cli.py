@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 from . import __version__
 from .config import STRATEGIES, Config, ConfigError, discover_config, load_pyproject, split_list
 from .paths import CACHE_DIR_NAME
-from .ruletable import UNREADABLE
+from .ruletable import BY_CODE, UNREADABLE
 
 if TYPE_CHECKING:
     from .engine import CheckResult, Engine
@@ -219,7 +219,6 @@ def _fix(args: argparse.Namespace, config: Config) -> int:
 
 def _rule(args: argparse.Namespace) -> int:
     from .docs import rule_docs
-    from .ruletable import BY_CODE
 
     if args.all or not args.code:
         for code, rule in sorted(BY_CODE.items()):

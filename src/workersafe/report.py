@@ -56,7 +56,8 @@ def sarif(findings: Sequence[Finding]) -> str:
             "fullDescription": {"text": docs[rule.code].summary},
             "help": {"text": docs[rule.code].text, "markdown": docs[rule.code].text},
             "helpUri": DOCS_URL.format(code=rule.code),
-            "defaultConfiguration": {"level": rule.level},
+            "defaultConfiguration": {"level": rule.level,
+                                     **({} if rule.default_on else {"enabled": False})},
         }
         for rule in sorted(RULES, key=lambda r: r.code)
     ]
