@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from .registry import Registry
 
@@ -63,10 +63,11 @@ def imported_roots(text: str) -> set[str]:
     return {name.split(".", 1)[0] for level, name in import_statements(text) if not level and name}
 
 
-def import_statements(text: str) -> Iterator[tuple[int, str]]:
+def import_statements(text: str) -> list[tuple[int, str]]:
     """(level, module) named by each import statement, found without a regex pass over the
     whole text: `str.find` jumps from one `import` to the next. `import a.b as c, d` gives
     (0, "a.b") and (0, "d"); `from ..x import y` gives (2, "x"); `from . import y` (1, "")."""
+    found: list[tuple[int, str]] = []
     position = text.find("import")
     while position != -1:
         start = text.rfind("\n", 0, position) + 1
@@ -74,25 +75,26 @@ def import_statements(text: str) -> Iterator[tuple[int, str]]:
         if end == -1:
             end = len(text)
         for statement in text[start:end].split(";"):
-            yield from _imported_by(statement.strip())
+            line = statement.strip()
+            if line.startswith("import") and line[6:7].isspace():
+                for part in line[7:].split(","):
+                    words = part.split(None, 1)
+                    if words:
+                        found.append((0, words[0]))
+            elif line.startswith("from") and line[4:5].isspace():
+                words = line[5:].split(None, 1)
+                if words:
+                    found.append(_from_spec(words[0]))
         position = text.find("import", end)
+    return found
 
 
-def _imported_by(line: str) -> Iterator[tuple[int, str]]:
-    if line.startswith("import") and line[6:7].isspace():
-        for part in line[7:].split(","):
-            words = part.split(None, 1)
-            if words:
-                yield 0, words[0]
-    elif line.startswith("from") and line[4:5].isspace():
-        words = line[5:].split(None, 1)
-        if words:
-            spec = words[0]
-            name = spec.lstrip(".")
-            level = len(spec) - len(name)
-            if level and (name == "import" or name.startswith("import(")):  # `from .import x`
-                name = ""
-            yield level, name
+def _from_spec(spec: str) -> tuple[int, str]:
+    name = spec.lstrip(".")
+    level = len(spec) - len(name)
+    if level and (name == "import" or name.startswith("import(")):  # `from .import x`
+        name = ""
+    return level, name
 
 
 _CLASS = re.compile(r"class[ \t]+(\w+)[ \t]*\(([^)]*)\)")
