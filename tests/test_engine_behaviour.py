@@ -259,3 +259,23 @@ def test_recently_written_files_are_not_recorded_quiet(tmp_path: Path) -> None:
     for _ in range(2):
         run = Engine(Config(), cache_dir=cache, skip_quiet=True).check_paths([str(tmp_path)])
     assert run.stats.unread == 0
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("import a.b as c, d", [(0, "a.b"), (0, "d")]),
+    ("import\tnumpy", [(0, "numpy")]),
+    ("from ..x.y import z", [(2, "x.y")]),
+    ("from . import z", [(1, "")]),
+    ("from .import z", [(1, "")]),
+    ("from .importer import z", [(1, "importer")]),
+    ("import io; from clients import S3", [(0, "io"), (0, "clients")]),
+    ("    from h5py import (File,", [(0, "h5py")]),
+    ("x = importlib.import_module('a')", []),
+    ("# we import nothing here", []),
+])
+def test_one_import_scanner_for_the_prefilter_and_the_selection(
+        line: str, expected: list[tuple[int, str]]) -> None:
+    from workersafe.prefilter import import_statements, imported_roots
+
+    assert import_statements(line + "\n") == expected
+    assert imported_roots(line) == {name.split(".")[0] for level, name in expected if not level}

@@ -15,8 +15,6 @@ from .discovery import SourceFile
 from .facts import FACTS_VERSION, FileFacts, from_jsonable, to_jsonable
 from .registry import Registry
 
-CACHE_DIR_NAME = ".workersafe_cache"
-
 
 class FactsCache:
     def __init__(self, directory: str, registry: Registry) -> None:
@@ -41,7 +39,8 @@ class FactsCache:
         path = self._path(self.key(file, text))
         try:
             with open(path, encoding="utf-8") as handle:
-                return from_jsonable(FileFacts, json.load(handle))
+                facts: FileFacts = from_jsonable(FileFacts, json.load(handle))
+            return facts
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -11,10 +11,16 @@ import os
 import sys
 import textwrap
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 
 from . import __version__
 from .config import STRATEGIES, Config, ConfigError, discover_config, load_pyproject, split_list
+from .paths import CACHE_DIR_NAME
+from .ruletable import BY_CODE, UNREADABLE
+
+if TYPE_CHECKING:
+    from .engine import CheckResult, Engine
+    from .findings import Finding
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Saying which findings `fix` can fix means planning the fix: cheap for a few files, not for
@@ -27,7 +33,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
 
@@ -65,7 +71,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-link", action="store_true",
                         help="check each file on its own (no cross-file linking)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    parser.add_argument("--cache-dir", help="where the cache lives (default: ./.workersafe_cache)")
+    parser.add_argument("--cache-dir", help=f"where the cache lives (default: ./{CACHE_DIR_NAME})")
     parser.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("-j", "--jobs", type=int, default=0,
                         help="worker processes for parsing (default: CPU count when it pays)")
@@ -113,7 +119,7 @@ def _config(args: argparse.Namespace) -> Config:
         config = discover_config(starts or ["."])
     for note in config.notes:
         print(f"workersafe: note: {note}", file=sys.stderr)
-    updates = {}
+    updates: dict[str, Any] = {}
     if args.select:
         updates["select"] = tuple(split_list(args.select))
     if args.ignore:
@@ -125,12 +131,12 @@ def _config(args: argparse.Namespace) -> Config:
     return replace(config, **updates)
 
 
-def make_engine(args: argparse.Namespace, config: Config):  # type: ignore[no-untyped-def]
+def make_engine(args: argparse.Namespace, config: Config) -> Engine:
     from .engine import Engine
 
     cache_dir = None
     if config.cache and not args.no_cache:
-        cache_dir = args.cache_dir or os.path.join(os.getcwd(), ".workersafe_cache")
+        cache_dir = args.cache_dir or os.path.join(os.getcwd(), CACHE_DIR_NAME)
     return Engine(config, link=not args.no_link, prefilter=not args.no_prefilter,
                   jobs=args.jobs, cache_dir=cache_dir, skip_quiet=args.command == "check")
 
@@ -165,10 +171,8 @@ def _check(args: argparse.Namespace, config: Config) -> int:
     return EXIT_FINDINGS if findings else EXIT_CLEAN
 
 
-def _mark_fixable(engine, result, config: Config) -> list:  # type: ignore[no-untyped-def]
+def _mark_fixable(engine: Engine, result: CheckResult, config: Config) -> list[Finding]:
     """Say in each message whether `workersafe fix` can fix it (planning only, no writes)."""
-    from dataclasses import replace as _replace
-
     if not any(f.plan for f in result.findings):
         return result.findings
     from .fix.rewrite import Rewriter
@@ -178,21 +182,21 @@ def _mark_fixable(engine, result, config: Config) -> list:  # type: ignore[no-un
     except Exception:  # noqa: BLE001 - marking is a courtesy; never fail a check over it
         return result.findings
     verdict = {(o.finding.path, o.finding.span, o.finding.code): o for o in outcomes}
-    marked = []
+    marked: list[Finding] = []
     for finding in result.findings:
         outcome = verdict.get((finding.path, finding.span, finding.code))
-        if outcome is None or finding.code == "WS001":
-            marked.append(_replace(finding, fixable=False))
+        if outcome is None or finding.code == UNREADABLE:
+            marked.append(replace(finding, fixable=False))
         elif outcome.status == "fixed":
-            marked.append(_replace(finding, message=finding.message + " [fixable]",
-                                   fixable=True))
+            marked.append(replace(finding, message=finding.message + " [fixable]",
+                                  fixable=True))
         else:
-            marked.append(_replace(finding, message=f"{finding.message} [not fixable: "
-                                                    f"{outcome.note}]", fixable=False))
+            marked.append(replace(finding, message=f"{finding.message} [not fixable: "
+                                                   f"{outcome.note}]", fixable=False))
     return marked
 
 
-def _write_index(engine, paths: list[str], result) -> None:  # type: ignore[no-untyped-def]
+def _write_index(engine: Engine, paths: list[str], result: CheckResult) -> None:
     """A whole-directory, linked run leaves an index the flake8 plugin can link against."""
     if engine.cache_dir and engine.link and any(os.path.isdir(p) for p in paths):
         from .index import write_index
@@ -216,16 +220,16 @@ def _fix(args: argparse.Namespace, config: Config) -> int:
 def _rule(args: argparse.Namespace) -> int:
     from .docs import rule_docs
 
-    docs = rule_docs()
     if args.all or not args.code:
-        for code, doc in sorted(docs.items()):
-            summary = textwrap.shorten(doc.short, width=72, placeholder="...")
-            print(f"{code}  {doc.name:31} {summary}")
+        for code, rule in sorted(BY_CODE.items()):
+            summary = textwrap.shorten(rule.summary, width=72, placeholder="...")
+            print(f"{code}  {rule.name:31} {summary}")
         return EXIT_CLEAN
-    doc = docs.get(args.code.upper())
-    if doc is None:
+    code = args.code.upper()
+    if code not in BY_CODE:
         print(f"workersafe: error: unknown rule {args.code!r} "
-              f"(known: {', '.join(sorted(docs))})", file=sys.stderr)
+              f"(known: {', '.join(sorted(BY_CODE))})", file=sys.stderr)
         return EXIT_ERROR
-    sys.stdout.write(doc.text if doc.text.endswith("\n") else doc.text + "\n")
+    text = rule_docs()[code].text
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return EXIT_CLEAN

@@ -15,12 +15,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.9/3.10
     import tomli as tomllib
 
-from .torchnames import DATASET_BASES
+from .paths import CACHE_DIR_NAME, ancestors
 from .registry import DEFAULT_REGISTRY, Registry
+from .ruletable import DEFAULT_SELECT, default_on
+from .torchnames import DATASET_BASES
 
 STRATEGIES = ("worker-init", "lazy")
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__",
-                   "build", "dist", ".eggs", "*.egg-info", ".workersafe_cache", "node_modules",
+                   "build", "dist", ".eggs", "*.egg-info", CACHE_DIR_NAME, "node_modules",
                    ".mypy_cache", ".pytest_cache")
 
 
@@ -30,7 +32,7 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Config:
-    select: tuple[str, ...] = ("WS",)
+    select: tuple[str, ...] = (DEFAULT_SELECT,)
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
@@ -49,10 +51,13 @@ class Config:
         return DATASET_BASES | frozenset(self.dataset_bases)
 
     def enabled(self, code: str) -> bool:
-        """flake8's rule: the longest matching prefix of select or ignore wins."""
+        """flake8's rule: the longest matching prefix of select or ignore wins. A rule the rule
+        table has off by default needs a select prefix longer than the default `WS`."""
         selected = max((len(p) for p in self.select if code.startswith(p)), default=-1)
         ignored = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
-        return selected > ignored
+        if selected <= ignored:
+            return False
+        return default_on(code) or selected > len(DEFAULT_SELECT)
 
 
 _KEYS = {
@@ -101,30 +106,22 @@ def split_list(value: str) -> list[str]:
     return [item for item in re.split(r"[,\s]+", stripped) if item]
 
 
-def find_pyproject(start: str) -> Optional[str]:
-    current = os.path.abspath(start)
-    if os.path.isfile(current):
-        current = os.path.dirname(current)
-    while True:
-        candidate = os.path.join(current, "pyproject.toml")
-        if os.path.isfile(candidate):
-            return candidate
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
-
-
 def load_pyproject(path: str) -> Config:
+    section = _pyproject_section(path)
+    if section is not None and not isinstance(section, dict):
+        raise ConfigError(f"{path}: [tool.workersafe] must be a table")
+    return from_mapping(section or {}, f"{path} [tool.workersafe]")
+
+
+def _pyproject_section(path: str) -> Optional[object]:
+    """`[tool.workersafe]` of a pyproject.toml as read (None when absent)."""
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    section = data.get("tool", {}).get("workersafe", {})
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: [tool.workersafe] must be a table")
-    return from_mapping(section, f"{path} [tool.workersafe]")
+    tool = data.get("tool", {})
+    return tool.get("workersafe") if isinstance(tool, dict) else None
 
 
 # flake8 options the CLI also honours (flake8 option name without `--`, Config field)
@@ -184,16 +181,6 @@ def load_flake8_ini(path: str) -> Config:
     return replace(Config(), **updates)
 
 
-def _pyproject_section(path: str) -> Optional[dict[str, Any]]:
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    tool = data.get("tool", {})
-    return tool.get("workersafe") if isinstance(tool, dict) else None
-
-
 def discover_config(paths: Iterable[str]) -> Config:
     """The CLI's configuration, found from the first path upwards. In each directory:
     1. `pyproject.toml` with a `[tool.workersafe]` table wins;
@@ -205,14 +192,10 @@ def discover_config(paths: Iterable[str]) -> Config:
         current = os.path.abspath(path if path != "-" else ".")
         if os.path.isfile(current) or not os.path.exists(current):
             current = os.path.dirname(current)
-        while True:
-            decided = _config_in(current)
+        for directory in ancestors(current):
+            decided = _config_in(directory)
             if decided is not None:
                 return decided
-            parent = os.path.dirname(current)
-            if parent == current:
-                break
-            current = parent
     return Config()
 
 

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Optional
 
+from .paths import ancestors
+
 
 @dataclass(frozen=True)
 class SourceFile:
@@ -50,12 +52,10 @@ def _source_root(directory: str) -> str:
 
 
 def _package_root(directory: str) -> str:
-    current = os.path.abspath(directory)
-    while os.path.isfile(os.path.join(current, "__init__.py")):
-        parent = os.path.dirname(current)
-        if parent == current:
+    """The first directory upwards that is not a package."""
+    for current in ancestors(directory):
+        if not os.path.isfile(os.path.join(current, "__init__.py")):
             break
-        current = parent
     return current
 
 
@@ -168,4 +168,5 @@ def _git_visible(directory: str) -> Optional[set[str]]:
     if listed.returncode != 0:
         return None
     base = os.path.abspath(directory)
-    return {os.path.join(base, p) for p in listed.stdout.decode("utf-8", "replace").split("\0") if p}
+    names = listed.stdout.decode("utf-8", "replace").split("\0")
+    return {os.path.join(base, p) for p in names if p}

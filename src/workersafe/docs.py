@@ -1,4 +1,5 @@
-"""Rule documentation, one Markdown file per code in `workersafe/docs/`."""
+"""Rule documentation, one Markdown file per code in `workersafe/docs/` (the users' text; the
+rule table, `ruletable.py`, holds what programs read)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,6 @@ class RuleDoc:
     name: str
     summary: str
     text: str
-
-    @property
-    def short(self) -> str:
-        """One sentence: the first of "What it does" (SARIF's shortDescription, `rule --all`)."""
-        match = re.match(r"(.+?[.!?])(\s|$)", self.summary)
-        return match.group(1) if match else self.summary
 
 
 @lru_cache(maxsize=1)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Iterator, Optional, Sequence
 
 from . import __version__
 from .config import Config, ConfigError, split_list
+from .paths import CACHE_DIR_NAME, ancestors
 
 _OPTIONS = (
     ("--workersafe-extra-handles", "extra_handles",
@@ -30,7 +31,7 @@ class WorkerSafeChecker:
     config: ClassVar[Config] = Config()
     build_index: ClassVar[bool] = False
     _engine: ClassVar[Any] = None
-    _indexes: ClassVar[dict] = {}
+    _indexes: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, tree: Optional[ast.AST], lines: Sequence[str], filename: str) -> None:
         self.tree = tree if isinstance(tree, ast.Module) else None
@@ -44,11 +45,11 @@ class WorkerSafeChecker:
         manager.add_option(
             "--workersafe-index", action="store_true", default=False, parse_from_config=True,
             help="link against the whole project: build (or refresh) the project index in "
-                 ".workersafe_cache/ when it is missing or stale")
+                 f"{CACHE_DIR_NAME}/ when it is missing or stale")
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
-        values = {}
+        values: dict[str, tuple[str, ...]] = {}
         for flag, attr, _ in _OPTIONS:
             raw = getattr(options, flag[2:].replace("-", "_"), "") or ""
             try:
@@ -57,7 +58,9 @@ class WorkerSafeChecker:
                 print(f"workersafe: configuration error in flake8 option {flag[2:]}: {exc}",
                       file=sys.stderr)
                 raise SystemExit(2) from None
-        cls.config = Config(**values)
+        cls.config = Config(extra_handles=values["extra_handles"],
+                            disable_handles=values["disable_handles"],
+                            dataset_bases=values["dataset_bases"])
         cls.build_index = bool(getattr(options, "workersafe_index", False))
         cls._engine = None
         cls._indexes = {}
@@ -98,7 +101,7 @@ class WorkerSafeChecker:
         here = os.path.abspath(self.filename)
         cache_dir = find_index_dir(here)
         if cache_dir is None and self.build_index:
-            cache_dir = os.path.join(_project_root(here), ".workersafe_cache")
+            cache_dir = os.path.join(_project_root(here), CACHE_DIR_NAME)
         if cache_dir is None:
             return None
         index = self._indexes.get(cache_dir)
@@ -115,15 +118,11 @@ class WorkerSafeChecker:
 
 
 def _project_root(path: str) -> str:
-    current = os.path.dirname(path)
-    while True:
+    for current in ancestors(os.path.dirname(path)):
         if any(os.path.exists(os.path.join(current, m))
                for m in ("pyproject.toml", "setup.cfg", "setup.py", ".git", "tox.ini")):
             return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return os.path.dirname(path)
-        current = parent
+    return os.path.dirname(path)
 
 
 def _build_index(cache_dir: str, config: Config) -> Optional[Any]:

@@ -17,9 +17,9 @@ from typing import Optional
 
 from . import __version__
 from .facts import FACTS_VERSION, FileFacts, from_jsonable, to_jsonable
+from .paths import CACHE_DIR_NAME, ancestors
 
 INDEX_FILE = "index.json"
-CACHE_DIR_NAME = ".workersafe_cache"
 
 
 @dataclass
@@ -72,15 +72,11 @@ def write_index(cache_dir: str, paths: list[str], facts: dict[str, FileFacts],
 
 def find_index_dir(filename: str) -> Optional[str]:
     """The nearest `.workersafe_cache/index.json` above `filename`."""
-    current = os.path.dirname(os.path.abspath(filename))
-    while True:
-        candidate = os.path.join(current, CACHE_DIR_NAME)
+    for directory in ancestors(os.path.dirname(os.path.abspath(filename))):
+        candidate = os.path.join(directory, CACHE_DIR_NAME)
         if os.path.isfile(os.path.join(candidate, INDEX_FILE)):
             return candidate
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
+    return None
 
 
 def load_index(cache_dir: str) -> Optional[Index]:

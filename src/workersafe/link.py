@@ -36,7 +36,6 @@ class Project:
                 self.functions[func.qualname] = func
         self._resolve_cache: dict[str, str] = {}
         self._resolve_depth = 0
-        self._subclasses: Optional[dict[str, list[str]]] = None
 
     # --- names ----------------------------------------------------------------------------
 
@@ -150,21 +149,6 @@ class Project:
                 return True
         return False
 
-    def subclasses(self, qualname: str) -> list[str]:
-        if self._subclasses is None:
-            children: dict[str, list[str]] = {}
-            for cls in self.classes.values():
-                for base in self.base_classes(cls):
-                    children.setdefault(base.qualname, []).append(cls.qualname)
-            self._subclasses = children
-        out, stack = [], [qualname]
-        while stack:
-            for child in self._subclasses.get(stack.pop(), []):
-                if child not in out and child != qualname:
-                    out.append(child)
-                    stack.append(child)
-        return out
-
     # --- loaders → classes ---------------------------------------------------------------------
 
     def loaders(self) -> Iterator[tuple[FileFacts, LoaderCall]]:
@@ -200,9 +184,9 @@ class Project:
             if owner is None:
                 return []
             home = self.class_file[owner_name]
-            refs = [r for member in self.mro(owner) for a, rs in member.attr_refs if a == attr
-                    for r in rs]
-            return [c for r in refs for c in self.classes_of_ref(r, home, depth + 1)]
+            assigned = [r for member in self.mro(owner) for a, rs in member.attr_refs if a == attr
+                        for r in rs]
+            return [c for r in assigned for c in self.classes_of_ref(r, home, depth + 1)]
         return []
 
     def loaders_by_class(self) -> dict[str, list[tuple[FileFacts, LoaderCall, DatasetRef]]]:
@@ -219,7 +203,8 @@ class Project:
         found = (self.functions.get(self.resolve(name, facts)) for name in loader.worker_inits)
         return [f for f in found if f is not None]
 
-    def module_handle(self, name: str, facts: FileFacts) -> Optional[tuple[FileFacts, ModuleHandle]]:
+    def module_handle(self, name: str, facts: FileFacts
+                      ) -> Optional[tuple[FileFacts, ModuleHandle]]:
         """The module-level handle a bare name in `facts` refers to, if any."""
         for handle in facts.module_handles:
             if handle.name == name:

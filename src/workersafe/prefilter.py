@@ -30,7 +30,8 @@ class Prefilter:
         return tuple((root, tuple(sorted(shorts))) for root, shorts in sorted(by_root.items()))
 
     @cached_property
-    def _dataset_words(self) -> tuple[str, ...]:
+    def dataset_words(self) -> tuple[str, ...]:
+        """The words whose mention (ending an identifier) may make a dataset or a loader."""
         return DATASET_WORDS + self.extra_dataset_words
 
     def mentions_handle(self, text: str) -> bool:
@@ -41,7 +42,7 @@ class Prefilter:
 
     @cached_property
     def _dataset_word_ends(self) -> "re.Pattern[str]":
-        return re.compile("(?:" + "|".join(map(re.escape, self._dataset_words)) + r")(?!\w)")
+        return re.compile("(?:" + "|".join(map(re.escape, self.dataset_words)) + r")(?!\w)")
 
     def mentions_dataset(self, text: str) -> bool:
         """A dataset word that ends an identifier (`IterableDataset`, `data.DataLoader(`): code
@@ -49,7 +50,7 @@ class Prefilter:
         or "Datasets" in a docstring does not count."""
         if "Data" not in text and not self.extra_dataset_words:
             return False
-        return any(word in text for word in self._dataset_words) \
+        return any(word in text for word in self.dataset_words) \
             and self._dataset_word_ends.search(text) is not None
 
     def single_file_candidate(self, text: str) -> bool:
@@ -58,9 +59,15 @@ class Prefilter:
 
 
 def imported_roots(text: str) -> set[str]:
-    """Top-level modules named by import statements (absolute ones), found without a regex
-    pass over the whole text: `str.find` jumps from one `import` to the next."""
-    roots: set[str] = set()
+    """Top-level modules named by absolute import statements."""
+    return {name.split(".", 1)[0] for level, name in import_statements(text) if not level and name}
+
+
+def import_statements(text: str) -> list[tuple[int, str]]:
+    """(level, module) named by each import statement, found without a regex pass over the
+    whole text: `str.find` jumps from one `import` to the next. `import a.b as c, d` gives
+    (0, "a.b") and (0, "d"); `from ..x import y` gives (2, "x"); `from . import y` (1, "")."""
+    found: list[tuple[int, str]] = []
     position = text.find("import")
     while position != -1:
         start = text.rfind("\n", 0, position) + 1
@@ -68,21 +75,26 @@ def imported_roots(text: str) -> set[str]:
         if end == -1:
             end = len(text)
         for statement in text[start:end].split(";"):
-            _add_roots(statement.strip(), roots)
+            line = statement.strip()
+            if line.startswith("import") and line[6:7].isspace():
+                for part in line[7:].split(","):
+                    words = part.split(None, 1)
+                    if words:
+                        found.append((0, words[0]))
+            elif line.startswith("from") and line[4:5].isspace():
+                words = line[5:].split(None, 1)
+                if words:
+                    found.append(_from_spec(words[0]))
         position = text.find("import", end)
-    return roots
+    return found
 
 
-def _add_roots(line: str, roots: set[str]) -> None:
-    if line.startswith("import "):
-        for part in line[7:].split(","):
-            name = part.strip().split(" ", 1)[0]
-            if name:
-                roots.add(name.split(".", 1)[0])
-    elif line.startswith("from "):
-        name = line[5:].lstrip().split(" ", 1)[0]
-        if name and not name.startswith("."):
-            roots.add(name.split(".", 1)[0])
+def _from_spec(spec: str) -> tuple[int, str]:
+    name = spec.lstrip(".")
+    level = len(spec) - len(name)
+    if level and (name == "import" or name.startswith("import(")):  # `from .import x`
+        name = ""
+    return level, name
 
 
 _CLASS = re.compile(r"class[ \t]+(\w+)[ \t]*\(([^)]*)\)")

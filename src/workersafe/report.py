@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 from . import __version__
 from .findings import Finding
+from .ruletable import RULES, level_of
 
 DOCS_URL = "https://github.com/workersafe/workersafe/blob/main/src/workersafe/docs/{code}.md"
 
@@ -26,11 +27,6 @@ def as_json(findings: Sequence[Finding]) -> str:
     return json.dumps(rows, indent=2) + "\n"
 
 
-def _level(code: str) -> str:
-    """WS001 (a file that could not be analysed) is a warning; every finding is an error."""
-    return "warning" if code == "WS001" else "error"
-
-
 def github(findings: Sequence[Finding]) -> str:
     """GitHub Actions workflow commands, escaped as actions/toolkit's `command.ts` does."""
 
@@ -41,7 +37,7 @@ def github(findings: Sequence[Finding]) -> str:
         return escape(value).replace(":", "%3A").replace(",", "%2C")
 
     return "".join(
-        f"::{_level(f.code)} file={prop(f.path)},line={f.line},col={f.col + 1},"
+        f"::{level_of(f.code)} file={prop(f.path)},line={f.line},col={f.col + 1},"
         f"endLine={f.span.end_line},endColumn={f.span.end_col + 1},"
         f"title={prop(f.code)}::{escape(f.code + ' ' + f.message)}\n"
         for f in findings
@@ -54,22 +50,23 @@ def sarif(findings: Sequence[Finding]) -> str:
     docs = rule_docs()
     rules = [
         {
-            "id": code,
-            "name": doc.name,
-            "shortDescription": {"text": doc.short},
-            "fullDescription": {"text": doc.summary},
-            "help": {"text": doc.text, "markdown": doc.text},
-            "helpUri": DOCS_URL.format(code=code),
-            "defaultConfiguration": {"level": _level(code)},
+            "id": rule.code,
+            "name": rule.name,
+            "shortDescription": {"text": rule.summary},
+            "fullDescription": {"text": docs[rule.code].summary},
+            "help": {"text": docs[rule.code].text, "markdown": docs[rule.code].text},
+            "helpUri": DOCS_URL.format(code=rule.code),
+            "defaultConfiguration": {"level": rule.level,
+                                     **({} if rule.default_on else {"enabled": False})},
         }
-        for code, doc in sorted(docs.items())
+        for rule in sorted(RULES, key=lambda r: r.code)
     ]
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     results = [
         {
             "ruleId": f.code,
             **({"ruleIndex": index[f.code]} if f.code in index else {}),
-            "level": _level(f.code),
+            "level": level_of(f.code),
             "message": {"text": f.message},
             "locations": [{
                 "physicalLocation": {

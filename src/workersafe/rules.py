@@ -11,19 +11,22 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from .facts import ClassFacts, FileFacts, HandleSite, LoaderCall, MethodFacts
+from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, LoaderCall, MethodFacts,
+                    Span)
 from .findings import Finding, FixPlan
 from .link import Project
-from .registry import HandleType, Registry
+from .registry import Registry
+from .ruletable import latent_of
 
 # Methods that never run in a worker for the dataset's sake, or that only tear down.
 NOT_WORKER_METHODS = frozenset({
     "__init__", "__len__", "close", "__del__", "__exit__", "__enter__", "__getstate__",
     "__setstate__", "__repr__", "__str__", "__reduce__", "__reduce_ex__",
 })
-LATENT = {"WS101": "WS111", "WS102": "WS112", "WS103": "WS113"}
 
 HAZARD, SPAWN_CRASH, SAFE = "hazard", "spawn", "safe"
+# method name → (the class defining it, the method), over the MRO, nearest first
+Methods = dict[str, tuple[ClassFacts, MethodFacts]]
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ class ClassView:
 
     cls: ClassFacts
     facts: FileFacts
-    methods: dict[str, tuple[ClassFacts, MethodFacts]]
+    methods: Methods
     init_run: set[tuple[str, str]]  # (class qualname, method) that run when constructing
     worker_methods: set[str]
     worker_reads: set[str]
@@ -64,7 +67,7 @@ class ClassView:
 
 
 def evaluate(project: Project, registry: Registry) -> list[Finding]:
-    candidates: dict[tuple, Candidate] = {}
+    candidates: dict[tuple[str, str, Span], Candidate] = {}
     loaders_by_class = project.loaders_by_class()
     for cls in project.classes.values():
         uses = loaders_by_class.get(cls.qualname, [])
@@ -87,7 +90,7 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
                 verdict = classify(project, registry, view, facts, loader, cand.site.handle,
                                    attr, parent_use, "passed")
                 merged.loaders.append(UsedLoader(facts, loader, verdict))
-    findings = [f for cand in candidates.values() for f in _findings_of(cand, registry)]
+    findings = [f for cand in candidates.values() for f in _findings_of(cand)]
     return sorted(findings, key=Finding.sort_key)
 
 
@@ -95,7 +98,7 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
 
 def class_view(project: Project, cls: ClassFacts) -> ClassView:
     mro = project.mro(cls)
-    methods: dict[str, tuple[ClassFacts, MethodFacts]] = {}
+    methods: Methods = {}
     for member in mro:
         for method in member.methods:
             methods.setdefault(method.name, (member, method))
@@ -111,7 +114,7 @@ def class_view(project: Project, cls: ClassFacts) -> ClassView:
                      worker_reads, parent_uses, guarded)
 
 
-def _init_run(mro: list[ClassFacts], methods: dict) -> set[tuple[str, str]]:
+def _init_run(mro: list[ClassFacts], methods: Methods) -> set[tuple[str, str]]:
     """Methods run by construction: the `__init__` chain (through super) and what it calls."""
     run: set[tuple[str, str]] = set()
     for member in mro:
@@ -126,7 +129,7 @@ def _init_run(mro: list[ClassFacts], methods: dict) -> set[tuple[str, str]]:
     return run
 
 
-def _closure(roots: Iterable[str], methods: dict) -> set[str]:
+def _closure(roots: Iterable[str], methods: Methods) -> set[str]:
     seen: set[str] = set()
     stack = [r for r in roots if r in methods]
     while stack:
@@ -138,7 +141,7 @@ def _closure(roots: Iterable[str], methods: dict) -> set[str]:
     return seen
 
 
-def _guarded_attrs(mro: list[ClassFacts], methods: dict) -> set[str]:
+def _guarded_attrs(mro: list[ClassFacts], methods: Methods) -> set[str]:
     guarded: set[str] = set()
     for member in mro:
         for method in member.methods:
@@ -163,8 +166,9 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView
             if held.closed or held.attr not in view.worker_reads or held.attr in view.guarded:
                 continue
             plan = FixPlan("instance", member.qualname, held.attr, held.method)
-            cand = Candidate("WS101", held.site, home.path, f"created in {member.name}.{held.method}",
-                             view.cls.name, plan, not htype.fork_safe)
+            cand = Candidate("WS101", held.site, home.path,
+                             f"created in {member.name}.{held.method}", view.cls.name, plan,
+                             not htype.fork_safe)
             yield cand, held.attr in view.parent_uses, held.attr, "instance"
         for held in member.class_held:
             htype = registry.lookup(held.site.handle)
@@ -208,7 +212,7 @@ def _module_parent_use(view: ClassView, name: str, project: Project) -> bool:
     return any(name in f.globals_read_outside_classes for f in project.files)
 
 
-def _passed_candidates(view: ClassView, registry: Registry, ref, facts: FileFacts
+def _passed_candidates(view: ClassView, registry: Registry, ref: DatasetRef, facts: FileFacts
                        ) -> Iterator[tuple[Candidate, bool, str]]:
     """WS104: handles the caller passes to the dataset's constructor."""
     init_owner = next((c for c, m in view.methods.values() if m.name == "__init__"), None)
@@ -246,10 +250,7 @@ def classify(project: Project, registry: Registry, view: ClassView, facts: FileF
         return SPAWN_CRASH if unpicklable else SAFE
     if htype.fork_safe or _worker_init_recreates(project, view, facts, loader, attr, kind):
         return SAFE
-    workers = loader.num_workers
-    if workers == 0:
-        return SAFE
-    if workers == 1:
+    if loader.num_workers == 1:
         return HAZARD if parent_use and loader.persistent is not True else SAFE
     return HAZARD
 
@@ -269,20 +270,19 @@ def _worker_init_recreates(project: Project, view: ClassView, facts: FileFacts,
 
 # --- findings -----------------------------------------------------------------------------
 
-def _findings_of(cand: Candidate, registry: Registry) -> Iterator[Finding]:
+def _findings_of(cand: Candidate) -> Iterator[Finding]:
     hazards = [u for u in cand.loaders if u.verdict == HAZARD]
     crashes = [u for u in cand.loaders if u.verdict == SPAWN_CRASH]
-    htype = registry.lookup(cand.site.handle)
-    assert htype is not None
     if hazards:
-        yield _finding(cand, cand.code, _shared_message(cand, hazards, htype))
+        yield _finding(cand, cand.code, _shared_message(cand, hazards))
     if crashes:
         yield _finding(cand, "WS201", _spawn_message(cand, crashes))
-    if not cand.any_loader and cand.fork_unsafe and cand.torch_dataset and cand.code in LATENT:
+    latent = latent_of(cand.code)
+    if not cand.any_loader and cand.fork_unsafe and cand.torch_dataset and latent:
         message = (f"{cand.site.handle} {cand.what} would be shared by DataLoader workers "
                    f"(no DataLoader using {cand.holder} found in the checked files): "
                    f"create it per worker")
-        yield _finding(cand, LATENT[cand.code], message)
+        yield _finding(cand, latent, message)
 
 
 def _finding(cand: Candidate, code: str, message: str) -> Finding:
@@ -293,7 +293,7 @@ def _finding(cand: Candidate, code: str, message: str) -> Finding:
     return Finding(cand.path, cand.site.span, code, message, plan)
 
 
-def _shared_message(cand: Candidate, hazards: list[UsedLoader], htype: HandleType) -> str:
+def _shared_message(cand: Candidate, hazards: list[UsedLoader]) -> str:
     worst = max(hazards, key=_severity)
     where = _loader_location(cand.path, worst)
     others = len({(u.facts.path, u.loader.span) for u in hazards}) - 1
@@ -310,7 +310,7 @@ def _spawn_message(cand: Candidate, crashes: list[UsedLoader]) -> str:
             f"they start: create it per worker")
 
 
-def _severity(used: UsedLoader) -> tuple:
+def _severity(used: UsedLoader) -> tuple[int, int]:
     workers = used.loader.num_workers
     return (workers if workers is not None else 2, -used.loader.span.line)
 

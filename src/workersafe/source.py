@@ -7,7 +7,6 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -70,10 +69,3 @@ def read_source(path: str) -> Source:
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
     return decode(path, raw)
-
-
-def text_or_none(path: str) -> Optional[str]:
-    try:
-        return read_source(path).text
-    except SourceError:
-        return None

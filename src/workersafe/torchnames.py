@@ -28,7 +28,9 @@ SET_START_METHOD = frozenset(
     {"multiprocessing.set_start_method", "torch.multiprocessing.set_start_method"}
 )
 PARTIAL = frozenset({"functools.partial"})
-CACHE_DECORATORS = frozenset({"functools.cache", "functools.lru_cache", "functools.cached_property"})
+CACHE_DECORATORS = frozenset(
+    {"functools.cache", "functools.lru_cache", "functools.cached_property"}
+)
 # Names a `from <module> import *` is known to provide (for the modules we care about).
 TORCH_STAR_NAMES = frozenset(
     {"Dataset", "IterableDataset", "DataLoader", "Subset", "random_split", "ConcatDataset",

@@ -1,0 +1,92 @@
+"""The one table of rule codes: what the rules, the fixer, the reports, `workersafe rule`, the
+docs test and select/ignore know about each code.
+
+Adding a rule touches this table, the rule's logic (`rules.py`), its doc file
+(`docs/<code>.md`, titled `# <code>: <name>`, its first sentence of "What it does" equal to
+`summary`) and its fixtures; nothing else. Plain data: no import of the analysis."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+# The rewrite `workersafe fix` applies (the kinds of `FixPlan.kind` it can fix):
+# "instance": the creation moves into a per-worker `_open_<attr>()` (worker-init or lazy);
+# "module": a module-level handle becomes a per-process accessor;
+# "class": a class attribute becomes a per-process instance attribute (lazy).
+FixKind = Literal["instance", "module", "class"]
+Level = Literal["error", "warning"]
+
+# The prefix `select` has by default: a rule that is off by default needs a longer one.
+DEFAULT_SELECT = "WS"
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str  # the slug: the doc's title, SARIF's rule name
+    summary: str  # one sentence: `workersafe rule --all`, SARIF's shortDescription
+    fix: Optional[FixKind]  # the rewrite that fixes it; None: no automatic fix
+    fix_does: str  # what the fix does, in a few words
+    latent: Optional[str] = None  # the code reported when no DataLoader using the dataset is found
+    default_on: bool = True  # off: reported only when `select` names it (`WS3`, `WS301`)
+    level: Level = "error"  # SARIF level and GitHub annotation kind
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("WS001", "unreadable-file",
+         "A file workersafe could not read, decode or parse.",
+         None, "nothing: the file is left as it is", level="warning"),
+    Rule("WS101", "handle-created-in-init",
+         "A handle created in a Dataset's `__init__` is shared by its workers.",
+         "instance", "creates the handle per worker (`_open_<attr>()`, wired into the loader)",
+         latent="WS111"),
+    Rule("WS102", "module-level-handle",
+         "A module-level handle used by a Dataset is shared by its workers.",
+         "module", "turns the handle into a per-process accessor `get_<name>()`",
+         latent="WS112"),
+    Rule("WS103", "class-attribute-handle",
+         "A handle created in a Dataset's class body is shared by its workers.",
+         "class", "makes the class attribute a lazy per-process instance attribute",
+         latent="WS113"),
+    Rule("WS104", "handle-passed-to-constructor",
+         "A handle passed to a Dataset's constructor is shared by its workers.",
+         None, "nothing: the constructor's callers must change by hand"),
+    Rule("WS111", "latent-handle-created-in-init",
+         "WS101's pattern (handle made in `__init__`), with no DataLoader found.",
+         "instance", "as WS101, always lazy (no loader to wire)"),
+    Rule("WS112", "latent-module-level-handle",
+         "WS102's pattern (module-level handle), with no DataLoader found.",
+         "module", "as WS102"),
+    Rule("WS113", "latent-class-attribute-handle",
+         "WS103's pattern (handle in the class body), with no DataLoader found.",
+         "class", "as WS103"),
+    Rule("WS201", "unpicklable-handle-under-spawn",
+         "A handle that does not pickle, in a dataset loaded by spawn workers.",
+         "instance", "as WS101; `__getstate__`/`__setstate__` drop and reopen the handle"),
+)
+
+BY_CODE: dict[str, Rule] = {rule.code: rule for rule in RULES}
+UNREADABLE = "WS001"  # the engine's code for a file it could not analyse
+
+
+def latent_of(code: str) -> Optional[str]:
+    """The latent twin of a confirmed code (WS101 → WS111), if it has one."""
+    rule = BY_CODE.get(code)
+    return rule.latent if rule else None
+
+
+def codes_fixed_as(kind: FixKind) -> tuple[str, ...]:
+    """The codes the fixer rewrites with `kind` (e.g. "module" → WS102, WS112)."""
+    return tuple(rule.code for rule in RULES if rule.fix == kind)
+
+
+def level_of(code: str) -> Level:
+    rule = BY_CODE.get(code)
+    return rule.level if rule else "error"
+
+
+def default_on(code: str) -> bool:
+    """Codes not in the table (a future plugin's) count as on."""
+    rule = BY_CODE.get(code)
+    return rule.default_on if rule else True

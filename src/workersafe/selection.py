@@ -1,0 +1,225 @@
+"""Which files a linked run parses: those the prefilter finds naming both a handle and a
+dataset word, then, until nothing is added, every file that could add to a finding.
+
+Cheap text tests decide: a class graph from `class X(Base)` lines tells which classes may be
+datasets; files are parsed when they hold such a class and a handle, define something a parsed
+fact refers to, or name something a parsed fact is interested in."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Optional
+
+from .discovery import SourceFile, module_of_import
+from .facts import ClassFacts, FileFacts
+from .prefilter import Prefilter, class_bases, import_statements, words_pattern
+
+# The engine's parser: files → their facts (cached, maybe parallel).
+ParseMany = Callable[[list[SourceFile]], dict[str, FileFacts]]
+Demand = Callable[[Iterable[str], FileFacts], None]
+
+
+class Selection:
+    """The prefilter's verdicts on the files read (each text tested once), and the closure."""
+
+    def __init__(self, prefilter: Prefilter, by_path: dict[str, SourceFile],
+                 texts: dict[str, str]) -> None:
+        self.prefilter = prefilter
+        self.by_path = by_path
+        self.texts = texts  # may read a file left unread when asked for it (engine._Texts)
+        self.handle_files = {p for p, t in texts.items() if prefilter.mentions_handle(t)}
+        self.dataset_files = {p for p, t in texts.items() if prefilter.mentions_dataset(t)}
+        self._imports: dict[str, set[str]] = {}
+
+    def first(self) -> list[str]:
+        """The files parsed first: a handle and a dataset word in the same file."""
+        return sorted(self.handle_files & self.dataset_files)
+
+    def verdicts(self) -> tuple[set[str], set[str]]:
+        """(quiet, loud) among the files read so far: quiet ones named neither."""
+        loud = self.handle_files | self.dataset_files
+        return set(self.texts) - loud, loud
+
+    def complete(self, facts: dict[str, FileFacts], parse: ParseMany) -> None:
+        """Parse more files (adding to `facts`) until every file that could add to a finding
+        has been parsed."""
+        texts, handle_files, dataset_files = self.texts, self.handle_files, self.dataset_files
+        words = self.prefilter.dataset_words
+        dataset_names = _dataset_class_names(texts, handle_files | dataset_files, words)
+        by_module = {f.module: f.path for f in self.by_path.values() if f.module}
+        wanted = {p for p in handle_files - dataset_files
+                  if any(set(bases) & dataset_names for _, bases in class_bases(texts[p]))}
+        wanted |= _dataset_files_importing_handles(
+            dataset_files - handle_files, handle_files, self.by_path, self._imported_by)
+        while True:
+            wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
+                                      handle_files)
+            pattern = words_pattern(_interesting_names(facts.values()))
+            if pattern is not None:
+                wanted |= {p for p in dataset_files | handle_files if pattern.search(texts[p])}
+            modules = _interesting_modules(facts.values())
+            if modules:
+                wanted |= {p for p in dataset_files | handle_files
+                           if p not in facts and self._imported_by(p) & modules}
+            wanted -= set(facts)
+            if not wanted:
+                return
+            facts.update(parse([self.by_path[p] for p in sorted(wanted)]))
+            wanted = set()
+
+    def _imported_by(self, path: str) -> set[str]:
+        if path not in self._imports:
+            self._imports[path] = _imported_modules(self.texts[path], self.by_path[path])
+        return self._imports[path]
+
+
+def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
+                    dataset_words: set[str], handle_files: set[str]) -> set[str]:
+    """Files defining names that dataset-relevant facts refer to: the bases of classes that
+    hold handles or may be datasets, what loaders construct (through factories and module
+    variables, followed on demand), worker_init_fns."""
+    every = list(all_facts)
+    demanded: set[str] = set()
+    sources: dict[str, FileFacts] = {}
+
+    def demand(names: Iterable[str], facts: FileFacts) -> None:
+        for name in names:
+            if name and name not in demanded:
+                demanded.add(name)
+                sources[name] = facts
+
+    for facts in every:
+        imports = facts.import_map()
+        relevant = [c for c in facts.classes if _relevant_class(c, dataset_words)]
+        if relevant or facts.loaders:
+            demand(facts.star_imports, facts)
+        for cls in relevant:
+            demand(cls.bases, facts)
+            for name in {imports.get(g, "") for m in cls.methods for g in m.globals_read}:
+                path = _module_file(name, by_module) if name else None
+                if path in handle_files:  # a module-level handle may live there
+                    demand([name], facts)
+            demand((r.target for _, refs in cls.attr_refs for r in refs), facts)
+        for loader in facts.loaders:
+            demand((r.target for r in loader.datasets), facts)
+            demand(loader.worker_inits, facts)
+    _follow_factories(every, demand, demanded)
+    wanted: set[str] = set()
+    for name in demanded:
+        path = _module_file(name, by_module)
+        package = sources[name].module.rpartition(".")[0]
+        if path is None and package:  # a sibling module of a script
+            path = _module_file(f"{package}.{name}", by_module)
+        if path is not None:
+            wanted.add(path)
+    return wanted
+
+
+def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]) -> None:
+    """What demanded factories return and demanded module variables hold is demanded too."""
+    changed = True
+    while changed:
+        before = len(demanded)
+        for facts in every:
+            for func in facts.functions:
+                if func.qualname in demanded or func.name in demanded:
+                    demand((r.target for r in func.returns), facts)
+            for name, refs in facts.module_vars:
+                if f"{facts.module}.{name}" in demanded or name in demanded:
+                    demand((r.target for r in refs), facts)
+        changed = len(demanded) != before
+
+
+def _relevant_class(cls: ClassFacts, dataset_words: set[str]) -> bool:
+    if cls.held or cls.class_held:
+        return True
+    return any(word in base for base in cls.bases for word in dataset_words)
+
+
+def _dataset_class_names(texts: dict[str, str], paths: set[str], words: tuple[str, ...]
+                         ) -> set[str]:
+    """Class names that may be datasets, from `class X(Base)` lines: a base naming a dataset
+    word, or a base that is such a class (by name, transitively)."""
+    graph = [(name, bases) for p in paths for name, bases in class_bases(texts[p])]
+    names = {name for name, bases in graph if any(w in b for b in bases for w in words)}
+    changed = True
+    while changed:
+        changed = False
+        for name, bases in graph:
+            if name not in names and set(bases) & names:
+                names.add(name)
+                changed = True
+    return names
+
+
+def _module_file(name: str, by_module: dict[str, str]) -> Optional[str]:
+    parts = name.split(".") if name else []
+    for cut in range(len(parts), 0, -1):
+        path = by_module.get(".".join(parts[:cut]))
+        if path is not None:
+            return path
+    return None
+
+
+def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
+    """Names whose mention makes another file worth parsing: classes holding handles and their
+    subclasses, module-level handles, and factories or variables that build such classes."""
+    every = list(all_facts)
+    module_handles = {h.name for f in every for h in f.module_handles}
+    holders = {c.name for f in every for c in f.classes if c.held or c.class_held
+               or any(set(m.globals_read) & module_handles for m in c.methods)}
+    changed = True
+    while changed:
+        before = len(holders)
+        holders |= {c.name for f in every for c in f.classes
+                    if {b.rsplit(".", 1)[-1] for b in c.bases} & holders}
+        changed = len(holders) != before
+    names = set(holders)
+    for facts in every:
+        names |= {h.name for h in facts.module_handles}
+        names |= {f.name for f in facts.functions
+                  if any(r.target.rsplit(".", 1)[-1] in holders for r in f.returns)}
+        names |= {n for n, refs in facts.module_vars
+                  if any(r.target.rsplit(".", 1)[-1] in holders for r in refs)}
+    return {n for n in names if len(n) > 2}
+
+
+def _interesting_modules(all_facts: Iterable[FileFacts]) -> set[str]:
+    """Modules defining a handle holder, a module handle or a factory, and modules that
+    re-export one of those names (`from .remote import RemoteImages as Images`)."""
+    every = list(all_facts)
+    names = _interesting_names(every)
+    modules = {f.module for f in every if f.module and _interesting_names([f])}
+    changed = True
+    while changed:
+        changed = False
+        for facts in every:
+            if facts.module in modules or not facts.module:
+                continue
+            for local, qualified in facts.imports:
+                source, _, imported = qualified.rpartition(".")
+                if imported in names and source in modules:
+                    modules.add(facts.module)
+                    changed = True
+                    break
+    return modules
+
+
+def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[str],
+                                     by_path: dict[str, SourceFile],
+                                     imported_by: Callable[[str], set[str]]) -> set[str]:
+    """A dataset file importing from a handle file: the handle may be a module-level one."""
+    handle_modules = {by_path[p].module: p for p in handle_only if by_path[p].module}
+    if not handle_modules:
+        return set()
+    found: set[str] = set()
+    for path in dataset_only:
+        for imported in imported_by(path):
+            target = _module_file(imported, handle_modules)
+            if target is not None:
+                found |= {path, target}
+    return found
+
+
+def _imported_modules(text: str, file: SourceFile) -> set[str]:
+    return {module_of_import(file.module, file.is_package, level, name)
+            for level, name in import_statements(text)}
