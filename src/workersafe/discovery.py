@@ -80,6 +80,56 @@ def module_name(path: str, root: str) -> str:
     return ".".join(p for p in parts if p)
 
 
+def module_spellings(path: str, module: str) -> tuple[str, ...]:
+    """Other names `path` (known as `module`) may be imported by, besides `module` itself:
+    - relative to the directory above its topmost regular package (`helpers/mylib/ds.py`,
+      with `mylib/__init__.py` and no `helpers/__init__.py`, is `mylib.ds` once `helpers/` is
+      on `sys.path`);
+    - with the `src.` prefix that `module` lacks (`src/` stripped as a layout directory, but
+      `from src.data import X` works from the directory above `src/`, whether `src/` is a
+      namespace directory or a package)."""
+    absolute = os.path.abspath(path)
+    is_init = os.path.basename(absolute) == "__init__.py"
+    base = os.path.dirname(absolute) if is_init else os.path.splitext(absolute)[0]
+    out: list[str] = []
+    names = [] if is_init else [os.path.basename(base)]
+    directory = os.path.dirname(absolute)
+    climbed = 0
+    while _is_package_dir(directory):
+        names.insert(0, os.path.basename(directory))
+        climbed += 1
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    if climbed and all(n.isidentifier() for n in names):
+        out.append(".".join(names))
+    parts = module.split(".") if module else []
+    chain = base.split(os.sep)
+    if parts and chain[-len(parts):] == parts and len(chain) > len(parts) \
+            and chain[-len(parts) - 1] == "src":
+        out.append("src." + module)
+    return tuple(dict.fromkeys(n for n in out if n and n != module))
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_package_dir(directory: str) -> bool:
+    return os.path.isfile(os.path.join(directory, "__init__.py"))
+
+
+def module_aliases(files: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Other spelling → module, over (path, module) pairs: a spelling that is some file's own
+    module name, or that two files could claim, is left out (never a guess)."""
+    pairs = [(p, m) for p, m in files if m]
+    primary = {m for _, m in pairs}
+    claims: dict[str, set[str]] = {}
+    for path, module in pairs:
+        for spelling in module_spellings(path, module):
+            if spelling not in primary:
+                claims.setdefault(spelling, set()).add(module)
+    return {s: next(iter(ms)) for s, ms in claims.items() if len(ms) == 1}
+
+
 def module_of_import(current_module: str, is_package: bool, level: int, name: str) -> str:
     """Absolute module for `from <level dots><name> import ...` in `current_module`."""
     if level == 0:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from .cache import FactsCache, QuietFiles
 from .config import Config
-from .discovery import SourceFile, discover
+from .discovery import SourceFile, discover, module_aliases
 from .facts import FileFacts, Span
 from .findings import Finding
 from .link import Project
@@ -202,6 +202,8 @@ class Engine:
                                              self.filter._dataset_words)
         words = set(self.filter._dataset_words)
         by_module = {f.module: f.path for f in by_path.values() if f.module}
+        aliases = module_aliases((f.path, f.module) for f in by_path.values())
+        by_module.update((alias, by_module[module]) for alias, module in aliases.items())
         imports: dict[str, set[str]] = {}
 
         def imported_by(path: str) -> set[str]:

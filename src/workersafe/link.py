@@ -9,8 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-from .torchnames import DATASET_BASES
+from .discovery import module_aliases
 from .facts import ClassFacts, DatasetRef, FileFacts, FunctionFacts, LoaderCall, ModuleHandle
+from .frameworks import star_reexport
+from .torchnames import DATASET_BASES
+
+# The start method a target platform gives a loader that names none (see config.Config).
+DEFAULT_START_METHODS = ("fork",)
+SPAWN_LIKE = ("spawn", "forkserver")
 
 # Re-exports followed for one name, at most: real chains are a handful long.
 _MAX_RESOLVE_DEPTH = 64
@@ -20,6 +26,9 @@ _MAX_RESOLVE_DEPTH = 64
 class Project:
     files: list[FileFacts]
     dataset_bases: frozenset[str] = DATASET_BASES
+    # start methods of a loader that names none and whose entry scripts set none: one per
+    # platform the code targets (config `platform`, `target-version`)
+    default_start: tuple[str, ...] = DEFAULT_START_METHODS
     by_module: dict[str, FileFacts] = field(init=False)
     classes: dict[str, ClassFacts] = field(init=False)
     functions: dict[str, FunctionFacts] = field(init=False)
@@ -37,6 +46,9 @@ class Project:
         self._resolve_cache: dict[str, str] = {}
         self._resolve_depth = 0
         self._subclasses: Optional[dict[str, list[str]]] = None
+        # `mylib.ds` for helpers/mylib/ds.py, `src.data` for src/data.py: → the module name
+        self.aliases = module_aliases((f.path, f.module) for f in self.files)
+        self._entries: Optional[dict[str, list[FileFacts]]] = None
 
     # --- names ----------------------------------------------------------------------------
 
@@ -44,8 +56,8 @@ class Project:
         """Follow re-exports until a defined class/function/variable, or the name as given."""
         if context is not None and "." not in name:
             for star in context.star_imports:
-                found = self.resolve(f"{star}.{name}")
-                if self._defined(found):
+                found = self._through_star(star, name)
+                if found:
                     return found
             if context.module:
                 local = f"{context.module}.{name}"
@@ -60,7 +72,31 @@ class Project:
                 return sibling
         return resolved
 
+    def _through_star(self, star: str, name: str) -> str:
+        """What `from <star> import *` binds to `name`: a project definition, a name the star
+        module itself imports (`from torch.utils.data import Dataset` in a project module), or
+        a torch class a framework re-exports; "" when unknown."""
+        candidate = f"{star}.{name}"
+        found = self.resolve(candidate)
+        if self._defined(found):
+            return found
+        if found != self._canonical(candidate) and self._canonical(star) in self.by_module:
+            return found  # re-exported through an import of the star module
+        return star_reexport(star, name)
+
+    def _canonical(self, name: str) -> str:
+        """`name` with an alias spelling of its module replaced by the module's name."""
+        if not self.aliases:
+            return name
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            module = self.aliases.get(".".join(parts[:cut]))
+            if module is not None:
+                return ".".join([module, *parts[cut:]])
+        return name
+
     def _resolve_absolute(self, name: str) -> str:
+        name = self._canonical(name)
         if name in self._resolve_cache:
             return self._resolve_cache[name]
         if self._resolve_depth >= _MAX_RESOLVE_DEPTH:
@@ -106,8 +142,8 @@ class Project:
                 # (`p` is then the longest known module), `p.missing.missing.X`, ... and with
                 # two such star imports the names branch: no end in sight.
                 continue
-            found = self.resolve(f"{star}.{attr}")
-            if self._defined(found):
+            found = self._through_star(star, attr)
+            if found:
                 return found
         return name
 
@@ -145,10 +181,21 @@ class Project:
     def is_torch_dataset(self, cls: ClassFacts) -> bool:
         for member in self.mro(cls):
             facts = self.class_file[member.qualname]
-            if any(self.resolve(b, facts) in self.dataset_bases or b in self.dataset_bases
-                   for b in member.bases):
+            if any(self._is_dataset_base(b, facts) for b in member.bases):
                 return True
         return False
+
+    def _is_dataset_base(self, base: str, facts: FileFacts) -> bool:
+        resolved = self.resolve(base, facts)
+        if resolved in self.dataset_bases or base in self.dataset_bases:
+            return True
+        if "." in base or resolved in self.classes:
+            return False
+        # A bare name from a star import of a module outside the checked files: a configured
+        # (or torch) base of that module or of a module below that package.
+        return any(short == base and (module == star or module.startswith(star + "."))
+                   for star in facts.star_imports
+                   for module, _, short in (b.rpartition(".") for b in self.dataset_bases))
 
     def subclasses(self, qualname: str) -> list[str]:
         if self._subclasses is None:
