@@ -144,7 +144,8 @@ class Engine:
         every[here] = facts
         from .rules import evaluate
 
-        project = Project(list(every.values()), self.config.all_dataset_bases())
+        project = Project(list(every.values()), self.config.all_dataset_bases(),
+                          self.config.start_methods())
         mine = [_replace(f, path=path) for f in evaluate(project, self.registry) if f.path == here]
         return [f for f in mine if self.config.enabled(f.code)]
 
@@ -261,10 +262,11 @@ class Engine:
         from .rules import evaluate
 
         good = [f for f in facts.values() if not f.error]
-        bases = self.config.all_dataset_bases()
+        bases, starts = self.config.all_dataset_bases(), self.config.start_methods()
         if self.link:
-            return evaluate(Project(good, bases), self.registry)
-        return [finding for f in good for finding in evaluate(Project([f], bases), self.registry)]
+            return evaluate(Project(good, bases, starts), self.registry)
+        return [finding for f in good
+                for finding in evaluate(Project([f], bases, starts), self.registry)]
 
     def _filter(self, findings: Iterable[Finding], sources: dict[str, Source]) -> list[Finding]:
         """select/ignore, then `# noqa` exactly as flake8 applies it."""

@@ -262,6 +262,70 @@ class Project:
                         entries.append((facts, loader, constructing))
         return out
 
+    # --- start methods ---------------------------------------------------------------------
+
+    def start_methods(self, loader: LoaderCall, facts: FileFacts) -> tuple[str, ...]:
+        """How the loader's workers may start: its `multiprocessing_context`, else the
+        `set_start_method` of its own file, else that of each entry script that imports the
+        loader's module (directly or through other modules; an entry is a checked file no
+        other checked file imports), an entry naming none giving the target's default. A
+        start method that is not a constant counts as the default."""
+        for named in (loader.context, facts.start_method):
+            if named and named != "?":
+                return (named,)
+        methods: list[str] = []
+        for entry in self.entries(facts) or [facts]:
+            named = entry.start_method
+            for method in (named,) if named and named != "?" else self.default_start:
+                if method not in methods:
+                    methods.append(method)
+        return tuple(methods)
+
+    def entries(self, facts: FileFacts) -> list[FileFacts]:
+        """The entry files whose imports reach `facts` (itself, if no checked file imports
+        it); empty inside an import cycle that no entry reaches."""
+        if self._entries is None:
+            self._entries = self._entries_by_module()
+        return self._entries.get(facts.module, [facts]) if facts.module else [facts]
+
+    def _entries_by_module(self) -> dict[str, list[FileFacts]]:
+        importers: dict[str, set[str]] = {}
+        for facts in self.files:
+            for module in self._imported_modules(facts):
+                if module != facts.module:
+                    importers.setdefault(module, set()).add(facts.module)
+        out: dict[str, list[FileFacts]] = {}
+        for facts in self.files:
+            if not facts.module:
+                continue
+            seen, stack, found = {facts.module}, [facts.module], []
+            while stack:
+                current = stack.pop()
+                above = importers.get(current, set())
+                if not above and current in self.by_module:
+                    found.append(self.by_module[current])
+                stack.extend(m for m in above if m not in seen)
+                seen.update(above)
+            out[facts.module] = sorted(found, key=lambda f: f.path)
+        return out
+
+    def _imported_modules(self, facts: FileFacts) -> set[str]:
+        """Checked modules `facts` imports at module level (`from a.b import X`: a.b and the
+        packages above it)."""
+        out: set[str] = set()
+        package = facts.module.rpartition(".")[0]
+        for target in [q for _, q in facts.imports] + list(facts.star_imports):
+            name = self._canonical(target)
+            module, _ = self._split_module(name) if name not in self.by_module else (name, "")
+            if module is None and package:  # a script's sibling module
+                sibling = self._canonical(f"{package}.{target}")
+                module = sibling if sibling in self.by_module else self._split_module(sibling)[0]
+            while module:
+                if module in self.by_module:
+                    out.add(module)
+                module = module.rpartition(".")[0]
+        return out
+
     def worker_init_functions(self, loader: LoaderCall, facts: FileFacts) -> list[FunctionFacts]:
         found = (self.functions.get(self.resolve(name, facts)) for name in loader.worker_inits)
         return [f for f in found if f is not None]

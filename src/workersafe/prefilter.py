@@ -57,9 +57,14 @@ class Prefilter:
         return self.mentions_dataset(text) and self.mentions_handle(text)
 
 
+# `importlib.import_module("h5py")`, `__import__("lmdb")`, `optional_import("lmdb")`: a call
+# whose name contains "import" with a module name as a string literal imports that module.
+_IMPORT_CALL = re.compile(r"""\w*import\w*\(\s*[rRuU]?["']([A-Za-z_][\w.]*)["']""")
+
+
 def imported_roots(text: str) -> set[str]:
-    """Top-level modules named by import statements (absolute ones), found without a regex
-    pass over the whole text: `str.find` jumps from one `import` to the next."""
+    """Top-level modules named by import statements (absolute ones) or import calls, found
+    without a regex pass over the whole text: `str.find` jumps from one `import` to the next."""
     roots: set[str] = set()
     position = text.find("import")
     while position != -1:
@@ -67,8 +72,11 @@ def imported_roots(text: str) -> set[str]:
         end = text.find("\n", position)
         if end == -1:
             end = len(text)
-        for statement in text[start:end].split(";"):
+        line = text[start:end]
+        for statement in line.split(";"):
             _add_roots(statement.strip(), roots)
+        if "(" in line:
+            roots.update(m.group(1).split(".", 1)[0] for m in _IMPORT_CALL.finditer(line))
         position = text.find("import", end)
     return roots
 

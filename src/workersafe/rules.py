@@ -13,7 +13,7 @@ from typing import Iterable, Iterator
 
 from .facts import ClassFacts, FileFacts, HandleSite, LoaderCall, MethodFacts
 from .findings import Finding, FixPlan
-from .link import Project
+from .link import SPAWN_LIKE, Project
 from .registry import HandleType, Registry
 
 # Methods that never run in a worker for the dataset's sake, or that only tear down.
@@ -31,6 +31,7 @@ class UsedLoader:
     facts: FileFacts
     loader: LoaderCall
     verdict: str
+    context: str = ""  # the start method the verdict is for
 
 
 @dataclass
@@ -77,16 +78,14 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
             merged.torch_dataset |= is_torch
             merged.any_loader |= bool(uses)
             for facts, loader, _ in uses:
-                verdict = classify(project, registry, view, facts, loader, cand.site.handle,
-                                   attr, parent_use, kind)
-                merged.loaders.append(UsedLoader(facts, loader, verdict))
+                merged.loaders.extend(used_loaders(project, registry, view, facts, loader,
+                                                   cand.site.handle, attr, parent_use, kind))
         for facts, loader, ref in uses:
             for cand, parent_use, attr in _passed_candidates(view, registry, ref, facts):
                 merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
                 merged.any_loader = True
-                verdict = classify(project, registry, view, facts, loader, cand.site.handle,
-                                   attr, parent_use, "passed")
-                merged.loaders.append(UsedLoader(facts, loader, verdict))
+                merged.loaders.extend(used_loaders(project, registry, view, facts, loader,
+                                                   cand.site.handle, attr, parent_use, "passed"))
     findings = [f for cand in candidates.values() for f in _findings_of(cand, registry)]
     return sorted(findings, key=Finding.sort_key)
 
@@ -230,14 +229,24 @@ def _passed_candidates(view: ClassView, registry: Registry, ref, facts: FileFact
 
 # --- loaders ------------------------------------------------------------------------------
 
+def used_loaders(project: Project, registry: Registry, view: ClassView, facts: FileFacts,
+                 loader: LoaderCall, handle: str, attr: str, parent_use: bool, kind: str
+                 ) -> list[UsedLoader]:
+    """The loader's verdict under each start method its workers may get (see
+    `Project.start_methods`)."""
+    return [UsedLoader(facts, loader, classify(project, registry, view, facts, loader, handle,
+                                               attr, parent_use, kind, context), context)
+            for context in project.start_methods(loader, facts)]
+
+
 def classify(project: Project, registry: Registry, view: ClassView, facts: FileFacts,
-             loader: LoaderCall, handle: str, attr: str, parent_use: bool, kind: str) -> str:
+             loader: LoaderCall, handle: str, attr: str, parent_use: bool, kind: str,
+             context: str) -> str:
     htype = registry.lookup(handle)
     assert htype is not None
     if loader.num_workers == 0:
         return SAFE  # no worker processes: nothing is forked or pickled
-    context = loader.context or facts.start_method
-    if context in ("spawn", "forkserver"):
+    if context in SPAWN_LIKE:
         # Only the instance is pickled: module and class attributes are created anew when a
         # spawned worker imports the module.
         # A class with its own __getstate__ decides what is pickled (the fix adds one).
@@ -304,7 +313,7 @@ def _shared_message(cand: Candidate, hazards: list[UsedLoader], htype: HandleTyp
 
 def _spawn_message(cand: Candidate, crashes: list[UsedLoader]) -> str:
     first = crashes[0]
-    context = first.loader.context or first.facts.start_method
+    context = first.context
     return (f"{cand.site.handle} {cand.what} does not pickle: the DataLoader at "
             f"{_loader_location(cand.path, first)} uses {context} workers and crashes when "
             f"they start: create it per worker")
