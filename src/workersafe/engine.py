@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 ERROR_CODE = "WS001"
 _IMPORT_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import\b", re.MULTILINE)
+_START_METHOD = "set_start_method"
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w. \t,]+)", re.MULTILINE)
 
 
@@ -186,14 +187,17 @@ class Engine:
         facts = self._parse_many([by_path[p] for p in wanted], texts, stats)
         if not linking:
             return facts, None
-        loud = handle_files | dataset_files
+        # an entry script's start method reaches the loaders its imports build: never quiet
+        start_files = {p for p, t in texts.items() if _START_METHOD in t}
+        loud = handle_files | dataset_files | start_files
         verdicts = (set(texts) - loud, loud)  # before the closure reads more
-        self._link_closure(by_path, texts, facts, stats, handle_files, dataset_files)
+        self._link_closure(by_path, texts, facts, stats, handle_files, dataset_files,
+                           start_files)
         return facts, verdicts
 
     def _link_closure(self, by_path: dict[str, SourceFile], texts: dict[str, str],
                       facts: dict[str, FileFacts], stats: Stats, handle_files: set[str],
-                      dataset_files: set[str]) -> None:
+                      dataset_files: set[str], start_files: set[str]) -> None:
         """Parse more files until every file that could add to a finding has been parsed.
 
         Cheap text tests decide: a class graph from `class X(Base)` lines tells which classes
@@ -226,6 +230,15 @@ class Engine:
             if modules:
                 wanted |= {p for p in dataset_files | handle_files
                            if p not in facts and imported_by(p) & modules}
+            loader_files = {p for p, f in facts.items() if f.loaders}
+            chains = _import_chains(start_files - set(facts), loader_files, imported_by,
+                                    by_module)
+            if chains - set(facts):
+                # a start method reaches these loaders only if every entry importing them
+                # sets one: the linker needs the others too (those that set none fork)
+                reached = chains & loader_files
+                wanted |= chains | _importers(reached, list(by_path), texts, imported_by,
+                                              by_module, by_path)
             wanted -= set(facts)
             if not wanted:
                 return
@@ -464,6 +477,51 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
             if target is not None:
                 found |= {path, target}
     return found
+
+
+def _import_chains(starts: set[str], targets: set[str], imported_by, by_module: dict[str, str]
+                   ) -> set[str]:  # type: ignore[no-untyped-def]
+    """The files on import paths from a file in `starts` to one in `targets` (the linker
+    follows an entry script's start method down them), found from import lines."""
+    found: set[str] = set()
+    if not targets:
+        return found
+    for start in sorted(starts):
+        parent: dict[str, str] = {start: ""}
+        queue = [start]
+        while queue:
+            current = queue.pop(0)
+            if current in targets:
+                step = current
+                while step:
+                    found.add(step)
+                    step = parent[step]
+                continue
+            for module in sorted(imported_by(current)):
+                path = _module_file(module, by_module)
+                if path is not None and path not in parent:
+                    parent[path] = current
+                    queue.append(path)
+    return found
+
+
+def _importers(seeds: set[str], paths: list[str], texts: dict[str, str], imported_by,
+               by_module: dict[str, str], by_path: dict[str, SourceFile]
+               ) -> set[str]:  # type: ignore[no-untyped-def]
+    """Files that import a file of `seeds`, directly or through others: an import of a module
+    names its last part, so only files containing one are tested."""
+    closure = set(seeds)
+    frontier = set(seeds)
+    while frontier:
+        names = {by_path[p].module.rpartition(".")[2] for p in frontier if by_path[p].module}
+        frontier = set()
+        for path in paths:
+            if path in closure or not any(n in texts[path] for n in names):
+                continue
+            if any(_module_file(m, by_module) in closure for m in imported_by(path)):
+                frontier.add(path)
+        closure |= frontier
+    return closure - seeds
 
 
 def _imported_modules(text: str, file: SourceFile) -> set[str]:
