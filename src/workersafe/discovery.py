@@ -88,28 +88,38 @@ def module_spellings(path: str, module: str) -> tuple[str, ...]:
     - with the `src.` prefix that `module` lacks (`src/` stripped as a layout directory, but
       `from src.data import X` works from the directory above `src/`, whether `src/` is a
       namespace directory or a package)."""
-    absolute = os.path.abspath(path)
-    is_init = os.path.basename(absolute) == "__init__.py"
-    base = os.path.dirname(absolute) if is_init else os.path.splitext(absolute)[0]
+    directory = os.path.dirname(path) or "."
+    is_init = os.path.basename(path) == "__init__.py"
     out: list[str] = []
-    names = [] if is_init else [os.path.basename(base)]
-    directory = os.path.dirname(absolute)
-    climbed = 0
-    while _is_package_dir(directory):
-        names.insert(0, os.path.basename(directory))
-        climbed += 1
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            break
-        directory = parent
-    if climbed and all(n.isidentifier() for n in names):
-        out.append(".".join(names))
-    parts = module.split(".") if module else []
-    chain = base.split(os.sep)
-    if parts and chain[-len(parts):] == parts and len(chain) > len(parts) \
-            and chain[-len(parts) - 1] == "src":
-        out.append("src." + module)
+    packages = _packages_of(directory)
+    if packages:
+        stem = os.path.basename(path)[:-3] if path.endswith(".py") else ""
+        names = packages if is_init else packages + (stem,)
+        if all(n.isidentifier() for n in names):
+            out.append(".".join(names))
+    if "src" in path and module:
+        base = directory if is_init else os.path.splitext(path)[0]
+        parts, chain = module.split("."), _absolute(base).split(os.sep)
+        if chain[-len(parts):] == parts and len(chain) > len(parts) \
+                and chain[-len(parts) - 1] == "src":
+            out.append("src." + module)
     return tuple(dict.fromkeys(n for n in out if n and n != module))
+
+
+@functools.lru_cache(maxsize=4096)
+def _packages_of(directory: str) -> tuple[str, ...]:
+    return _package_chain(os.path.abspath(directory))
+
+
+@functools.lru_cache(maxsize=4096)
+def _package_chain(directory: str) -> tuple[str, ...]:
+    """Names of the regular packages from the topmost one down to `directory` (absolute);
+    empty when `directory` is not a package."""
+    if not _is_package_dir(directory):
+        return ()
+    parent = os.path.dirname(directory)
+    above = _package_chain(parent) if parent != directory else ()
+    return above + (os.path.basename(directory),)
 
 
 @functools.lru_cache(maxsize=4096)
