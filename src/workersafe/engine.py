@@ -219,7 +219,7 @@ class Engine:
         wanted = {p for p in handle_files - dataset_files
                   if any(set(bases) & dataset_names for _, bases in class_bases(texts[p]))}
         wanted |= _dataset_files_importing_handles(
-            dataset_files - handle_files, handle_files, by_path, imported_by)
+            dataset_files - handle_files, handle_files, by_module, imported_by)
         while True:
             wanted |= _needed_modules(facts.values(), by_module, words | dataset_names,
                                       handle_files)
@@ -465,9 +465,9 @@ def _module_prefixes(name: str) -> set[str]:
 
 
 def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[str],
-                                     by_path: dict[str, SourceFile], imported_by) -> set[str]:
+                                     by_module: dict[str, str], imported_by) -> set[str]:
     """A dataset file importing from a handle file: the handle may be a module-level one."""
-    handle_modules = {by_path[p].module: p for p in handle_only if by_path[p].module}
+    handle_modules = {m: p for m, p in by_module.items() if p in handle_only}
     if not handle_modules:
         return set()
     found: set[str] = set()

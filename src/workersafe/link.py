@@ -6,6 +6,7 @@ attributes). With one file it degrades to same-file knowledge."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
@@ -48,7 +49,7 @@ class Project:
         self._subclasses: Optional[dict[str, list[str]]] = None
         # `mylib.ds` for helpers/mylib/ds.py, `src.data` for src/data.py: → the module name
         self.aliases = module_aliases((f.path, f.module) for f in self.files)
-        self._entries: Optional[dict[str, list[FileFacts]]] = None
+        self._entries: Optional[dict[str, list[Optional[FileFacts]]]] = None
 
     # --- names ----------------------------------------------------------------------------
 
@@ -264,49 +265,54 @@ class Project:
 
     # --- start methods ---------------------------------------------------------------------
 
-    def start_methods(self, loader: LoaderCall, facts: FileFacts) -> tuple[str, ...]:
-        """How the loader's workers may start: its `multiprocessing_context`, else the
+    def start_methods(self, loader: LoaderCall, facts: FileFacts
+                      ) -> tuple[tuple[str, str], ...]:
+        """How the loader's workers may start, each with where that comes from (for
+        messages; "" when named in the loader's file): its `multiprocessing_context`, else the
         `set_start_method` of its own file, else that of each entry script that imports the
         loader's module (directly or through other modules; an entry is a checked file no
         other checked file imports), an entry naming none giving the target's default. A
         start method that is not a constant counts as the default."""
         for named in (loader.context, facts.start_method):
             if named and named != "?":
-                return (named,)
-        methods: list[str] = []
+                return ((named, ""),)
+        methods: dict[str, str] = {}
         for entry in self.entries(facts) or [facts]:
             named = entry.start_method
-            for method in (named,) if named and named != "?" else self.default_start:
-                if method not in methods:
-                    methods.append(method)
-        return tuple(methods)
+            if named and named != "?":
+                where = os.path.basename(entry.path) or entry.module
+                methods.setdefault(named, f"set_start_method in {where}")
+            else:
+                for method in self.default_start:
+                    methods.setdefault(method, "the target's default")
+        return tuple(methods.items())
 
     def entries(self, facts: FileFacts) -> list[FileFacts]:
         """The entry files whose imports reach `facts` (itself, if no checked file imports
         it); empty inside an import cycle that no entry reaches."""
         if self._entries is None:
             self._entries = self._entries_by_module()
-        return self._entries.get(facts.module, [facts]) if facts.module else [facts]
+        found = self._entries.get(facts.module) if facts.module else None
+        return [facts if f is None else f for f in found] if found is not None else [facts]
 
-    def _entries_by_module(self) -> dict[str, list[FileFacts]]:
+    def _entries_by_module(self) -> dict[str, list[Optional[FileFacts]]]:
+        """Module → its entry files; None stands for the module's own file."""
         importers: dict[str, set[str]] = {}
         for facts in self.files:
             for module in self._imported_modules(facts):
                 if module != facts.module:
                     importers.setdefault(module, set()).add(facts.module)
-        out: dict[str, list[FileFacts]] = {}
-        for facts in self.files:
-            if not facts.module:
-                continue
-            seen, stack, found = {facts.module}, [facts.module], []
+        out: dict[str, list[Optional[FileFacts]]] = {}
+        for module in {f.module for f in self.files if f.module}:
+            seen, stack, found = {module}, [module], []
             while stack:
                 current = stack.pop()
                 above = importers.get(current, set())
-                if not above and current in self.by_module:
-                    found.append(self.by_module[current])
+                if not above:
+                    found.append(None if current == module else self.by_module[current])
                 stack.extend(m for m in above if m not in seen)
                 seen.update(above)
-            out[facts.module] = sorted(found, key=lambda f: f.path)
+            out[module] = sorted(found, key=lambda f: f.path if f else "")
         return out
 
     def _imported_modules(self, facts: FileFacts) -> set[str]:

@@ -32,6 +32,7 @@ class UsedLoader:
     loader: LoaderCall
     verdict: str
     context: str = ""  # the start method the verdict is for
+    origin: str = ""  # where that start method comes from, when not the loader's own file
 
 
 @dataclass
@@ -235,8 +236,8 @@ def used_loaders(project: Project, registry: Registry, view: ClassView, facts: F
     """The loader's verdict under each start method its workers may get (see
     `Project.start_methods`)."""
     return [UsedLoader(facts, loader, classify(project, registry, view, facts, loader, handle,
-                                               attr, parent_use, kind, context), context)
-            for context in project.start_methods(loader, facts)]
+                                               attr, parent_use, kind, context), context, origin)
+            for context, origin in project.start_methods(loader, facts)]
 
 
 def classify(project: Project, registry: Registry, view: ClassView, facts: FileFacts,
@@ -313,10 +314,10 @@ def _shared_message(cand: Candidate, hazards: list[UsedLoader], htype: HandleTyp
 
 def _spawn_message(cand: Candidate, crashes: list[UsedLoader]) -> str:
     first = crashes[0]
-    context = first.context
+    origin = f" ({first.origin})" if first.origin else ""
     return (f"{cand.site.handle} {cand.what} does not pickle: the DataLoader at "
-            f"{_loader_location(cand.path, first)} uses {context} workers and crashes when "
-            f"they start: create it per worker")
+            f"{_loader_location(cand.path, first)} uses {first.context} workers{origin} and "
+            f"crashes when they start: create it per worker")
 
 
 def _severity(used: UsedLoader) -> tuple:
