@@ -5,6 +5,7 @@ wins when both exist (docs/configuration.md)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -187,7 +188,8 @@ HTTPX_FILE = SINGLE_FILE.replace("import requests", "import httpx").replace(
 
 @pytest.mark.parametrize("requires, code", [(">=3.9", "WS101"), (">=3.14", "WS201"),
                                             ("~=3.14.0", "WS201"), (None, "WS101")])
-def test_cli_target_version_defaults_from_requires_python(tmp_path: Path, requires, code) -> None:  # type: ignore[no-untyped-def]
+def test_cli_target_version_defaults_from_requires_python(tmp_path: Path, requires: Optional[str],
+                                                          code: str) -> None:
     project_table = f'[project]\nname = "x"\nrequires-python = "{requires}"\n' if requires \
         else '[project]\nname = "x"\n'
     project(tmp_path, {"pyproject.toml": project_table}, source=HTTPX_FILE)

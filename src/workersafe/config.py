@@ -281,7 +281,9 @@ def _config_in(directory: str) -> Optional[Config]:
         return config
     if ini and ini_options:
         config = load_flake8_ini(ini)
-        return with_requires_python(config, load_pyproject_data(pyproject)) if has_pyproject else config
+        if has_pyproject:
+            config = with_requires_python(config, load_pyproject_data(pyproject))
+        return config
     if has_pyproject:
         return with_requires_python(Config(source=pyproject), load_pyproject_data(pyproject))
     return None
