@@ -5,6 +5,7 @@ wins when both exist (docs/configuration.md)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -174,5 +175,68 @@ def test_config_is_documented() -> None:
     text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     for word in ("[tool.workersafe]", "setup.cfg", "tox.ini", ".flake8",
                  "workersafe-extra-handles", "workersafe-disable-handles",
-                 "workersafe-dataset-bases"):
+                 "workersafe-dataset-bases", "target-version", "platform",
+                 "workersafe-target-version", "workersafe-platform", "requires-python"):
         assert word in text, word
+
+
+# httpx.Client does not pickle: WS101 under fork (Linux up to 3.13), WS201 under spawn (macOS,
+# Windows) and forkserver (Linux from 3.14).
+HTTPX_FILE = SINGLE_FILE.replace("import requests", "import httpx").replace(
+    "requests.Session()", "httpx.Client()")
+
+
+@pytest.mark.parametrize("requires, code", [(">=3.9", "WS101"), (">=3.14", "WS201"),
+                                            ("~=3.14.0", "WS201"), (None, "WS101")])
+def test_cli_target_version_defaults_from_requires_python(tmp_path: Path, requires: Optional[str],
+                                                          code: str) -> None:
+    project_table = f'[project]\nname = "x"\nrequires-python = "{requires}"\n' if requires \
+        else '[project]\nname = "x"\n'
+    project(tmp_path, {"pyproject.toml": project_table}, source=HTTPX_FILE)
+    proc = workersafe("check", "--no-cache", cwd=tmp_path)
+    assert [c.split("@")[0] for c in codes(proc.stdout)] == [code], proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("table, code", [('platform = "macos"', ["WS201"]),
+                                         ('platform = "windows"', ["WS201"]),
+                                         ('platform = "any"', ["WS101", "WS201"]),
+                                         ('platform = "any"\ntarget-version = "py314"', ["WS201"]),
+                                         ('target-version = "py314"', ["WS201"]),
+                                         ('target-version = "py313"', ["WS101"])])
+def test_cli_target_and_platform_keys(tmp_path: Path, table: str, code: list[str]) -> None:
+    """The keys win over `requires-python` (here: 3.10, fork by default on Linux)."""
+    pyproject = f'[project]\nname = "x"\nrequires-python = ">=3.10"\n[tool.workersafe]\n{table}\n'
+    project(tmp_path, {"pyproject.toml": pyproject}, source=HTTPX_FILE)
+    proc = workersafe("check", "--no-cache", cwd=tmp_path)
+    assert sorted(c.split("@")[0] for c in codes(proc.stdout)) == code, proc.stderr
+
+
+@pytest.mark.parametrize("table", ['platform = "darwin"', 'target-version = "3.12"',
+                                   'target-version = "py38"'])
+def test_cli_bad_target_or_platform_is_a_clear_error(tmp_path: Path, table: str) -> None:
+    project(tmp_path, {"pyproject.toml": f"[tool.workersafe]\n{table}\n"}, source=HTTPX_FILE)
+    proc = workersafe("check", "--no-cache", cwd=tmp_path)
+    assert proc.returncode == 2 and "configuration error" in proc.stderr, proc.stderr
+    assert "must be one of" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_flake8_target_and_platform_options(tmp_path: Path) -> None:
+    project(tmp_path, {}, source=HTTPX_FILE)
+    assert [c.split("@")[0] for c in codes(flake8_ws(tmp_path).stdout)] == ["WS101"]
+    (tmp_path / "setup.cfg").write_text("[flake8]\nworkersafe-platform = macos\n",
+                                        encoding="utf-8")
+    assert [c.split("@")[0] for c in codes(flake8_ws(tmp_path).stdout)] == ["WS201"]
+    (tmp_path / "setup.cfg").write_text("[flake8]\nworkersafe-platform = beos\n",
+                                        encoding="utf-8")
+    proc = flake8_ws(tmp_path)
+    assert proc.returncode == 2 and "workersafe-platform" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_flake8_target_version_from_requires_python(tmp_path: Path) -> None:
+    project(tmp_path, {"pyproject.toml": '[project]\nname = "x"\nrequires-python = ">=3.14"\n'},
+            source=HTTPX_FILE)
+    assert [c.split("@")[0] for c in codes(flake8_ws(tmp_path).stdout)] == ["WS201"]
+    (tmp_path / "setup.cfg").write_text("[flake8]\nworkersafe-target-version = py312\n",
+                                        encoding="utf-8")
+    assert [c.split("@")[0] for c in codes(flake8_ws(tmp_path).stdout)] == ["WS101"]

@@ -208,7 +208,11 @@ def test_warm_run_that_skips_quiet_files_finds_the_same(tmp_path: Path, name: st
     first, second = (e.check_paths([str(project)]) for e in warm_engines)
     assert first.stats.unread == 0 and second.stats.unread >= 1
     quiet = {f.path for f in second.files} - set(second.sources)
-    assert str(project / "notes.py") in quiet
+    # An entry script's start method reaches a loader only if no other script imports it:
+    # then every file is read to find those importers (a quiet one may be one).
+    if not any("set_start_method" in p.read_text(encoding="utf-8")
+               for p in project.rglob("*.py")):
+        assert str(project / "notes.py") in quiet
     for run in (first, second):
         assert [(f.path, f.line, f.col, f.code, f.message) for f in run.findings] == \
             [(f.path, f.line, f.col, f.code, f.message) for f in cold.findings]
@@ -270,7 +274,7 @@ def test_recently_written_files_are_not_recorded_quiet(tmp_path: Path) -> None:
     ("from .importer import z", [(1, "importer")]),
     ("import io; from clients import S3", [(0, "io"), (0, "clients")]),
     ("    from h5py import (File,", [(0, "h5py")]),
-    ("x = importlib.import_module('a')", []),
+    ("x = importlib.import_module('a')", [(0, "a")]),  # an import call imports 'a'
     ("# we import nothing here", []),
 ])
 def test_one_import_scanner_for_the_prefilter_and_the_selection(

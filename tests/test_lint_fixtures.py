@@ -49,8 +49,11 @@ def flake8_findings(case: Case) -> set[tuple[str, int, str]]:
         return flake8_batch().get(case.path.name, set())
     flags = {"extra-handles": "--workersafe-extra-handles",
              "disable-handles": "--workersafe-disable-handles",
-             "dataset-bases": "--workersafe-dataset-bases"}
-    extra = [f"{flags[k]}={','.join(v)}" for k, v in config.items() if k in flags]
+             "dataset-bases": "--workersafe-dataset-bases",
+             "target-version": "--workersafe-target-version",
+             "platform": "--workersafe-platform"}
+    extra = [f"{flags[k]}={v if isinstance(v, str) else ','.join(v)}"
+             for k, v in config.items() if k in flags]
     return _run_flake8([str(case.path)], extra).get(case.path.name, set())
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from expectations import Case, expected_in, project_cases
-from workersafe.config import Config
+from workersafe.config import Config, load_pyproject
 from workersafe.engine import Engine
 
 CASES = project_cases()
@@ -17,6 +17,12 @@ CASES = project_cases()
 
 def _files(case: Case) -> list[Path]:
     return sorted(p for p in case.path.rglob("*.py") if not p.name.endswith(".fixed.py"))
+
+
+def _config(case: Case) -> Config:
+    """A case with its own pyproject.toml (a `requires-python`, a [tool.workersafe]) uses it."""
+    pyproject = case.path / "pyproject.toml"
+    return load_pyproject(str(pyproject)) if pyproject.is_file() else Config()
 
 
 def _rel(case: Case, path: str) -> str:
@@ -36,7 +42,7 @@ def test_enough_projects() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_repo_mode(case: Case) -> None:
-    result = Engine(Config()).check_paths([str(case.path)])
+    result = Engine(_config(case)).check_paths([str(case.path)])
     found = {(_rel(case, f.path), f.line, f.code) for f in result.findings}
     assert found == _expected(case, alone=False)
 
@@ -45,13 +51,13 @@ def test_repo_mode(case: Case) -> None:
 def test_each_file_alone(case: Case) -> None:
     found: set[tuple[str, int, str]] = set()
     for path in _files(case):
-        result = Engine(Config()).check_paths([str(path)])
+        result = Engine(_config(case)).check_paths([str(path)])
         found |= {(_rel(case, f.path), f.line, f.code) for f in result.findings}
     assert found == _expected(case, alone=True)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_no_link_equals_alone(case: Case) -> None:
-    result = Engine(Config(), link=False).check_paths([str(case.path)])
+    result = Engine(_config(case), link=False).check_paths([str(case.path)])
     found = {(_rel(case, f.path), f.line, f.code) for f in result.findings}
     assert found == _expected(case, alone=True)

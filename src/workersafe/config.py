@@ -21,6 +21,9 @@ from .ruletable import DEFAULT_SELECT, default_on
 from .torchnames import DATASET_BASES
 
 STRATEGIES = ("worker-init", "lazy")
+PLATFORMS = ("linux", "macos", "windows", "any")
+TARGET_VERSIONS = tuple(f"py3{minor}" for minor in range(9, 15))  # as ruff spells them
+DEFAULT_TARGET = "py39"  # no target-version and no requires-python: the oldest supported
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__",
                    "build", "dist", ".eggs", "*.egg-info", CACHE_DIR_NAME, "node_modules",
                    ".mypy_cache", ".pytest_cache")
@@ -41,6 +44,8 @@ class Config:
     dataset_bases: tuple[str, ...] = ()
     fix_strategy: str = "worker-init"
     cache: bool = True
+    target_version: str = ""  # "": from `requires-python`, else DEFAULT_TARGET
+    platform: str = "linux"
     source: str = ""  # where the config came from, for messages
     notes: tuple[str, ...] = field(default=(), compare=False)  # warnings for the CLI to print
 
@@ -49,6 +54,15 @@ class Config:
 
     def all_dataset_bases(self) -> frozenset[str]:
         return DATASET_BASES | frozenset(self.dataset_bases)
+
+    def start_methods(self) -> tuple[str, ...]:
+        """The start method a DataLoader gets when nothing names one: fork on Linux up to
+        Python 3.13, forkserver on Linux from 3.14, spawn on macOS and Windows; `any`: each of
+        Linux's and spawn, so what fails on any platform is reported."""
+        minor = int((self.target_version or DEFAULT_TARGET)[3:])
+        linux = "fork" if minor < 14 else "forkserver"
+        return {"linux": (linux,), "macos": ("spawn",), "windows": ("spawn",),
+                "any": (linux, "spawn")}[self.platform]
 
     def enabled(self, code: str) -> bool:
         """flake8's rule: the longest matching prefix of select or ignore wins. A rule the rule
@@ -64,8 +78,10 @@ _KEYS = {
     "select": "select", "ignore": "ignore", "exclude": "exclude",
     "extend-exclude": "extend_exclude", "extra-handles": "extra_handles",
     "disable-handles": "disable_handles", "dataset-bases": "dataset_bases",
-    "fix-strategy": "fix_strategy", "cache": "cache",
+    "fix-strategy": "fix_strategy", "cache": "cache", "target-version": "target_version",
+    "platform": "platform",
 }
+_CHOICES = {"fix_strategy": STRATEGIES, "target_version": TARGET_VERSIONS, "platform": PLATFORMS}
 
 
 def from_mapping(data: Mapping[str, Any], source: str, base: Optional[Config] = None) -> Config:
@@ -84,9 +100,10 @@ def _coerce(name: str, value: Any, source: str, key: str) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(f"{source}: {key} must be true or false")
         return value
-    if name == "fix_strategy":
-        if value not in STRATEGIES:
-            raise ConfigError(f"{source}: {key} must be one of {', '.join(STRATEGIES)}")
+    if name in _CHOICES:
+        if value not in _CHOICES[name]:
+            raise ConfigError(f"{source}: {key} must be one of {', '.join(_CHOICES[name])}, "
+                              f"got {value!r}")
         return value
     if isinstance(value, str):
         return tuple(split_list(value))
@@ -107,21 +124,50 @@ def split_list(value: str) -> list[str]:
 
 
 def load_pyproject(path: str) -> Config:
-    section = _pyproject_section(path)
-    if section is not None and not isinstance(section, dict):
+    data = load_pyproject_data(path)
+    section = data.get("tool", {}).get("workersafe", {})
+    if not isinstance(section, dict):
         raise ConfigError(f"{path}: [tool.workersafe] must be a table")
-    return from_mapping(section or {}, f"{path} [tool.workersafe]")
+    return with_requires_python(from_mapping(section, f"{path} [tool.workersafe]"), data)
 
 
-def _pyproject_section(path: str) -> Optional[object]:
-    """`[tool.workersafe]` of a pyproject.toml as read (None when absent)."""
+def find_pyproject(start: str) -> Optional[str]:
+    """The nearest pyproject.toml at or above `start` (a file or a directory), or None."""
+    here = os.path.abspath(start)
+    for directory in ancestors(here if os.path.isdir(here) else os.path.dirname(here)):
+        candidate = os.path.join(directory, "pyproject.toml")
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def load_pyproject_data(path: str) -> dict[str, Any]:
+    """A pyproject.toml as read; an unreadable or invalid one is a ConfigError."""
     try:
         with open(path, "rb") as handle:
-            data = tomllib.load(handle)
+            data: dict[str, Any] = tomllib.load(handle)
+            return data
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    tool = data.get("tool", {})
-    return tool.get("workersafe") if isinstance(tool, dict) else None
+
+
+def with_requires_python(config: Config, pyproject: Mapping[str, Any]) -> Config:
+    """`target-version` defaults from `[project] requires-python` (its lowest bound)."""
+    if config.target_version:
+        return config
+    project = pyproject.get("project")
+    spec = project.get("requires-python") if isinstance(project, dict) else None
+    target = target_from_requires(spec) if isinstance(spec, str) else ""
+    return replace(config, target_version=target) if target else config
+
+
+def target_from_requires(spec: str) -> str:
+    """`>=3.10`, `~=3.11`, `>=3.9,<4`, `==3.12.*` → the lowest `py3N` allowed (clamped to
+    the versions workersafe knows); "" when no lower bound is given."""
+    minors = [int(m) for m in re.findall(r"(?:>=|~=|==|>)\s*3\.(\d+)", spec)]
+    if not minors:
+        return ""
+    return f"py3{min(max(min(minors), 9), 14)}"
 
 
 # flake8 options the CLI also honours (flake8 option name without `--`, Config field)
@@ -129,6 +175,8 @@ FLAKE8_OPTIONS = (
     ("workersafe-extra-handles", "extra_handles"),
     ("workersafe-disable-handles", "disable_handles"),
     ("workersafe-dataset-bases", "dataset_bases"),
+    ("workersafe-target-version", "target_version"),
+    ("workersafe-platform", "platform"),
 )
 FLAKE8_CONFIG_FILES = ("setup.cfg", "tox.ini", ".flake8")  # flake8's own search order
 
@@ -175,10 +223,23 @@ def load_flake8_ini(path: str) -> Config:
     updates: dict[str, Any] = {"source": f"{path} [flake8]"}
     for name, value in options.items():
         try:
-            updates[fields[name]] = tuple(split_list(value))
+            updates[fields[name]] = flake8_value(fields[name], value, name)
         except ConfigError as exc:
             raise ConfigError(f"{path} [flake8] {name}: {exc}") from None
     return replace(Config(), **updates)
+
+
+def flake8_value(attr: str, value: str, option: str) -> Any:
+    """A flake8 option's raw string as the Config field `attr` holds it."""
+    if attr in _CHOICES:
+        return _coerce(attr, value.strip(), "flake8 option", option)
+    return tuple(split_list(value))
+
+
+def _pyproject_section(path: str) -> Optional[dict[str, Any]]:
+    data = load_pyproject_data(path)
+    tool = data.get("tool", {})
+    return tool.get("workersafe") if isinstance(tool, dict) else None
 
 
 def discover_config(paths: Iterable[str]) -> Config:
@@ -208,7 +269,7 @@ def _config_in(directory: str) -> Optional[Config]:
     if section is not None:
         config = load_pyproject(pyproject)
         if ini and ini_options:
-            other = load_flake8_ini(ini)
+            other = with_requires_python(load_flake8_ini(ini), load_pyproject_data(pyproject))
             differs = [name for name, attr in FLAKE8_OPTIONS
                        if getattr(other, attr) != getattr(config, attr)]
             if differs:
@@ -218,7 +279,10 @@ def _config_in(directory: str) -> Optional[Config]:
                 config = replace(config, notes=config.notes + (note,))
         return config
     if ini and ini_options:
-        return load_flake8_ini(ini)
+        config = load_flake8_ini(ini)
+        if has_pyproject:
+            config = with_requires_python(config, load_pyproject_data(pyproject))
+        return config
     if has_pyproject:
-        return Config(source=pyproject)
+        return with_requires_python(Config(source=pyproject), load_pyproject_data(pyproject))
     return None

@@ -80,6 +80,66 @@ def module_name(path: str, root: str) -> str:
     return ".".join(p for p in parts if p)
 
 
+def module_spellings(path: str, module: str) -> tuple[str, ...]:
+    """Other names `path` (known as `module`) may be imported by, besides `module` itself:
+    - relative to the directory above its topmost regular package (`helpers/mylib/ds.py`,
+      with `mylib/__init__.py` and no `helpers/__init__.py`, is `mylib.ds` once `helpers/` is
+      on `sys.path`);
+    - with the `src.` prefix that `module` lacks (`src/` stripped as a layout directory, but
+      `from src.data import X` works from the directory above `src/`, whether `src/` is a
+      namespace directory or a package)."""
+    directory = os.path.dirname(path) or "."
+    is_init = os.path.basename(path) == "__init__.py"
+    out: list[str] = []
+    packages = _packages_of(directory)
+    if packages:
+        stem = os.path.basename(path)[:-3] if path.endswith(".py") else ""
+        names = packages if is_init else packages + (stem,)
+        if all(n.isidentifier() for n in names):
+            out.append(".".join(names))
+    if "src" in path and module:
+        base = directory if is_init else os.path.splitext(path)[0]
+        parts, chain = module.split("."), _absolute(base).split(os.sep)
+        if chain[-len(parts):] == parts and len(chain) > len(parts) \
+                and chain[-len(parts) - 1] == "src":
+            out.append("src." + module)
+    return tuple(dict.fromkeys(n for n in out if n and n != module))
+
+
+@functools.lru_cache(maxsize=4096)
+def _packages_of(directory: str) -> tuple[str, ...]:
+    return _package_chain(os.path.abspath(directory))
+
+
+@functools.lru_cache(maxsize=4096)
+def _package_chain(directory: str) -> tuple[str, ...]:
+    """Names of the regular packages from the topmost one down to `directory` (absolute);
+    empty when `directory` is not a package."""
+    if not _is_package_dir(directory):
+        return ()
+    parent = os.path.dirname(directory)
+    above = _package_chain(parent) if parent != directory else ()
+    return above + (os.path.basename(directory),)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_package_dir(directory: str) -> bool:
+    return os.path.isfile(os.path.join(directory, "__init__.py"))
+
+
+def module_aliases(files: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Other spelling → module, over (path, module) pairs: a spelling that is some file's own
+    module name, or that two files could claim, is left out (never a guess)."""
+    pairs = [(p, m) for p, m in files if m]
+    primary = {m for _, m in pairs}
+    claims: dict[str, set[str]] = {}
+    for path, module in pairs:
+        for spelling in module_spellings(path, module):
+            if spelling not in primary:
+                claims.setdefault(spelling, set()).add(module)
+    return {s: next(iter(ms)) for s, ms in claims.items() if len(ms) == 1}
+
+
 def module_of_import(current_module: str, is_package: bool, level: int, name: str) -> str:
     """Absolute module for `from <level dots><name> import ...` in `current_module`."""
     if level == 0:

@@ -145,7 +145,8 @@ class Engine:
             return [self._error_finding(path, facts.error)]
         every = {p: _replace(f, path=p) for p, f in index.facts.items()}
         every[here] = facts
-        project = Project(list(every.values()), self.config.all_dataset_bases())
+        project = Project(list(every.values()), self.config.all_dataset_bases(),
+                          self.config.start_methods())
         mine = [_replace(f, path=path) for f in evaluate(project, self.registry) if f.path == here]
         return [f for f in mine if self.config.enabled(f.code)]
 
@@ -219,10 +220,11 @@ class Engine:
 
     def _rules(self, facts: dict[str, FileFacts]) -> list[Finding]:
         good = [f for f in facts.values() if not f.error]
-        bases = self.config.all_dataset_bases()
+        bases, starts = self.config.all_dataset_bases(), self.config.start_methods()
         if self.link:
-            return evaluate(Project(good, bases), self.registry)
-        return [finding for f in good for finding in evaluate(Project([f], bases), self.registry)]
+            return evaluate(Project(good, bases, starts), self.registry)
+        return [finding for f in good
+                for finding in evaluate(Project([f], bases, starts), self.registry)]
 
     def _filter(self, findings: Iterable[Finding], sources: dict[str, Source]) -> list[Finding]:
         """select/ignore, then `# noqa` exactly as flake8 applies it."""

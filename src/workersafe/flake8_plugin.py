@@ -12,7 +12,9 @@ import sys
 from typing import Any, ClassVar, Iterator, Optional, Sequence
 
 from . import __version__
-from .config import Config, ConfigError, split_list
+from .config import (
+    Config, ConfigError, find_pyproject, flake8_value, load_pyproject_data, with_requires_python,
+)
 from .paths import CACHE_DIR_NAME, ancestors
 
 _OPTIONS = (
@@ -22,6 +24,12 @@ _OPTIONS = (
      "qualified names of built-in handle constructors to ignore (comma-separated)"),
     ("--workersafe-dataset-bases", "dataset_bases",
      "qualified names of more dataset base classes (comma-separated)"),
+    ("--workersafe-target-version", "target_version",
+     "the oldest Python the code runs on, py39..py314 (default: from requires-python in "
+     "pyproject.toml, else py39): picks the default DataLoader start method"),
+    ("--workersafe-platform", "platform",
+     "linux, macos, windows or any (default linux): picks the default start method; any "
+     "reports what fails on any of them"),
 )
 
 
@@ -49,18 +57,19 @@ class WorkerSafeChecker:
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
-        values: dict[str, tuple[str, ...]] = {}
+        values: dict[str, Any] = {}
         for flag, attr, _ in _OPTIONS:
             raw = getattr(options, flag[2:].replace("-", "_"), "") or ""
+            if not raw:
+                continue
             try:
-                values[attr] = tuple(split_list(raw)) if isinstance(raw, str) else tuple(raw)
+                values[attr] = flake8_value(attr, raw, flag[2:]) if isinstance(raw, str) \
+                    else tuple(raw)
             except ConfigError as exc:  # a clean message and exit 2, never a traceback
                 print(f"workersafe: configuration error in flake8 option {flag[2:]}: {exc}",
                       file=sys.stderr)
                 raise SystemExit(2) from None
-        cls.config = Config(extra_handles=values["extra_handles"],
-                            disable_handles=values["disable_handles"],
-                            dataset_bases=values["dataset_bases"])
+        cls.config = _with_project_target(Config(**values))
         cls.build_index = bool(getattr(options, "workersafe_index", False))
         cls._engine = None
         cls._indexes = {}
@@ -115,6 +124,20 @@ class WorkerSafeChecker:
         index = _build_index(cache_dir, self.config)
         self._indexes[cache_dir] = index
         return index if index is not None and here in index.stats else None
+
+
+def _with_project_target(config: Config) -> Config:
+    """No target version given: the `requires-python` of the pyproject.toml flake8 runs under
+    (an unreadable one is not the plugin's business: the default stays)."""
+    if config.target_version:
+        return config
+    path = find_pyproject(os.getcwd())
+    if path is None:
+        return config
+    try:
+        return with_requires_python(config, load_pyproject_data(path))
+    except ConfigError:
+        return config
 
 
 def _project_root(path: str) -> str:

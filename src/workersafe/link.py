@@ -6,11 +6,18 @@ attributes). With one file it degrades to same-file knowledge."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-from .torchnames import DATASET_BASES
+from .discovery import module_aliases
 from .facts import ClassFacts, DatasetRef, FileFacts, FunctionFacts, LoaderCall, ModuleHandle
+from .frameworks import star_reexport
+from .torchnames import DATASET_BASES
+
+# The start method a target platform gives a loader that names none (see config.Config).
+DEFAULT_START_METHODS = ("fork",)
+SPAWN_LIKE = ("spawn", "forkserver")
 
 # Re-exports followed for one name, at most: real chains are a handful long.
 _MAX_RESOLVE_DEPTH = 64
@@ -20,6 +27,9 @@ _MAX_RESOLVE_DEPTH = 64
 class Project:
     files: list[FileFacts]
     dataset_bases: frozenset[str] = DATASET_BASES
+    # start methods of a loader that names none and whose entry scripts set none: one per
+    # platform the code targets (config `platform`, `target-version`)
+    default_start: tuple[str, ...] = DEFAULT_START_METHODS
     by_module: dict[str, FileFacts] = field(init=False)
     classes: dict[str, ClassFacts] = field(init=False)
     functions: dict[str, FunctionFacts] = field(init=False)
@@ -36,6 +46,9 @@ class Project:
                 self.functions[func.qualname] = func
         self._resolve_cache: dict[str, str] = {}
         self._resolve_depth = 0
+        # `mylib.ds` for helpers/mylib/ds.py, `src.data` for src/data.py: → the module name
+        self.aliases = module_aliases((f.path, f.module) for f in self.files)
+        self._entries: Optional[dict[str, list[Optional[FileFacts]]]] = None
 
     # --- names ----------------------------------------------------------------------------
 
@@ -43,8 +56,8 @@ class Project:
         """Follow re-exports until a defined class/function/variable, or the name as given."""
         if context is not None and "." not in name:
             for star in context.star_imports:
-                found = self.resolve(f"{star}.{name}")
-                if self._defined(found):
+                found = self._through_star(star, name)
+                if found:
                     return found
             if context.module:
                 local = f"{context.module}.{name}"
@@ -59,7 +72,31 @@ class Project:
                 return sibling
         return resolved
 
+    def _through_star(self, star: str, name: str) -> str:
+        """What `from <star> import *` binds to `name`: a project definition, a name the star
+        module itself imports (`from torch.utils.data import Dataset` in a project module), or
+        a torch class a framework re-exports; "" when unknown."""
+        candidate = f"{star}.{name}"
+        found = self.resolve(candidate)
+        if self._defined(found):
+            return found
+        if found != self._canonical(candidate) and self._canonical(star) in self.by_module:
+            return found  # re-exported through an import of the star module
+        return star_reexport(star, name)
+
+    def _canonical(self, name: str) -> str:
+        """`name` with an alias spelling of its module replaced by the module's name."""
+        if not self.aliases:
+            return name
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            module = self.aliases.get(".".join(parts[:cut]))
+            if module is not None:
+                return ".".join([module, *parts[cut:]])
+        return name
+
     def _resolve_absolute(self, name: str) -> str:
+        name = self._canonical(name)
         if name in self._resolve_cache:
             return self._resolve_cache[name]
         if self._resolve_depth >= _MAX_RESOLVE_DEPTH:
@@ -105,8 +142,8 @@ class Project:
                 # (`p` is then the longest known module), `p.missing.missing.X`, ... and with
                 # two such star imports the names branch: no end in sight.
                 continue
-            found = self.resolve(f"{star}.{attr}")
-            if self._defined(found):
+            found = self._through_star(star, attr)
+            if found:
                 return found
         return name
 
@@ -144,10 +181,21 @@ class Project:
     def is_torch_dataset(self, cls: ClassFacts) -> bool:
         for member in self.mro(cls):
             facts = self.class_file[member.qualname]
-            if any(self.resolve(b, facts) in self.dataset_bases or b in self.dataset_bases
-                   for b in member.bases):
+            if any(self._is_dataset_base(b, facts) for b in member.bases):
                 return True
         return False
+
+    def _is_dataset_base(self, base: str, facts: FileFacts) -> bool:
+        resolved = self.resolve(base, facts)
+        if resolved in self.dataset_bases or base in self.dataset_bases:
+            return True
+        if "." in base or resolved in self.classes:
+            return False
+        # A bare name from a star import of a module outside the checked files: a configured
+        # (or torch) base of that module or of a module below that package.
+        return any(short == base and (module == star or module.startswith(star + "."))
+                   for star in facts.star_imports
+                   for module, _, short in (b.rpartition(".") for b in self.dataset_bases))
 
     # --- loaders → classes ---------------------------------------------------------------------
 
@@ -197,6 +245,75 @@ class Project:
                     entries = out.setdefault(cls.qualname, [])
                     if not any(e[1] is loader and e[2] == constructing for e in entries):
                         entries.append((facts, loader, constructing))
+        return out
+
+    # --- start methods ---------------------------------------------------------------------
+
+    def start_methods(self, loader: LoaderCall, facts: FileFacts
+                      ) -> tuple[tuple[str, str], ...]:
+        """How the loader's workers may start, each with where that comes from (for
+        messages; "" when named in the loader's file): its `multiprocessing_context`, else the
+        `set_start_method` of its own file, else that of each entry script that imports the
+        loader's module (directly or through other modules; an entry is a checked file no
+        other checked file imports), an entry naming none giving the target's default. A
+        start method that is not a constant counts as the default."""
+        for named in (loader.context, facts.start_method):
+            if named and named != "?":
+                return ((named, ""),)
+        methods: dict[str, str] = {}
+        for entry in self.entries(facts) or [facts]:
+            named = entry.start_method
+            if named and named != "?":
+                where = os.path.basename(entry.path) or entry.module
+                methods.setdefault(named, f"set_start_method in {where}")
+            else:
+                for method in self.default_start:
+                    methods.setdefault(method, "the target's default")
+        return tuple(methods.items())
+
+    def entries(self, facts: FileFacts) -> list[FileFacts]:
+        """The entry files whose imports reach `facts` (itself, if no checked file imports
+        it); empty inside an import cycle that no entry reaches."""
+        if self._entries is None:
+            self._entries = self._entries_by_module()
+        found = self._entries.get(facts.module) if facts.module else None
+        return [facts if f is None else f for f in found] if found is not None else [facts]
+
+    def _entries_by_module(self) -> dict[str, list[Optional[FileFacts]]]:
+        """Module → its entry files; None stands for the module's own file."""
+        importers: dict[str, set[str]] = {}
+        for facts in self.files:
+            for module in self._imported_modules(facts):
+                if module != facts.module:
+                    importers.setdefault(module, set()).add(facts.module)
+        out: dict[str, list[Optional[FileFacts]]] = {}
+        for module in {f.module for f in self.files if f.module}:
+            seen, stack, found = {module}, [module], []
+            while stack:
+                current = stack.pop()
+                above = importers.get(current, set())
+                if not above:
+                    found.append(None if current == module else self.by_module[current])
+                stack.extend(m for m in above if m not in seen)
+                seen.update(above)
+            out[module] = sorted(found, key=lambda f: f.path if f else "")
+        return out
+
+    def _imported_modules(self, facts: FileFacts) -> set[str]:
+        """Checked modules `facts` imports at module level (`from a.b import X`: a.b and the
+        packages above it)."""
+        out: set[str] = set()
+        package = facts.module.rpartition(".")[0]
+        for target in [q for _, q in facts.imports] + list(facts.star_imports):
+            name = self._canonical(target)
+            module, _ = self._split_module(name) if name not in self.by_module else (name, "")
+            if module is None and package:  # a script's sibling module
+                sibling = self._canonical(f"{package}.{target}")
+                module = sibling if sibling in self.by_module else self._split_module(sibling)[0]
+            while module:
+                if module in self.by_module:
+                    out.add(module)
+                module = module.rpartition(".")[0]
         return out
 
     def worker_init_functions(self, loader: LoaderCall, facts: FileFacts) -> list[FunctionFacts]:

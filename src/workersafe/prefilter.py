@@ -58,15 +58,21 @@ class Prefilter:
         return self.mentions_dataset(text) and self.mentions_handle(text)
 
 
+# `importlib.import_module("h5py")`, `__import__("lmdb")`, `optional_import("lmdb")`: a call
+# whose name contains "import" with a module name as a string literal imports that module.
+_IMPORT_CALL = re.compile(r"""\w*import\w*\(\s*[rRuU]?["']([A-Za-z_][\w.]*)["']""")
+
+
 def imported_roots(text: str) -> set[str]:
-    """Top-level modules named by absolute import statements."""
+    """Top-level modules named by absolute import statements or import calls."""
     return {name.split(".", 1)[0] for level, name in import_statements(text) if not level and name}
 
 
 def import_statements(text: str) -> list[tuple[int, str]]:
-    """(level, module) named by each import statement, found without a regex pass over the
-    whole text: `str.find` jumps from one `import` to the next. `import a.b as c, d` gives
-    (0, "a.b") and (0, "d"); `from ..x import y` gives (2, "x"); `from . import y` (1, "")."""
+    """(level, module) named by each import statement or import call, found without a regex
+    pass over the whole text: `str.find` jumps from one `import` to the next. `import a.b as c,
+    d` gives (0, "a.b") and (0, "d"); `from ..x import y` gives (2, "x"); `from . import y`
+    (1, ""); `import_module("h5py")` (0, "h5py")."""
     found: list[tuple[int, str]] = []
     position = text.find("import")
     while position != -1:
@@ -74,7 +80,8 @@ def import_statements(text: str) -> list[tuple[int, str]]:
         end = text.find("\n", position)
         if end == -1:
             end = len(text)
-        for statement in text[start:end].split(";"):
+        line_text = text[start:end]
+        for statement in line_text.split(";"):
             line = statement.strip()
             if line.startswith("import") and line[6:7].isspace():
                 for part in line[7:].split(","):
@@ -85,6 +92,8 @@ def import_statements(text: str) -> list[tuple[int, str]]:
                 words = line[5:].split(None, 1)
                 if words:
                     found.append(_from_spec(words[0]))
+        if "(" in line_text:
+            found.extend((0, m.group(1)) for m in _IMPORT_CALL.finditer(line_text))
         position = text.find("import", end)
     return found
 

@@ -14,7 +14,7 @@ from typing import Iterable, Iterator
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, LoaderCall, MethodFacts,
                     Span)
 from .findings import Finding, FixPlan
-from .link import Project
+from .link import SPAWN_LIKE, Project
 from .registry import Registry
 from .ruletable import latent_of
 
@@ -34,6 +34,8 @@ class UsedLoader:
     facts: FileFacts
     loader: LoaderCall
     verdict: str
+    context: str = ""  # the start method the verdict is for
+    origin: str = ""  # where that start method comes from, when not the loader's own file
 
 
 @dataclass
@@ -80,16 +82,14 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
             merged.torch_dataset |= is_torch
             merged.any_loader |= bool(uses)
             for facts, loader, _ in uses:
-                verdict = classify(project, registry, view, facts, loader, cand.site.handle,
-                                   attr, parent_use, kind)
-                merged.loaders.append(UsedLoader(facts, loader, verdict))
+                merged.loaders.extend(used_loaders(project, registry, view, facts, loader,
+                                                   cand.site.handle, attr, parent_use, kind))
         for facts, loader, ref in uses:
             for cand, parent_use, attr in _passed_candidates(view, registry, ref, facts):
                 merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
                 merged.any_loader = True
-                verdict = classify(project, registry, view, facts, loader, cand.site.handle,
-                                   attr, parent_use, "passed")
-                merged.loaders.append(UsedLoader(facts, loader, verdict))
+                merged.loaders.extend(used_loaders(project, registry, view, facts, loader,
+                                                   cand.site.handle, attr, parent_use, "passed"))
     findings = [f for cand in candidates.values() for f in _findings_of(cand)]
     return sorted(findings, key=Finding.sort_key)
 
@@ -234,14 +234,24 @@ def _passed_candidates(view: ClassView, registry: Registry, ref: DatasetRef, fac
 
 # --- loaders ------------------------------------------------------------------------------
 
+def used_loaders(project: Project, registry: Registry, view: ClassView, facts: FileFacts,
+                 loader: LoaderCall, handle: str, attr: str, parent_use: bool, kind: str
+                 ) -> list[UsedLoader]:
+    """The loader's verdict under each start method its workers may get (see
+    `Project.start_methods`)."""
+    return [UsedLoader(facts, loader, classify(project, registry, view, facts, loader, handle,
+                                               attr, parent_use, kind, context), context, origin)
+            for context, origin in project.start_methods(loader, facts)]
+
+
 def classify(project: Project, registry: Registry, view: ClassView, facts: FileFacts,
-             loader: LoaderCall, handle: str, attr: str, parent_use: bool, kind: str) -> str:
+             loader: LoaderCall, handle: str, attr: str, parent_use: bool, kind: str,
+             context: str) -> str:
     htype = registry.lookup(handle)
     assert htype is not None
     if loader.num_workers == 0:
         return SAFE  # no worker processes: nothing is forked or pickled
-    context = loader.context or facts.start_method
-    if context in ("spawn", "forkserver"):
+    if context in SPAWN_LIKE:
         # Only the instance is pickled: module and class attributes are created anew when a
         # spawned worker imports the module.
         # A class with its own __getstate__ decides what is pickled (the fix adds one).
@@ -304,10 +314,10 @@ def _shared_message(cand: Candidate, hazards: list[UsedLoader]) -> str:
 
 def _spawn_message(cand: Candidate, crashes: list[UsedLoader]) -> str:
     first = crashes[0]
-    context = first.loader.context or first.facts.start_method
+    origin = f" ({first.origin})" if first.origin else ""
     return (f"{cand.site.handle} {cand.what} does not pickle: the DataLoader at "
-            f"{_loader_location(cand.path, first)} uses {context} workers and crashes when "
-            f"they start: create it per worker")
+            f"{_loader_location(cand.path, first)} uses {first.context} workers{origin} and "
+            f"crashes when they start: create it per worker")
 
 
 def _severity(used: UsedLoader) -> tuple[int, int]:

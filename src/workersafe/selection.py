@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
-from .discovery import SourceFile, module_of_import
+from .discovery import SourceFile, module_aliases, module_of_import
 from .facts import ClassFacts, FileFacts
 from .prefilter import Prefilter, class_bases, import_statements, words_pattern
 
 # The engine's parser: files → their facts (cached, maybe parallel).
 ParseMany = Callable[[list[SourceFile]], dict[str, FileFacts]]
 Demand = Callable[[Iterable[str], FileFacts], None]
+ImportedBy = Callable[[str], set[str]]
+# An entry script's start method reaches the loaders its imports build.
+_START_METHOD = "set_start_method"
 
 
 class Selection:
@@ -28,6 +31,7 @@ class Selection:
         self.texts = texts  # may read a file left unread when asked for it (engine._Texts)
         self.handle_files = {p for p, t in texts.items() if prefilter.mentions_handle(t)}
         self.dataset_files = {p for p, t in texts.items() if prefilter.mentions_dataset(t)}
+        self.start_files = {p for p, t in texts.items() if _START_METHOD in t}
         self._imports: dict[str, set[str]] = {}
 
     def first(self) -> list[str]:
@@ -35,8 +39,9 @@ class Selection:
         return sorted(self.handle_files & self.dataset_files)
 
     def verdicts(self) -> tuple[set[str], set[str]]:
-        """(quiet, loud) among the files read so far: quiet ones named neither."""
-        loud = self.handle_files | self.dataset_files
+        """(quiet, loud) among the files read so far: quiet ones named neither (nor set a start
+        method: an entry script's start method reaches the loaders its imports build)."""
+        loud = self.handle_files | self.dataset_files | self.start_files
         return set(self.texts) - loud, loud
 
     def complete(self, facts: dict[str, FileFacts], parse: ParseMany) -> None:
@@ -46,10 +51,13 @@ class Selection:
         words = self.prefilter.dataset_words
         dataset_names = _dataset_class_names(texts, handle_files | dataset_files, words)
         by_module = {f.module: f.path for f in self.by_path.values() if f.module}
+        aliases = module_aliases((f.path, f.module) for f in self.by_path.values())
+        by_module.update((alias, by_module[module]) for alias, module in aliases.items()
+                         if module in by_module)
         wanted = {p for p in handle_files - dataset_files
                   if any(set(bases) & dataset_names for _, bases in class_bases(texts[p]))}
         wanted |= _dataset_files_importing_handles(
-            dataset_files - handle_files, handle_files, self.by_path, self._imported_by)
+            dataset_files - handle_files, handle_files, by_module, self._imported_by)
         while True:
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
                                       handle_files)
@@ -60,11 +68,26 @@ class Selection:
             if modules:
                 wanted |= {p for p in dataset_files | handle_files
                            if p not in facts and self._imported_by(p) & modules}
+            wanted |= self._start_method_reach(facts, by_module)
             wanted -= set(facts)
             if not wanted:
                 return
             facts.update(parse([self.by_path[p] for p in sorted(wanted)]))
             wanted = set()
+
+    def _start_method_reach(self, facts: dict[str, FileFacts], by_module: dict[str, str]
+                            ) -> set[str]:
+        """Entry scripts that set a start method, the files between them and the loaders they
+        reach, and every other importer of those loaders: a start method reaches a loader only
+        if every entry importing it sets one (the linker needs those that set none: they fork)."""
+        loader_files = {p for p, f in facts.items() if f.loaders}
+        chains = _import_chains(self.start_files - set(facts), loader_files, self._imported_by,
+                                by_module)
+        if not chains - set(facts):
+            return set()
+        reached = chains & loader_files
+        return chains | _importers(reached, self.by_path, self.texts, self._imported_by,
+                                   by_module)
 
     def _imported_by(self, path: str) -> set[str]:
         if path not in self._imports:
@@ -205,10 +228,10 @@ def _interesting_modules(all_facts: Iterable[FileFacts]) -> set[str]:
 
 
 def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[str],
-                                     by_path: dict[str, SourceFile],
-                                     imported_by: Callable[[str], set[str]]) -> set[str]:
+                                     by_module: dict[str, str], imported_by: ImportedBy
+                                     ) -> set[str]:
     """A dataset file importing from a handle file: the handle may be a module-level one."""
-    handle_modules = {by_path[p].module: p for p in handle_only if by_path[p].module}
+    handle_modules = {m: p for m, p in by_module.items() if p in handle_only}
     if not handle_modules:
         return set()
     found: set[str] = set()
@@ -223,3 +246,47 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
 def _imported_modules(text: str, file: SourceFile) -> set[str]:
     return {module_of_import(file.module, file.is_package, level, name)
             for level, name in import_statements(text)}
+
+
+def _import_chains(starts: set[str], targets: set[str], imported_by: ImportedBy,
+                   by_module: dict[str, str]) -> set[str]:
+    """The files on import paths from a file in `starts` to one in `targets` (the linker
+    follows an entry script's start method down them), found from import lines."""
+    found: set[str] = set()
+    if not targets:
+        return found
+    for start in sorted(starts):
+        parent: dict[str, str] = {start: ""}
+        queue = [start]
+        while queue:
+            current = queue.pop(0)
+            if current in targets:
+                step = current
+                while step:
+                    found.add(step)
+                    step = parent[step]
+                continue
+            for module in sorted(imported_by(current)):
+                path = _module_file(module, by_module)
+                if path is not None and path not in parent:
+                    parent[path] = current
+                    queue.append(path)
+    return found
+
+
+def _importers(seeds: set[str], by_path: dict[str, SourceFile], texts: dict[str, str],
+               imported_by: ImportedBy, by_module: dict[str, str]) -> set[str]:
+    """Files that import a file of `seeds`, directly or through others: an import of a module
+    names its last part, so only files containing one are tested."""
+    closure = set(seeds)
+    frontier = set(seeds)
+    while frontier:
+        names = {by_path[p].module.rpartition(".")[2] for p in frontier if by_path[p].module}
+        frontier = set()
+        for path in by_path:
+            if path in closure or not any(n in texts[path] for n in names):
+                continue
+            if any(_module_file(m, by_module) in closure for m in imported_by(path)):
+                frontier.add(path)
+        closure |= frontier
+    return closure - seeds
