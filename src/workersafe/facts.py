@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 5  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 6  # bump whenever a dataclass below changes: old caches are then ignored
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,78 @@ class ModuleHandle:
     via_call: bool = False  # `@functools.cache def get_client(): return boto3.client(...)`
 
 
+# --- the remedies people write (WS3xx; filled by analysis/remedies.py) ---------------------
+
+@dataclass(frozen=True)
+class AttrSite:
+    """An attribute assigned (or a method called) at a place."""
+
+    attr: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class LazyOpen:
+    """`if self.x is None: self.x = <handle>` (or `: self._open()`) in a method."""
+
+    attr: str
+    method: str  # the accessor: the method holding the check
+    site: Optional[HandleSite]  # the creating call, when made in the accessor itself
+    opener: str = ""  # `self.<opener>()` called under the check, when it creates the handle
+    process_checked: bool = False  # a process check (os.getpid(), get_worker_info()) guards it
+
+
+@dataclass(frozen=True)
+class RemedyClass:
+    qualname: str
+    init_none: Tuple[AttrSite, ...] = ()  # `self.x = None` in `__init__`
+    init_set: Tuple[str, ...] = ()  # attributes `__init__` itself sets to something else
+    lazy: Tuple[LazyOpen, ...] = ()
+    wrapped_attrs: Tuple[str, ...] = ()  # `self.x = <__init__ param>` indexed or iterated
+
+
+@dataclass(frozen=True)
+class WorkerInit:
+    """What a worker_init_fn (module function or lambda) does to `get_worker_info().dataset`."""
+
+    name: str  # qualified function name; "" for a lambda
+    span: Span  # the function (or lambda)
+    sets: Tuple[AttrSite, ...] = ()  # `dataset.x = <handle>`
+    calls: Tuple[AttrSite, ...] = ()  # `dataset.m(...)`
+    walks_wrappers: bool = False  # reads `.dataset`/`.datasets`, isinstance, loops, passes it on
+    other_work: bool = False  # statements that are not about the dataset (seeding, sharding)
+    loader: Optional[Span] = None  # for a lambda: the DataLoader call it is passed to
+
+
+@dataclass(frozen=True)
+class LoaderWrap:
+    """A DataLoader whose dataset argument is a torch wrapper (`Subset(...)`, a `random_split`
+    result, ...), and where the loader is first iterated."""
+
+    loader: Span
+    wrapper: str = ""  # qualified wrapper name, "" when not wrapped (by a torch wrapper)
+    iterated_line: int = 0  # first `for _ in loader` / `iter(loader)` after it; 0: not seen
+    scope: str = ""  # the function holding the call ("" at module level)
+
+
+@dataclass(frozen=True)
+class DatasetUse:
+    """A parent-side use of a dataset: `ds[i]`, `iter(ds)`, `for x in ds`, `len(ds)`."""
+
+    kind: str  # "getitem", "iter", "len"
+    refs: Tuple[DatasetRef, ...]
+    span: Span
+    scope: str = ""
+
+
+@dataclass(frozen=True)
+class RemedyFacts:
+    classes: Tuple[RemedyClass, ...] = ()
+    worker_inits: Tuple[WorkerInit, ...] = ()
+    loaders: Tuple[LoaderWrap, ...] = ()
+    uses: Tuple[DatasetUse, ...] = ()
+
+
 @dataclass(frozen=True)
 class FileFacts:
     path: str
@@ -134,6 +206,7 @@ class FileFacts:
     globals_read_outside_classes: Tuple[str, ...] = ()
     start_method: str = ""  # from set_start_method(...) anywhere in the file
     error: str = ""  # parse failure: the message for WS001
+    remedies: RemedyFacts = RemedyFacts()
 
     def import_map(self) -> dict[str, str]:
         return dict(self.imports)

@@ -16,6 +16,7 @@ from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, LoaderCall, M
 from .findings import Finding, FixPlan
 from .link import SPAWN_LIKE, Project
 from .registry import Registry
+from .rules_remedies import remedy_findings
 from .ruletable import latent_of
 
 # Methods that never run in a worker for the dataset's sake, or that only tear down.
@@ -91,6 +92,7 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
                 merged.loaders.extend(used_loaders(project, registry, view, facts, loader,
                                                    cand.site.handle, attr, parent_use, "passed"))
     findings = [f for cand in candidates.values() for f in _findings_of(cand)]
+    findings += remedy_findings(project, registry, class_view)  # WS3xx
     return sorted(findings, key=Finding.sort_key)
 
 

@@ -6,12 +6,14 @@ reads DataLoader calls, positions.py converts positions; this module assembles t
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 from ..facts import (
     ClassFacts, FileFacts, FunctionFacts, HeldHandle, MethodFacts, ModuleHandle,
 )
 from ..registry import Registry
 from .positions import Positions
+from .remedies import remedy_facts
 from .state import ClassState, FunctionState, Handle
 from .walker import FactWalker
 
@@ -21,7 +23,9 @@ def extract_facts(tree: ast.Module, text: str, path: str, module_name: str, is_p
     """The facts of one module; `text` is the source `tree` was parsed from (for positions)."""
     walker = FactWalker(path, module_name, is_package, registry, Positions(text))
     walker.walk(tree)
-    return _facts(walker)
+    facts = _facts(walker)
+    remedies = remedy_facts(tree, walker.state, walker.ev, walker.classes)
+    return dataclasses.replace(facts, remedies=remedies)
 
 
 def _facts(walker: FactWalker) -> FileFacts:

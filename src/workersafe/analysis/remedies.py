@@ -1,0 +1,453 @@
+"""Facts about the remedies people write for shared handles (the WS3xx rules): a second,
+small walk over the module after the main one, on the same value model (the main walk's
+import scope, module bindings and handle lookups).
+
+- per class: attributes `__init__` sets to None, and lazy accessors (`if self.x is None:
+  self.x = <handle>`) with whether a process check guards them;
+- per worker_init_fn (module function, or a lambda passed as `worker_init_fn=`): what it sets
+  on, and calls on, `get_worker_info().dataset` (however bound), and whether it walks wrappers;
+- per DataLoader: whether its dataset is a torch wrapper, and where it is first iterated;
+- parent-side uses of datasets: `ds[i]`, `iter(ds)`, `for x in ds`, `len(ds)`."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from ..facts import (
+    AttrSite, DatasetUse, LazyOpen, LoaderWrap, RemedyClass, RemedyFacts, WorkerInit,
+)
+from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
+from .loader_args import loader_arguments
+from .names import dotted, qualify
+from .state import ClassState, Env, FunctionState, MethodState, State
+from .values import Evaluator, elements, is_none, is_self, self_attr, string
+
+GET_WORKER_INFO = frozenset(f"{TORCH_DATA}{mod}.get_worker_info"
+                            for mod in ("", ".dataloader", "._utils.worker"))
+# Calls whose value tells which process runs: a test reading one is a process check.
+PROCESS_CALLS = GET_WORKER_INFO | frozenset({
+    "os.getpid", "os.getppid", "multiprocessing.current_process",
+    "multiprocessing.parent_process", "torch.multiprocessing.current_process",
+})
+# The attributes a torch wrapper keeps the wrapped dataset(s) in.
+WRAPPER_ATTRS = frozenset({"dataset", "datasets"})
+# Calls that look at a value without unwrapping it.
+_LOOKS = frozenset({"isinstance", "hasattr", "getattr", "type", "print", "repr", "id", "len"})
+
+# What a name is bound to, as far as these facts care.
+INFO, DATASET = "info", "dataset"  # get_worker_info() and its `.dataset`
+
+
+@dataclass(frozen=True)
+class Wrapped:
+    wrapper: str  # qualified wrapper name
+
+
+@dataclass(frozen=True)
+class LoaderValue:
+    index: int  # into _Remedies.loaders
+
+
+Kind = Union[str, Wrapped, LoaderValue, None]
+
+
+@dataclass
+class _Scope:
+    name: str
+    kinds: dict[str, Kind] = field(default_factory=dict)
+    # for a worker_init_fn
+    sets: list[AttrSite] = field(default_factory=list)
+    calls: list[AttrSite] = field(default_factory=list)
+    walks: bool = False
+    touched: bool = False  # reached `get_worker_info().dataset`
+
+
+class _Remedies:
+    def __init__(self, walker_state: State, ev: Evaluator, classes: list[ClassState]) -> None:
+        state = State(walker_state.module_name, walker_state.registry)
+        state.module_scope = state.scope = walker_state.module_scope
+        state.module_env = walker_state.module_env
+        state.module_handles = walker_state.module_handles
+        self.state = state
+        self.ev = Evaluator(state, ev.positions)
+        self.span = ev.positions.span
+        self.class_states = {c.qualname: c for c in classes}
+        self.classes: list[RemedyClass] = []
+        self.inits: list[WorkerInit] = []
+        self.loaders: list[LoaderWrap] = []
+        self.uses: list[DatasetUse] = []
+        self.scope = _Scope("")
+        self.loader_index: dict[int, int] = {}  # id() of a DataLoader call → its LoaderWrap
+
+    def q(self, node: ast.AST) -> Optional[str]:
+        name = dotted(node)
+        return qualify(name, self.state.scope, self.state.known) if name else None
+
+    def facts(self) -> RemedyFacts:
+        return RemedyFacts(tuple(self.classes), tuple(self.inits), tuple(self.loaders),
+                           tuple(self.uses))
+
+    # --- module level -------------------------------------------------------------------
+
+    def module(self, tree: ast.Module) -> None:
+        for stmt in tree.body:
+            if isinstance(stmt, ast.ClassDef):
+                cls = self.class_states.get(self.state.qual(stmt.name))
+                if cls is not None:
+                    self.classes.append(_ClassReader(self, cls).read(stmt))
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.function(stmt)
+            else:
+                self.statements([stmt])
+
+    def function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
+        outer = self.scope
+        state = self.state
+        func = FunctionState(node.name, state.qual(node.name), False, True, Env(state.module_env))
+        state.frames.append(func)
+        self.scope = _Scope(node.name)
+        try:
+            self.statements(node.body)
+            scope = self.scope
+            if scope.touched:
+                other = any(not self._about_worker(stmt) for stmt in node.body)
+                self.inits.append(WorkerInit(func.qualname, self.span(node), tuple(scope.sets),
+                                             tuple(scope.calls), scope.walks, other))
+        finally:
+            state.frames.pop()
+            self.scope = outer
+
+    def _about_worker(self, stmt: ast.stmt) -> bool:
+        """A statement of a worker_init_fn that is about the worker's dataset (or nothing)."""
+        if isinstance(stmt, (ast.Pass, ast.Return)) or (
+                isinstance(stmt, ast.Expr) and string(stmt.value) is not None):
+            return True
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and self.scope.kinds.get(node.id) in (INFO, DATASET):
+                return True
+            if isinstance(node, ast.Call) and self.q(node.func) in GET_WORKER_INFO:
+                return True
+        return False
+
+    # --- statements (in order: the bindings follow them) --------------------------------
+
+    def statements(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            self.statement(stmt)
+
+    def statement(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return  # nested definitions: not followed
+        if isinstance(stmt, ast.Assign):
+            self.expression(stmt.value)
+            for target in stmt.targets:
+                self.assign(target, stmt.value)
+            return
+        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            self.expression(stmt.value)
+            self.assign(stmt.target, stmt.value)
+            return
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.iterated(stmt.iter, stmt.iter)
+            self.expression(stmt.iter)
+            if self.kind(stmt.iter) == DATASET:
+                self.scope.walks = True
+            self.statements(stmt.body)
+            self.statements(stmt.orelse)
+            return
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.stmt):
+                self.statement(child)
+            elif isinstance(child, ast.expr):
+                self.expression(child)
+            elif isinstance(child, (ast.withitem, ast.excepthandler, ast.match_case)):
+                for sub in ast.iter_child_nodes(child):
+                    if isinstance(sub, ast.stmt):
+                        self.statement(sub)
+                    elif isinstance(sub, ast.expr):
+                        self.expression(sub)
+
+    def assign(self, target: ast.expr, value: ast.expr) -> None:
+        scope = self.scope
+        if isinstance(target, ast.Name):
+            scope.kinds[target.id] = self.kind(value)
+            handle = self.ev.handle_of(value)
+            env = self.state.env
+            if handle is not None:
+                env.handles[target.id] = handle
+            env.assign(target.id, self.ev.value_of(value))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            kind = self.kind(value)
+            wrapped = kind if isinstance(kind, Wrapped) else None
+            for element in elements(target):
+                if isinstance(element, ast.Name):
+                    scope.kinds[element.id] = wrapped  # `train, val = random_split(ds, ...)`
+                    refs = self.ev.refs_of(value)
+                    if refs:
+                        self.state.env.assign_refs(element.id, refs)
+        elif isinstance(target, ast.Attribute):
+            if self.kind(target.value) == DATASET:
+                handle = self.ev.handle_of(value)
+                if handle is not None:
+                    scope.sets.append(AttrSite(target.attr, self.span(target)))
+            else:
+                self.expression(target.value)
+
+    def kind(self, expr: ast.expr) -> Kind:
+        if isinstance(expr, ast.Name):
+            return self.scope.kinds.get(expr.id)
+        if isinstance(expr, ast.Call):
+            name = self.q(expr.func)
+            if name in GET_WORKER_INFO:
+                return INFO
+            if name in WRAPPERS:
+                return Wrapped(name)
+            index = self.loader_index.get(id(expr))
+            return LoaderValue(index) if index is not None else None
+        if isinstance(expr, ast.Attribute):
+            if expr.attr == "dataset" and self.kind(expr.value) == INFO:
+                self.scope.touched = True
+                return DATASET
+            return None
+        if isinstance(expr, ast.Subscript):
+            inner = self.kind(expr.value)
+            return inner if isinstance(inner, Wrapped) else None  # random_split(...)[0]
+        return None
+
+    # --- expressions --------------------------------------------------------------------
+
+    def expression(self, expr: ast.expr) -> None:
+        for node in _walk_expr(expr):
+            if isinstance(node, ast.Call):
+                self.call(node)
+            elif isinstance(node, ast.Attribute) and node.attr in WRAPPER_ATTRS \
+                    and self.kind(node.value) == DATASET:
+                self.scope.walks = True  # `dataset.dataset`, `dataset.datasets`
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+                self.use("getitem", node.value, node)
+            elif isinstance(node, ast.comprehension):
+                self.iterated(node.iter, node.iter)
+
+    def call(self, node: ast.Call) -> None:
+        func = node.func
+        name = self.q(func)
+        if name in LOADERS:
+            self.loader(node)
+        if isinstance(func, ast.Attribute) and self.kind(func.value) == DATASET:
+            self.scope.calls.append(AttrSite(func.attr, self.span(func)))
+        bare = func.id if isinstance(func, ast.Name) else ""
+        args = list(node.args) + [k.value for k in node.keywords]
+        if bare in ("iter", "next", "list", "enumerate", "tuple", "sorted", "sum"):
+            for arg in node.args[:1]:
+                self.iterated(arg, node)
+        elif bare == "len" and node.args:
+            self.use("len", node.args[0], node)
+        elif name not in LOADERS:
+            for arg in node.args:
+                self.iterated_loader(arg, node)  # `trainer.fit(model, loader)`, `tqdm(loader)`
+        if any(self.kind(a) == DATASET for a in args) and bare not in _LOOKS \
+                and name not in GET_WORKER_INFO:
+            self.scope.walks = True  # passed on: a helper may unwrap it
+        if bare in ("isinstance", "hasattr") and node.args and self.kind(node.args[0]) == DATASET:
+            self.scope.walks = True
+
+    def loader(self, node: ast.Call) -> None:
+        args = loader_arguments(node, self.ev)
+        dataset = args.get("dataset")
+        kind = self.kind(dataset) if dataset is not None else None
+        wrapper = kind.wrapper if isinstance(kind, Wrapped) else ""
+        self.loader_index[id(node)] = len(self.loaders)
+        self.loaders.append(LoaderWrap(self.span(node), wrapper, 0, self.scope.name))
+        init = args.get("worker_init_fn")
+        if isinstance(init, ast.Lambda):
+            self.lambda_init(init, node)
+
+    def lambda_init(self, init: ast.Lambda, loader: ast.Call) -> None:
+        outer = self.scope
+        self.scope = _Scope(outer.name, dict(outer.kinds))
+        try:
+            self.expression(init.body)
+            if self.scope.touched:
+                self.inits.append(WorkerInit("", self.span(init), tuple(self.scope.sets),
+                                             tuple(self.scope.calls), self.scope.walks, False,
+                                             self.span(loader)))
+        finally:
+            self.scope = outer
+
+    def iterated(self, expr: ast.expr, at: ast.AST) -> None:
+        if not self.iterated_loader(expr, at):
+            self.use("iter", expr, at)
+
+    def iterated_loader(self, expr: ast.expr, at: ast.AST) -> bool:
+        """Record the first iteration of a loader bound to a name (or built in place)."""
+        index: Optional[int] = None
+        if isinstance(expr, ast.Name):
+            kind = self.scope.kinds.get(expr.id)
+            index = kind.index if isinstance(kind, LoaderValue) else None
+        elif isinstance(expr, ast.Call):
+            index = self.loader_index.get(id(expr))
+        if index is None:
+            return False
+        current = self.loaders[index]
+        if not current.iterated_line:
+            line = getattr(at, "lineno", 0)
+            self.loaders[index] = LoaderWrap(current.loader, current.wrapper, line,
+                                             current.scope)
+        return True
+
+    def use(self, kind: str, expr: ast.expr, at: ast.AST) -> None:
+        if self.state.current_class() is not None or isinstance(expr, ast.Call):
+            return
+        if isinstance(expr, ast.Name) and isinstance(self.scope.kinds.get(expr.id), LoaderValue):
+            return
+        refs = self.ev.refs_of(expr)
+        if refs and isinstance(at, (ast.expr, ast.stmt)):
+            self.uses.append(DatasetUse(kind, tuple(refs), self.span(at), self.scope.name))
+
+
+class _ClassReader:
+    """The remedy facts of one class: `None` in `__init__`, lazy accessors, wrapped attrs."""
+
+    def __init__(self, owner: _Remedies, cls: ClassState) -> None:
+        self.owner = owner
+        self.cls = cls
+        self.init_none: list[AttrSite] = []
+        self.init_set: set[str] = set()
+        self.lazy: list[LazyOpen] = []
+        self.param_attrs: set[str] = set()
+        self.indexed: set[str] = set()
+        self.pid_attrs: set[str] = set()  # `self._pid = os.getpid()` anywhere in the class
+
+    def read(self, node: ast.ClassDef) -> RemedyClass:
+        methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for method in methods:
+            for sub in ast.walk(method):
+                if isinstance(sub, ast.Assign) and self._process_value(sub.value):
+                    self.pid_attrs.update(a for t in sub.targets if (a := self_attr(t)))
+        for method in methods:
+            self.method(method)
+        return RemedyClass(self.cls.qualname, tuple(self.init_none),
+                           tuple(sorted(self.init_set - {a.attr for a in self.init_none})),
+                           tuple(self.lazy), tuple(sorted(self.param_attrs & self.indexed)))
+
+    def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
+        state = self.owner.state
+        func = FunctionState(node.name, f"{self.cls.qualname}.{node.name}", False, False,
+                             Env(state.module_env), MethodState(node.name))
+        state.frames.extend([self.cls, func])
+        try:
+            params = {a.arg for a in (*node.args.posonlyargs, *node.args.args,
+                                      *node.args.kwonlyargs)}
+            checked = any(self._is_process_check(t.test) for t in ast.walk(node)
+                          if isinstance(t, (ast.If, ast.IfExp, ast.While, ast.Assert)))
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Subscript):
+                    attr = self_attr(sub.value)
+                    if attr:
+                        self.indexed.add(attr)
+            self.block(node.name, node.body, params, checked)
+        finally:
+            del state.frames[-2:]
+
+    def block(self, method: str, body: list[ast.stmt], params: set[str], checked: bool) -> None:
+        ev = self.owner.ev
+        for stmt in body:
+            if isinstance(stmt, ast.Assign):
+                handle = ev.handle_of(stmt.value)
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name) and handle is not None:
+                        self.owner.state.env.handles[target.id] = handle
+                    attr = self_attr(target)
+                    if attr and method == "__init__":
+                        if is_none(stmt.value):
+                            self.init_none.append(AttrSite(attr, self.owner.span(target)))
+                        else:
+                            self.init_set.add(attr)
+                        if isinstance(stmt.value, ast.Name) and stmt.value.id in params:
+                            self.param_attrs.add(attr)
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                attr = self_attr(stmt.target)
+                if attr and method == "__init__":
+                    if is_none(stmt.value):
+                        self.init_none.append(AttrSite(attr, self.owner.span(stmt.target)))
+                    else:
+                        self.init_set.add(attr)
+            elif isinstance(stmt, ast.If):
+                for attr in _unset_tests(stmt.test):
+                    self._lazy(method, attr, stmt, checked)
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.stmt):
+                    self.block(method, [child], params, checked)
+                elif isinstance(child, (ast.withitem, ast.excepthandler, ast.match_case)):
+                    self.block(method, [s for s in ast.iter_child_nodes(child)
+                                        if isinstance(s, ast.stmt)], params, checked)
+
+    def _lazy(self, method: str, attr: str, node: ast.If, checked: bool) -> None:
+        ev = self.owner.ev
+        for stmt in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+            if isinstance(stmt, ast.Assign) and any(self_attr(t) == attr for t in stmt.targets):
+                handle = ev.handle_of(stmt.value)
+                if handle is not None:
+                    self.lazy.append(LazyOpen(attr, method, ev.site(handle), "", checked))
+                    return
+            if isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Attribute) \
+                    and is_self(stmt.func.value):
+                self.lazy.append(LazyOpen(attr, method, None, stmt.func.attr, checked))
+                return
+
+    def _process_value(self, expr: ast.expr) -> bool:
+        return any(isinstance(n, ast.Call) and self.owner.q(n.func) in PROCESS_CALLS
+                   for n in ast.walk(expr))
+
+    def _is_process_check(self, test: ast.expr) -> bool:
+        if self._process_value(test):
+            return True
+        return any(self_attr(n) in self.pid_attrs for n in ast.walk(test)
+                   if isinstance(n, ast.Attribute))
+
+
+def _unset_tests(test: ast.expr) -> list[str]:
+    """The attributes a test checks are unset: `self.x is None`, `not self.x`,
+    `not hasattr(self, "x")`, combined with `or`/`and`."""
+    if isinstance(test, ast.BoolOp):
+        return [a for value in test.values for a in _unset_tests(value)]
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 \
+            and isinstance(test.ops[0], (ast.Is, ast.Eq)) and is_none(test.comparators[0]):
+        attr = self_attr(test.left)
+        return [attr] if attr else []
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        operand = test.operand
+        attr = self_attr(operand)
+        if attr:
+            return [attr]
+        if isinstance(operand, ast.Call) and isinstance(operand.func, ast.Name) \
+                and operand.func.id == "hasattr" and len(operand.args) == 2 \
+                and is_self(operand.args[0]):
+            name = string(operand.args[1])
+            return [name] if name else []
+    return []
+
+
+def _walk_expr(expr: ast.expr) -> list[ast.AST]:
+    """The nodes of an expression, not entering lambdas (a lambda passed as worker_init_fn is
+    read on its own)."""
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = [expr]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if not isinstance(node, ast.Lambda):
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return out
+
+
+def remedy_facts(tree: ast.Module, state: State, ev: Evaluator,
+                 classes: list[ClassState]) -> RemedyFacts:
+    reader = _Remedies(state, ev, classes)
+    reader.module(tree)
+    return reader.facts()
+
+
+__all__ = ["remedy_facts"]

@@ -1,0 +1,339 @@
+"""The rules for the remedies people write, and their holes (WS3xx): pure functions of linked
+facts (`FileFacts.remedies`, see analysis/remedies.py) → findings.
+
+- WS301/WS311: a handle attribute is None (or unset) after `__init__` and created only by a
+  worker_init_fn: the main process (num_workers=0, `ds[i]`) never gets one.
+- WS302/WS312: a worker_init_fn sets the handle on `get_worker_info().dataset` without walking
+  wrappers, and the DataLoader's dataset is a wrapper: the inner dataset never gets it.
+- WS303/WS313: a lazily opened handle without a process check, used by the parent before its
+  forking DataLoader's workers start: they share it after all.
+Confirmed codes need the loader or use that makes the hole show; the latent twins are
+reported otherwise (WS311 on by default, WS312/WS313 only when selected)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Optional, Protocol
+
+from .facts import (
+    AttrSite, ClassFacts, DatasetUse, FileFacts, HandleSite, LazyOpen, LoaderCall, LoaderWrap,
+    MethodFacts, RemedyClass, Span, WorkerInit,
+)
+from .findings import Finding
+from .link import SPAWN_LIKE, Project
+from .registry import Registry
+
+
+class View(Protocol):
+    """What these rules read of a dataset class with its inherited methods (rules.ClassView)."""
+
+    cls: ClassFacts
+    methods: dict[str, tuple[ClassFacts, MethodFacts]]
+    init_run: set[tuple[str, str]]
+    worker_reads: set[str]
+
+
+ViewOf = Callable[[Project, ClassFacts], View]
+Located = tuple[FileFacts, LoaderCall]
+
+
+@dataclass(frozen=True)
+class _Init:
+    facts: FileFacts
+    init: WorkerInit
+
+    @property
+    def label(self) -> str:
+        short = self.init.name.rpartition(".")[2] or "lambda"
+        return f"{short} ({os.path.basename(self.facts.path)}:{self.init.span.line})"
+
+
+class _Index:
+    """The remedy facts of every file, looked up by what the rules ask."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.classes: dict[str, RemedyClass] = {}
+        self.inits: dict[str, _Init] = {}
+        self.lambdas: dict[tuple[str, Span], _Init] = {}
+        self.wraps: dict[tuple[str, Span], LoaderWrap] = {}
+        self.uses: list[tuple[FileFacts, DatasetUse]] = []
+        for facts in project.files:
+            rem = facts.remedies
+            self.classes.update((c.qualname, c) for c in rem.classes)
+            for init in rem.worker_inits:
+                if init.loader is not None:
+                    self.lambdas[(facts.path, init.loader)] = _Init(facts, init)
+                else:
+                    self.inits[init.name] = _Init(facts, init)
+            self.wraps.update(((facts.path, w.loader), w) for w in rem.loaders)
+            self.uses.extend((facts, use) for use in rem.uses)
+
+    def loader_inits(self, facts: FileFacts, loader: LoaderCall) -> list[_Init]:
+        found = [self.inits.get(self.project.resolve(n, facts)) for n in loader.worker_inits]
+        found.append(self.lambdas.get((facts.path, loader.span)))
+        return [i for i in found if i is not None]
+
+    def wrap(self, facts: FileFacts, loader: LoaderCall) -> Optional[LoaderWrap]:
+        return self.wraps.get((facts.path, loader.span))
+
+    def uses_of(self, qualname: str) -> Iterator[tuple[FileFacts, DatasetUse]]:
+        for facts, use in self.uses:
+            if any(cls.qualname == qualname for ref in use.refs
+                   for cls, _ in self.project.classes_of_ref(ref, facts)):
+                yield facts, use
+
+
+def remedy_findings(project: Project, registry: Registry, view_of: ViewOf) -> list[Finding]:
+    index = _Index(project)
+    loaders_by_class = project.loaders_by_class()
+    findings: list[Finding] = []
+    for cls in project.classes.values():
+        uses = [(f, loader) for f, loader, _ in loaders_by_class.get(cls.qualname, [])]
+        if not uses and not project.is_torch_dataset(cls):
+            continue
+        view = view_of(project, cls)
+        findings.extend(_worker_init_only(project, index, view, uses))
+        findings.extend(_lazy_opened_in_parent(project, registry, index, view, uses))
+    findings.extend(_misses_wrapper(project, index, view_of))
+    return findings
+
+
+# --- WS301 / WS311 ------------------------------------------------------------------------
+
+def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Located]
+                      ) -> Iterator[Finding]:
+    mro = project.mro(view.cls)
+    remedy = [index.classes[m.qualname] for m in mro if m.qualname in index.classes]
+    inits = [i for f, loader in uses for i in index.loader_inits(f, loader)]
+    if not inits:  # no loader using the class wires one: any worker_init_fn may be its
+        inits = list(index.inits.values())
+    init_names = {name for _, name in view.init_run}
+    set_in_init = {a for r in remedy for a in r.init_set}
+    lazy = {lz.attr for r in remedy for lz in r.lazy}
+    reported: set[str] = set()
+    for init in inits:
+        for attr, site in _created_by(view, init.init, init_names):
+            if attr in reported or attr not in view.worker_reads or attr in lazy:
+                continue
+            none_site = next((s for r in remedy for s in r.init_none if s.attr == attr), None)
+            if none_site is None and attr in set_in_init:
+                continue
+            if any(h.attr == attr and (m.qualname, h.method) in view.init_run
+                   for m in mro for h in m.held):
+                continue
+            reported.add(attr)
+            evidence = _main_process_evidence(index, view, uses)
+            if none_site is not None:
+                home = project.class_file[_owner_of_none(mro, remedy, attr)]
+                path, span = home.path, none_site.span
+            else:
+                path, span = init.facts.path, site
+            what = (f"{attr} of {view.cls.name} is "
+                    f"{'None' if none_site else 'not set'} after __init__ and created only by "
+                    f"worker_init_fn {init.label}")
+            if evidence:
+                yield Finding(path, span, "WS301",
+                              f"{what}: {evidence} runs in the main process and fails; "
+                              f"open it in the dataset (an opener __init__ calls)")
+            else:
+                yield Finding(path, span, "WS311",
+                              f"{what}: it fails wherever the dataset runs in the main process "
+                              f"(num_workers=0, ds[i]); open it in the dataset "
+                              f"(an opener __init__ calls)")
+
+
+def _created_by(view: View, init: WorkerInit, init_names: set[str]
+                ) -> Iterator[tuple[str, Span]]:
+    """The attributes a worker_init_fn gives the dataset: set directly, or by a method it calls
+    that `__init__` does not run."""
+    for site in init.sets:
+        yield site.attr, site.span
+    for call in init.calls:
+        if call.attr in init_names or call.attr not in view.methods:
+            continue
+        for name in _closure([call.attr], view.methods):
+            if name in init_names:
+                continue
+            owner = view.methods[name][0]
+            for held in owner.held:
+                if held.method == name:
+                    yield held.attr, call.span
+
+
+def _owner_of_none(mro: list[ClassFacts], remedy: list[RemedyClass], attr: str) -> str:
+    qualnames = {r.qualname for r in remedy if any(s.attr == attr for s in r.init_none)}
+    return next(m.qualname for m in mro if m.qualname in qualnames)
+
+
+def _main_process_evidence(index: _Index, view: View, uses: list[Located]) -> str:
+    for facts, loader in uses:
+        if loader.num_workers == 0:
+            return f"the DataLoader at {_where(facts.path, loader.span.line)} (num_workers=0)"
+    for facts, use in index.uses_of(view.cls.qualname):
+        if use.kind in ("getitem", "iter"):
+            return f"{_USE_TEXT[use.kind]} at {_where(facts.path, use.span.line)}"
+    return ""
+
+
+_USE_TEXT = {"getitem": "indexing the dataset", "iter": "iterating the dataset",
+             "len": "len() of the dataset"}
+
+
+# --- WS302 / WS312 ------------------------------------------------------------------------
+
+def _misses_wrapper(project: Project, index: _Index, view_of: ViewOf) -> Iterator[Finding]:
+    confirmed: set[tuple[str, Span]] = set()
+    resolved: set[tuple[str, Span]] = set()  # used by a loader whose dataset was found
+    for facts, loader in project.loaders():
+        if loader.num_workers == 0:
+            continue
+        for init in index.loader_inits(facts, loader):
+            if init.init.walks_wrappers or not (init.init.sets or init.init.calls):
+                continue
+            key = (init.facts.path, init.init.span)
+            wrapper = _wrapper_of(project, index, view_of, facts, loader, init.init)
+            if wrapper is None:
+                if any(project.classes_of_ref(r, facts) for r in loader.datasets):
+                    resolved.add(key)
+                continue
+            if key in confirmed:
+                continue
+            confirmed.add(key)
+            site, does = _what_init_does(init)
+            yield Finding(init.facts.path, site.span, "WS302",
+                          f"worker_init_fn {init.label} {does}, but the DataLoader at "
+                          f"{_where(facts.path, loader.span.line)} wraps the dataset in "
+                          f"{wrapper}: the inner dataset is never reached; walk "
+                          f".dataset/.datasets to it, or open the handle in the dataset")
+    for init in index.inits.values():
+        key = (init.facts.path, init.init.span)
+        if key in confirmed or key in resolved or init.init.walks_wrappers:
+            continue
+        if not (init.init.sets or init.init.calls):
+            continue
+        site, does = _what_init_does(init)
+        yield Finding(init.facts.path, site.span, "WS312",
+                      f"worker_init_fn {init.label} {does} without walking wrappers (no "
+                      f"DataLoader with a known dataset using it found): under Subset, "
+                      f"ConcatDataset or random_split the inner dataset is never reached; walk "
+                      f".dataset/.datasets to it")
+
+
+def _what_init_does(init: _Init) -> tuple[AttrSite, str]:
+    if init.init.sets:
+        site = init.init.sets[0]
+        return site, f"sets {site.attr} on get_worker_info().dataset"
+    site = init.init.calls[0]
+    return site, f"calls get_worker_info().dataset.{site.attr}()"
+
+
+def _wrapper_of(project: Project, index: _Index, view_of: ViewOf, facts: FileFacts,
+                loader: LoaderCall, init: WorkerInit) -> Optional[str]:
+    """The wrapper the loader's dataset is, if any: a torch wrapper, or a project dataset class
+    that keeps a dataset in an attribute and has none of what the worker_init_fn gives it."""
+    wrap = index.wrap(facts, loader)
+    if wrap is not None and wrap.wrapper:
+        return wrap.wrapper.rpartition(".")[2]
+    wanted = {s.attr for s in init.sets}
+    methods = {c.attr for c in init.calls}
+    for ref in loader.datasets:
+        for cls, _ in project.classes_of_ref(ref, facts):
+            remedy = index.classes.get(cls.qualname)
+            if remedy is None or not remedy.wrapped_attrs:
+                continue
+            view = view_of(project, cls)
+            if not (wanted & view.worker_reads) and not (methods & set(view.methods)):
+                return cls.name
+    return None
+
+
+# --- WS303 / WS313 ------------------------------------------------------------------------
+
+def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, view: View,
+                           uses: list[Located]) -> Iterator[Finding]:
+    remedy = index.classes.get(view.cls.qualname)
+    if remedy is None:
+        return
+    home = project.class_file[view.cls.qualname]
+    init_names = {name for _, name in view.init_run}
+    for lazy in remedy.lazy:
+        site = lazy.site or _opener_site(view, lazy)
+        htype = registry.lookup(site.handle) if site is not None else None
+        if site is None or htype is None or htype.fork_safe or lazy.process_checked:
+            continue
+        if lazy.method in init_names:
+            continue  # opened by __init__ itself: WS101's finding
+        triggers = _triggers(view, lazy.method)
+        forking = [(f, ld) for f, ld in uses if ld.num_workers != 0
+                   and any(c not in SPAWN_LIKE for c, _ in project.start_methods(ld, f))]
+        if uses and not forking:
+            continue  # only main-process or spawned loaders
+        where = f"{site.handle} opened lazily in {view.cls.name}.{lazy.method}"
+        for facts, loader in forking:
+            use = _parent_use(index, view, triggers, facts, loader)
+            if use:
+                yield Finding(home.path, site.span, "WS303",
+                              f"{where} without a process check is opened by the parent "
+                              f"({use}) before the DataLoader at "
+                              f"{_where(facts.path, loader.span.line)} forks its workers, "
+                              f"which then share it: reopen it when os.getpid() changes")
+                break
+        else:
+            yield Finding(home.path, site.span, "WS313",
+                          f"{where} without a process check: if the parent uses the dataset "
+                          f"before a forking DataLoader starts, the workers share it; reopen "
+                          f"it when os.getpid() changes")
+
+
+def _opener_site(view: View, lazy: LazyOpen) -> Optional[HandleSite]:
+    for name in _closure([lazy.opener], view.methods):
+        owner = view.methods[name][0]
+        for held in owner.held:
+            if held.method == name and held.attr == lazy.attr:
+                return held.site
+    return None
+
+
+def _triggers(view: View, accessor: str) -> set[str]:
+    """The methods that run the accessor: call it (through self calls) or read it (a
+    property)."""
+    return {name for name, (_, method) in view.methods.items()
+            if accessor in _closure([name], view.methods)
+            or accessor in method.attrs_read}
+
+
+def _parent_use(index: _Index, view: View, triggers: set[str], facts: FileFacts,
+                loader: LoaderCall) -> str:
+    if "__len__" in triggers and "__iter__" not in view.methods:
+        return "len() of the dataset, which the DataLoader's sampler calls"
+    wrap = index.wrap(facts, loader)
+    for use_facts, use in index.uses_of(view.cls.qualname):
+        if use_facts.path != facts.path or wrap is None or use.scope != wrap.scope:
+            continue
+        if wrap.iterated_line and use.span.line >= wrap.iterated_line:
+            continue
+        ran = {"getitem": {"__getitem__"}, "len": {"__len__"},
+               "iter": {"__iter__"} if "__iter__" in view.methods else {"__getitem__"}}
+        if ran[use.kind] & triggers:
+            return f"{_USE_TEXT[use.kind]} at {_where(use_facts.path, use.span.line)}"
+    return ""
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+def _closure(roots: Iterable[str], methods: dict[str, tuple[ClassFacts, MethodFacts]]
+             ) -> set[str]:
+    seen: set[str] = set()
+    stack = [r for r in roots if r in methods]
+    while stack:
+        name = stack.pop()
+        if name not in seen:
+            seen.add(name)
+            stack.extend(c for c in methods[name][1].self_calls if c in methods)
+    return seen
+
+
+def _where(path: str, line: int) -> str:
+    return f"{os.path.basename(path)}:{line}"
