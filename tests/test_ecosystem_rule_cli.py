@@ -91,18 +91,14 @@ def test_the_rule_table_is_consistent() -> None:
     assert BY_CODE["WS104"].fix is None and BY_CODE["WS001"].level == "warning"
 
 
-def test_a_rule_off_by_default_is_reported_only_when_selected(monkeypatch: pytest.MonkeyPatch
-                                                              ) -> None:
-    """No rule is off by default yet: one is added to the table for this test."""
-    from dataclasses import replace
-
-    from workersafe import ruletable
+def test_a_rule_off_by_default_is_reported_only_when_selected() -> None:
+    """WS313 (latent lazy handle without a process check) is off by default."""
     from workersafe.config import Config
 
-    off = replace(BY_CODE["WS101"], code="WS301", default_on=False)
-    monkeypatch.setitem(ruletable.BY_CODE, "WS301", off)
-    assert not Config().enabled("WS301") and Config().enabled("WS101")
-    assert Config(select=("WS3",)).enabled("WS301")
-    assert Config(select=("WS301",)).enabled("WS301")
-    assert not Config(select=("WS",)).enabled("WS301")
-    assert not Config(select=("WS301",), ignore=("WS301",)).enabled("WS301")
+    assert not BY_CODE["WS313"].default_on and BY_CODE["WS303"].default_on
+    assert not Config().enabled("WS313") and Config().enabled("WS303")
+    assert Config(select=("WS3",)).enabled("WS313")
+    assert Config(select=("WS", "WS31")).enabled("WS313")
+    assert Config(select=("WS313",)).enabled("WS313")
+    assert not Config(select=("WS",)).enabled("WS313")
+    assert not Config(select=("WS313",), ignore=("WS313",)).enabled("WS313")

@@ -74,13 +74,13 @@ RULES: tuple[Rule, ...] = (
          "A lazily opened handle without a process check is opened by the parent first.",
          None, "nothing yet: reopen the handle when `os.getpid()` changes", latent="WS313"),
     Rule("WS311", "latent-handle-only-in-worker-init",
-         "WS301's pattern (handle only from a worker_init_fn), with no main-process use found.",
+         "WS301's pattern, with no main-process use of the dataset found.",
          None, "nothing yet: as WS301"),
     Rule("WS312", "latent-worker-init-misses-wrapper",
-         "WS302's pattern (worker_init_fn ignores wrappers), with no DataLoader using it found.",
+         "WS302's pattern, with no DataLoader using the worker_init_fn found.",
          None, "nothing yet: as WS302", default_on=False),
     Rule("WS313", "latent-parent-opens-lazy-handle",
-         "WS303's pattern (lazy handle, no process check), with no parent use found.",
+         "WS303's pattern, with no parent use before a forking DataLoader found.",
          None, "nothing yet: as WS303", default_on=False),
 )
 
