@@ -319,13 +319,11 @@ class _ClassReader:
         self.param_attrs: set[str] = set()
         self.indexed: set[str] = set()
         self.pid_attrs: set[str] = set()  # `self._pid = os.getpid()` anywhere in the class
+        self.pid_names: set[tuple[str, str]] = set()  # (method, local) likewise
 
     def read(self, node: ast.ClassDef) -> RemedyClass:
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        for method in methods:
-            for sub in ast.walk(method):
-                if isinstance(sub, ast.Assign) and self._process_value(sub.value):
-                    self.pid_attrs.update(a for t in sub.targets if (a := self_attr(t)))
+        self._process_values(methods)
         for method in methods:
             self.method(method)
         return RemedyClass(self.cls.qualname, tuple(self.init_none),
@@ -340,7 +338,7 @@ class _ClassReader:
         try:
             params = {a.arg for a in (*node.args.posonlyargs, *node.args.args,
                                       *node.args.kwonlyargs)}
-            checked = any(self._is_process_check(t.test) for t in ast.walk(node)
+            checked = any(self._process_value(t.test, node.name) for t in ast.walk(node)
                           if isinstance(t, (ast.If, ast.IfExp, ast.While, ast.Assert)))
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Subscript):
@@ -397,15 +395,38 @@ class _ClassReader:
                 self.lazy.append(LazyOpen(attr, method, None, stmt.func.attr, checked))
                 return
 
-    def _process_value(self, expr: ast.expr) -> bool:
-        return any(isinstance(n, ast.Call) and self.owner.q(n.func) in PROCESS_CALLS
-                   for n in ast.walk(expr))
+    def _process_values(self, methods: list[Union[ast.FunctionDef, ast.AsyncFunctionDef]]
+                        ) -> None:
+        """The attributes (class-wide) and locals (per method) holding a value derived from
+        a process call: `self._pid = os.getpid()`, `info = get_worker_info(); w = info.id`."""
+        assigns = [(m.name, a) for m in methods for a in ast.walk(m)
+                   if isinstance(a, ast.Assign)]
+        changed = True
+        while changed:
+            changed = False
+            for method, assign in assigns:
+                if not self._process_value(assign.value, method):
+                    continue
+                for target in assign.targets:
+                    for element in (elements(target) or [target]):
+                        attr = self_attr(element)
+                        if attr and attr not in self.pid_attrs:
+                            self.pid_attrs.add(attr)
+                            changed = True
+                        if isinstance(element, ast.Name) \
+                                and (method, element.id) not in self.pid_names:
+                            self.pid_names.add((method, element.id))
+                            changed = True
 
-    def _is_process_check(self, test: ast.expr) -> bool:
-        if self._process_value(test):
-            return True
-        return any(self_attr(n) in self.pid_attrs for n in ast.walk(test)
-                   if isinstance(n, ast.Attribute))
+    def _process_value(self, expr: ast.expr, method: str) -> bool:
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Call) and self.owner.q(node.func) in PROCESS_CALLS:
+                return True
+            if isinstance(node, ast.Name) and (method, node.id) in self.pid_names:
+                return True
+            if isinstance(node, ast.Attribute) and self_attr(node) in self.pid_attrs:
+                return True
+        return False
 
 
 def _unset_tests(test: ast.expr) -> list[str]:
