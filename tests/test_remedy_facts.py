@@ -1,0 +1,134 @@
+"""The facts the WS3xx rules read (analysis/remedies.py): what names are bound to, not how
+they are spelled; and they survive the on-disk cache."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from workersafe.facts import FileFacts, RemedyFacts, from_jsonable, to_jsonable
+from workersafe.parse import file_facts
+from workersafe.registry import Registry
+
+
+def remedies(source: str) -> RemedyFacts:
+    facts = file_facts(textwrap.dedent(source), "m.py", "m", False, Registry())
+    assert isinstance(facts, FileFacts) and not facts.error, facts
+    return facts.remedies
+
+
+def test_worker_dataset_followed_through_names_however_bound() -> None:
+    found = remedies("""
+        import requests
+        import torch.utils.data as tud
+
+        def init(worker_id):
+            info = tud.get_worker_info()
+            first = info
+            ds = first.dataset
+            target = ds
+            target.session = requests.Session()
+            target.configure()
+    """)
+    (init,) = found.worker_inits
+    assert init.name == "m.init"
+    assert [s.attr for s in init.sets] == ["session"]
+    assert [c.attr for c in init.calls] == ["configure"]
+    assert not init.walks_wrappers and not init.other_work
+
+
+def test_a_name_spelled_like_the_worker_dataset_is_not_it() -> None:
+    found = remedies("""
+        import requests
+
+        def init(worker_id):
+            info = object()
+            info.dataset.session = requests.Session()
+    """)
+    assert found.worker_inits == ()
+
+
+def test_walking_wrappers_and_other_work() -> None:
+    found = remedies("""
+        import random
+        import requests
+        from torch.utils.data import get_worker_info
+
+        def init(worker_id):
+            random.seed(worker_id)
+            ds = get_worker_info().dataset
+            for inner in ds.datasets:
+                inner.session = requests.Session()
+    """)
+    (init,) = found.worker_inits
+    assert init.walks_wrappers and init.other_work
+
+
+def test_loader_wrappers_and_iteration() -> None:
+    found = remedies("""
+        from torch.utils.data import DataLoader, random_split
+
+        def main(ds):
+            train, val = random_split(ds, [0.9, 0.1])
+            loader = DataLoader(train, num_workers=4)
+            plain = DataLoader(ds)
+            print(ds[0])
+            for batch in loader:
+                pass
+    """)
+    wrapped, plain = found.loaders
+    assert wrapped.wrapper == "torch.utils.data.random_split" and wrapped.scope == "main"
+    assert wrapped.iterated_line == 9
+    assert plain.wrapper == "" and plain.iterated_line == 0
+
+
+def test_lazy_accessor_and_process_check_by_meaning() -> None:
+    found = remedies("""
+        import os
+        import lmdb
+
+        class Plain:
+            def get(self):
+                if self.env is None:
+                    self.env = lmdb.open("p")
+                return self.env
+
+        class Checked:
+            def __init__(self):
+                self.owner = os.getpid()
+
+            def get(self):
+                if self.env is None or self.owner != os.getpid():
+                    self._connect()
+                return self.env
+    """)
+    plain, checked = found.classes
+    (lazy,) = plain.lazy
+    assert (lazy.attr, lazy.method, lazy.process_checked) == ("env", "get", False)
+    assert lazy.site is not None and lazy.site.handle == "lmdb.open"
+    (lazy,) = checked.lazy
+    assert (lazy.opener, lazy.process_checked) == ("_connect", True)
+
+
+def test_remedy_facts_survive_the_cache() -> None:
+    facts = file_facts(textwrap.dedent("""
+        import lmdb
+        from torch.utils.data import DataLoader, Dataset, Subset, get_worker_info
+
+        class D(Dataset):
+            def __init__(self):
+                self.env = None
+
+            def __getitem__(self, i):
+                if self.env is None:
+                    self.env = lmdb.open("x")
+                return self.env
+
+        d = D()
+        loader = DataLoader(Subset(d, [0]), num_workers=2,
+                            worker_init_fn=lambda _: get_worker_info().dataset.open())
+        print(d[0])
+    """), "m.py", "m", False, Registry())
+    assert facts.remedies.classes and facts.remedies.uses and facts.remedies.worker_inits
+    again = from_jsonable(FileFacts, json.loads(json.dumps(to_jsonable(facts))))
+    assert again == facts
