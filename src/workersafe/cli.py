@@ -145,7 +145,7 @@ def _check(args: argparse.Namespace, config: Config) -> int:
         if len(paths) > 1:
             raise UsageError("'-' (standard input) cannot be mixed with other paths")
         name = args.stdin_filename or "stdin"
-        findings = engine.check_bytes(name, sys.stdin.buffer.read())
+        findings = _check_stdin(engine, name, sys.stdin.buffer.read())
         stats = None
     else:
         try:
@@ -157,12 +157,39 @@ def _check(args: argparse.Namespace, config: Config) -> int:
         files_with_findings = {f.path for f in findings if f.plan}
         if args.show_fixes or len(files_with_findings) <= MARK_FIXABLE_FILES:
             findings = _mark_fixable(engine, result, config)
+        findings = _in_cells(findings, result.sources)
     sys.stdout.write(FORMATS[args.format](findings))
     if args.stats and stats is not None:
         print(json.dumps(stats.as_dict()), file=sys.stderr)
     if args.exit_zero:
         return EXIT_CLEAN
     return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _check_stdin(engine, name: str, raw: bytes) -> list:  # type: ignore[no-untyped-def]
+    from .notebook import is_notebook
+
+    if not is_notebook(name):
+        return engine.check_bytes(name, raw)
+    from .engine import ERROR_CODE
+    from .facts import Span
+    from .findings import Finding
+    from .notebook import notebook_source
+    from .source import SourceError
+
+    try:
+        source = notebook_source(name, raw)
+    except SourceError as exc:
+        return [Finding(name, Span(1, 0, 1, 0), ERROR_CODE, f"cannot analyse this file: {exc}")]
+    return _in_cells(engine.check_text(name, source.text), {name: source})
+
+
+def _in_cells(findings: list, sources: dict) -> list:  # type: ignore[type-arg]
+    """Findings in notebooks are reported by cell and line within the cell."""
+    from .notebook import in_cells, is_notebook
+
+    texts = {p: s.text for p, s in sources.items() if is_notebook(p)}
+    return in_cells(findings, texts) if texts else findings
 
 
 def _mark_fixable(engine, result, config: Config) -> list:  # type: ignore[no-untyped-def]
@@ -210,7 +237,14 @@ def _fix(args: argparse.Namespace, config: Config) -> int:
               file=sys.stderr)
         return EXIT_ERROR
 
-    return run_fix(args, config, make_engine(args, config))
+    engine = make_engine(args, config)
+    from .notebook_fix import has_notebooks
+
+    if "-" not in args.paths and has_notebooks(engine, args.paths or ["."]):
+        from .notebook_fix import run_fix as run_notebook_fix
+
+        return run_notebook_fix(args, config, engine)
+    return run_fix(args, config, engine)
 
 
 def _rule(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ from .registry import DEFAULT_REGISTRY, Registry
 STRATEGIES = ("worker-init", "lazy")
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__",
                    "build", "dist", ".eggs", "*.egg-info", ".workersafe_cache", "node_modules",
-                   ".mypy_cache", ".pytest_cache")
+                   ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints")
 
 
 class ConfigError(Exception):

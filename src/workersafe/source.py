@@ -64,6 +64,10 @@ def _declared_encoding(raw: bytes) -> str:
 
 
 def read_source(path: str) -> Source:
+    if path.endswith(".ipynb"):  # a notebook: its code cells joined into one module
+        from .notebook import read_notebook
+
+        return read_notebook(path)
     try:
         with open(path, "rb") as handle:
             raw = handle.read()

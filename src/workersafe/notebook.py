@@ -1,0 +1,311 @@
+"""Jupyter notebooks: code cells as one Python module, positions mapped back to cells, and the
+notebook written back with its format intact.
+
+The module the engine sees is every code cell in order, each after a marker comment line
+(`# %% [workersafe cell N]`), so a Dataset in one cell and its DataLoader in another link like
+two parts of one file. IPython syntax (`%magic`, `%%cell magic`, `!shell`, `obj?`) is masked
+line by line with a `pass` statement carrying a token, so every other line keeps its position
+and the masked lines can be restored after a fix. Cells are numbered from 1 over all cells
+(markdown and raw cells included), as editors show them."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+
+from .source import Source, SourceError, physical_lines
+
+if TYPE_CHECKING:
+    from .findings import Finding
+
+SUFFIX = ".ipynb"
+_MARKER = "# %% [workersafe cell {}]\n"
+_MARKER_RE = re.compile(r"^# %% \[workersafe cell (\d+)\]$")
+_MASK = "pass  # workersafe-magic-{}"
+_MASK_RE = re.compile(r"^([ \t]*)pass  # workersafe-magic-(\d+)$")
+# Cell magics whose body is Python; any other `%%` cell (bash, html, writefile...) is not.
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit"})
+
+
+def is_notebook(path: str) -> bool:
+    return path.endswith(SUFFIX)
+
+
+@dataclass(frozen=True)
+class CellLine:
+    """Where a line of the joined module sits in the notebook (both 1-based)."""
+
+    cell: int
+    line: int
+
+    def __str__(self) -> str:
+        return f"cell {self.cell}:{self.line}"
+
+
+@dataclass
+class Notebook:
+    """A parsed notebook and its joined code."""
+
+    raw: bytes
+    data: dict[str, Any]
+    code: str  # the joined module
+    masked: list[str]  # token number → the original line it replaced
+
+
+def read_notebook(path: str) -> Source:
+    """The joined code of a notebook as a Source (the engine and fixer read it like a file)."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    return notebook_source(path, raw)
+
+
+def notebook_source(path: str, raw: bytes) -> Source:
+    code = load(raw).code
+    return Source(path, code.encode("utf-8"), code, "utf-8", False)
+
+
+def load(raw: bytes) -> Notebook:
+    """Parse and validate (nbformat), then join the code cells; SourceError when invalid."""
+    try:
+        text = raw.decode("utf-8-sig")
+        data = json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SourceError(f"not a notebook (invalid JSON: {exc})") from None
+    _validate(text)
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise SourceError("not a notebook (no list of cells)")
+    lines: list[str] = []
+    masked: list[str] = []
+    python = _is_python(data)
+    for number, cell in enumerate(data["cells"], start=1):
+        if not python or not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        lines.append(_MARKER.format(number))
+        for line in _masked_cell(cell_text(cell), masked):
+            lines.append(line if line.endswith(("\n", "\r")) else line + "\n")
+    return Notebook(raw, data, "".join(lines), masked)
+
+
+def _validate(text: str) -> None:
+    try:
+        import nbformat
+    except ImportError:  # the JSON checks above and the cell walk are all that is needed
+        return
+    try:
+        notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
+        nbformat.validate(notebook)
+    except Exception as exc:  # noqa: BLE001 - nbformat raises many types for bad input
+        message = " ".join(str(exc).split())[:200]
+        raise SourceError(f"not a valid notebook: {message}") from None
+
+
+def _is_python(data: dict[str, Any]) -> bool:
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    for key in ("kernelspec", "language_info"):
+        info = metadata.get(key) if isinstance(metadata, dict) else None
+        if isinstance(info, dict):
+            language = info.get("language") if key == "kernelspec" else info.get("name")
+            if isinstance(language, str) and language:
+                return language.lower() == "python"
+    return True
+
+
+def cell_text(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _masked_cell(text: str, masked: list[str]) -> list[str]:
+    lines = physical_lines(text)
+    if not lines:
+        return []
+    first = lines[0].strip()
+    if first.startswith("%%"):
+        name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
+        body_is_python = name in _PYTHON_CELL_MAGICS
+        return [_mask(line, masked) if i == 0 or not body_is_python else _mask_line(line, masked)
+                for i, line in enumerate(lines)]
+    return [_mask_line(line, masked) for line in lines]
+
+
+def _mask_line(line: str, masked: list[str]) -> str:
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#"):
+        return line
+    if stripped[0] in "%!?" or (stripped.endswith("?") and re.fullmatch(r"[\w.\[\]()]+\?\??",
+                                                                          stripped)):
+        return _mask(line, masked)
+    if re.match(r"^[\w., ]+=\s*[%!]", stripped):  # `files = !ls`, `t = %timeit -o f()`
+        return _mask(line, masked)
+    return line
+
+
+def _mask(line: str, masked: list[str]) -> str:
+    body = line.rstrip("\r\n")
+    end = line[len(body):]
+    indent = body[: len(body) - len(body.lstrip())]
+    masked.append(line)
+    return f"{indent}{_MASK.format(len(masked) - 1)}{end or ''}"
+
+
+# --- writing back -------------------------------------------------------------------------------
+
+class NotebookWriteError(Exception):
+    """The new code cannot be put back into the notebook safely; nothing is written."""
+
+
+def rewrite(raw: bytes, new_code: str) -> bytes:
+    """The notebook `raw` with its code cells replaced by the cells of `new_code` (a joined
+    module as `load` makes it, after a rewrite). Every other byte is kept: the JSON is
+    re-serialised in the notebook's own layout, and refused if that layout cannot be
+    reproduced exactly."""
+    notebook = load(raw)
+    if new_code == notebook.code:
+        return raw
+    layout = _Layout.detect(raw, notebook.data)
+    cells = _split(new_code, notebook)
+    data = notebook.data
+    for number, text in cells.items():
+        cell = data["cells"][number - 1]
+        old = cell.get("source", "")
+        if not cell_text(cell).endswith("\n") and text.endswith("\n"):
+            text = text[:-1]
+        cell["source"] = physical_lines(text) if isinstance(old, list) else text
+    return layout.dump(data)
+
+
+def _split(new_code: str, notebook: Notebook) -> dict[int, str]:
+    cells: dict[int, list[str]] = {}
+    current: Optional[list[str]] = None
+    preamble: list[str] = []
+    for line in physical_lines(new_code):
+        match = _MARKER_RE.match(line.rstrip("\r\n"))
+        if match:
+            current = cells.setdefault(int(match.group(1)), [])
+            continue
+        (preamble if current is None else current).append(_unmask(line, notebook.masked))
+    expected = {int(m.group(1)) for m in map(_MARKER_RE.match, notebook.code.splitlines()) if m}
+    if set(cells) != expected:
+        raise NotebookWriteError("the rewrite moved or removed a cell boundary")
+    if any(line.strip() for line in preamble):
+        if not cells:
+            raise NotebookWriteError("code was added outside every cell")
+        first = min(cells)
+        cells[first] = preamble + cells[first]
+    texts = {n: "".join(lines) for n, lines in cells.items()}
+    if any(_MASK_RE.match(line.rstrip("\r\n")) for t in texts.values()
+           for line in physical_lines(t)):
+        raise NotebookWriteError("a masked IPython line could not be restored")
+    return texts
+
+
+def _unmask(line: str, masked: list[str]) -> str:
+    body = line.rstrip("\r\n")
+    match = _MASK_RE.match(body)
+    if match is None or int(match.group(2)) >= len(masked):
+        return line
+    return masked[int(match.group(2))]
+
+
+@dataclass(frozen=True)
+class _Layout:
+    indent: Optional[int]
+    ensure_ascii: bool
+    trailing_newline: bool
+    bom: bool
+
+    @classmethod
+    def detect(cls, raw: bytes, data: dict[str, Any]) -> "_Layout":
+        bom = raw.startswith(b"\xef\xbb\xbf")
+        text = raw.decode("utf-8-sig")
+        match = re.match(r"\{\r?\n( +)\"", text)
+        indent = len(match.group(1)) if match else None
+        ensure_ascii = not any(ord(ch) > 127 for ch in text) and "\\u" in text
+        layout = cls(indent, ensure_ascii, text.endswith("\n"), bom)
+        if layout.dump(data) != raw:
+            raise NotebookWriteError(
+                "the notebook's JSON layout cannot be reproduced byte for byte "
+                "(not written by Jupyter/nbformat?); not rewritten")
+        return layout
+
+    def dump(self, data: dict[str, Any]) -> bytes:
+        text = json.dumps(data, indent=self.indent, ensure_ascii=self.ensure_ascii)
+        if self.trailing_newline:
+            text += "\n"
+        return (b"\xef\xbb\xbf" if self.bom else b"") + text.encode("utf-8")
+
+
+# --- positions ----------------------------------------------------------------------------------
+
+def cell_positions(code: str) -> list[Optional[CellLine]]:
+    """Joined line (0-based index) → cell and cell line, from the marker lines alone."""
+    out: list[Optional[CellLine]] = []
+    cell, line = 0, 0
+    for text in physical_lines(code):
+        match = _MARKER_RE.match(text.rstrip("\r\n"))
+        if match:
+            cell, line = int(match.group(1)), 0
+            out.append(None)
+            continue
+        line += 1
+        out.append(CellLine(cell, line) if cell else None)
+    return out
+
+
+def in_cells(findings: Sequence["Finding"], texts: Mapping[str, str]) -> list["Finding"]:
+    """Findings in notebooks with their lines counted within their cell (and `cell` set);
+    findings elsewhere unchanged. `texts`: path → joined code of each notebook."""
+    from dataclasses import replace
+
+    from .facts import Span
+
+    maps: dict[str, list[Optional[CellLine]]] = {}
+    out = []
+    for finding in findings:
+        if not is_notebook(finding.path) or finding.path not in texts:
+            out.append(finding)
+            continue
+        if finding.path not in maps:
+            maps[finding.path] = cell_positions(texts[finding.path])
+        origin = maps[finding.path]
+        span = finding.span
+        start = _at(origin, span.line)
+        if start is None:  # WS001 for the whole notebook, or a line outside every cell
+            out.append(finding)
+            continue
+        end = _at(origin, span.end_line)
+        if end is None or end.cell != start.cell:
+            end_line, end_col = start.line, span.col
+        else:
+            end_line, end_col = end.line, span.end_col
+        out.append(replace(finding, span=Span(start.line, span.col, end_line, end_col),
+                           cell=start.cell))
+    return [_message_in_cells(f, texts, maps) for f in out]
+
+
+def _message_in_cells(finding: "Finding", texts: Mapping[str, str],
+                      maps: dict[str, list[Optional[CellLine]]]) -> "Finding":
+    """`nb.ipynb:18` in a message (where the DataLoader is) → `nb.ipynb:cell 4:1`."""
+    from dataclasses import replace
+
+    message = finding.message
+    for path, code in texts.items():
+        if f"{path}:" not in message:
+            continue
+
+        def cell_of(match: "re.Match[str]") -> str:
+            origin = maps.setdefault(path, cell_positions(code))  # noqa: B023 - used at once
+            place = _at(origin, int(match.group(1)))
+            return match.group(0) if place is None else f"{path}:{place}"
+
+        message = re.sub(re.escape(path) + r":(\d+)", cell_of, message)
+    return finding if message == finding.message else replace(finding, message=message)
+
+
+def _at(origin: list[Optional[CellLine]], line: int) -> Optional[CellLine]:
+    return origin[line - 1] if 1 <= line <= len(origin) else None
