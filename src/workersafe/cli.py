@@ -48,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     fix = sub.add_parser("fix", help="rewrite code so each worker creates its own handles")
     _common(fix)
     fix.add_argument("--diff", action="store_true", help="print a diff, write nothing")
+    sub.add_parser("server", help="run the language server (LSP over stdio; needs the extra "
+                                  "workersafe[lsp])",
+                   description="A language server for editors: diagnostics as you type, a "
+                               "quick fix per finding, fix all, ignore with # noqa. Speaks LSP "
+                               "on standard input/output. Install with: pip install "
+                               "'workersafe[lsp]'. Set-up: docs/editors.md.")
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", nargs="?", help="e.g. WS101")
     rule.add_argument("--all", action="store_true", help="list every rule")
@@ -81,6 +87,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_ERROR
         if args.command == "rule":
             return _rule(args)
+        if args.command == "server":
+            return _server()
         config = _config(args)
         if args.command == "fix" or getattr(args, "fix", False):
             return _fix(args, config)
@@ -245,6 +253,18 @@ def _fix(args: argparse.Namespace, config: Config) -> int:
 
         return run_notebook_fix(args, config, engine)
     return run_fix(args, config, engine)
+
+
+def _server() -> int:
+    try:
+        from .lsp.server import serve
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in ("pygls", "lsprotocol", "cattrs", "attrs"):
+            raise
+        print("workersafe: error: `workersafe server` needs the language server extra: "
+              "pip install 'workersafe[lsp]'", file=sys.stderr)
+        return EXIT_ERROR
+    return serve()
 
 
 def _rule(args: argparse.Namespace) -> int:
