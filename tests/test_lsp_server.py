@@ -233,3 +233,23 @@ def test_exit_without_shutdown_and_closed_stdin(tmp_path: Path) -> None:
 def test_apply_edits_helper() -> None:
     edit = types.TextEdit(types.Range(types.Position(1, 0), types.Position(2, 0)), "B\n")
     assert apply_edits("a\nb\nc\n", [edit]) == "a\nB\nc\n"
+
+
+def test_refused_fix_is_disabled_with_the_reason(tmp_path: Path) -> None:
+    text = DATASET.replace("        self.session = requests.Session()\n",
+                           "        if urls:\n            self.session = requests.Session()\n")
+    (tmp_path / "data.py").write_text(text + SAME_FILE_LOADER)
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        uri = s.open("data.py")
+        found = await s.diagnostics_where(uri, has("WS101"))
+        actions = await s.code_actions(uri, found)
+        fix = await s.resolve(next(a for a in actions if a.is_preferred))
+        assert fix.edit is None and fix.disabled is not None
+        assert fix.disabled.reason  # the fixer's reason, e.g. the creation is inside an `if`
+        assert any("noqa" in a.title for a in actions)  # ignoring is still offered
+        assert await s.stop() == 0
+
+    run(session())

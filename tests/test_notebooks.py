@@ -178,3 +178,11 @@ def test_stdin_notebook(tmp_path: Path) -> None:
     done = workersafe("check", "--stdin-filename", "nb.ipynb", "-", cwd=tmp_path,
                       stdin=path.read_text())
     assert done.stdout.startswith(f"nb.ipynb:{SESSION_AT}: WS101"), done.stdout + done.stderr
+
+
+def test_syntax_error_names_the_cell(tmp_path: Path) -> None:
+    write_notebook(tmp_path / "bad.ipynb", [
+        "urls = []", DATASET_CELL.replace("def __len__(self):", "def __len__(self:"), LOADER_CELL])
+    done = workersafe("check", "bad.ipynb", cwd=tmp_path)
+    assert done.stdout == ("bad.ipynb:1:1: WS001 cannot analyse this file: syntax error: '(' was "
+                           "never closed (cell 3, line 10, column 15)\n"), done.stdout

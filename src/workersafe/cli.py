@@ -36,7 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Find (and fix) handles that PyTorch DataLoader worker processes would share."))
     parser.add_argument("--version", action="version", version=f"workersafe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    check = sub.add_parser("check", help="report findings")
+    check = sub.add_parser("check", help="report findings", description=(
+        "Report handles that DataLoader worker processes would share. Python files and Jupyter "
+        "notebooks (.ipynb: code cells checked as one module; a finding names its cell, "
+        "`nb.ipynb:cell 3:8:24:`, and JSON output has a `cell` field, null outside notebooks)."))
     _common(check)
     check.add_argument("--fix", action="store_true", help="apply fixes (same as `workersafe fix`)")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")

@@ -137,8 +137,8 @@ def _mask_line(line: str, masked: list[str]) -> str:
     stripped = line.strip()
     if not stripped or stripped.startswith("#"):
         return line
-    if stripped[0] in "%!?" or (stripped.endswith("?") and re.fullmatch(r"[\w.\[\]()]+\?\??",
-                                                                          stripped)):
+    help_query = stripped.endswith("?") and re.fullmatch(r"[\w.\[\]()]+\?\??", stripped)
+    if stripped[0] in "%!?" or help_query:
         return _mask(line, masked)
     if re.match(r"^[\w., ]+=\s*[%!]", stripped):  # `files = !ls`, `t = %timeit -o f()`
         return _mask(line, masked)
@@ -275,8 +275,8 @@ def in_cells(findings: Sequence["Finding"], texts: Mapping[str, str]) -> list["F
         origin = maps[finding.path]
         span = finding.span
         start = _at(origin, span.line)
-        if start is None:  # WS001 for the whole notebook, or a line outside every cell
-            out.append(finding)
+        if start is None:  # WS001 for the whole notebook: its message may name a line
+            out.append(_error_in_cells(finding, origin))
             continue
         end = _at(origin, span.end_line)
         if end is None or end.cell != start.cell:
@@ -286,6 +286,18 @@ def in_cells(findings: Sequence["Finding"], texts: Mapping[str, str]) -> list["F
         out.append(replace(finding, span=Span(start.line, span.col, end_line, end_col),
                            cell=start.cell))
     return [_message_in_cells(f, texts, maps) for f in out]
+
+
+def _error_in_cells(finding: "Finding", origin: list[Optional[CellLine]]) -> "Finding":
+    """`syntax error: ... (line 12, column 15)` → `... (cell 3, line 4, column 15)`."""
+    from dataclasses import replace
+
+    def cell_of(match: "re.Match[str]") -> str:
+        place = _at(origin, int(match.group(1)))
+        return match.group(0) if place is None else f"(cell {place.cell}, line {place.line}"
+
+    message = re.sub(r"\(line (\d+)", cell_of, finding.message)
+    return finding if message == finding.message else replace(finding, message=message)
 
 
 def _message_in_cells(finding: "Finding", texts: Mapping[str, str],

@@ -345,8 +345,10 @@ def code_action_resolve(ls: WorkerSafeServer, action: types.CodeAction) -> types
     if resolved is None:  # nothing to apply (the code changed, or the fix is not safe)
         data = action.data if isinstance(action.data, dict) else {}
         state = ls.workspace_state()
-        notes = list(state.fix(data.get("path", ""), None).notes.values())
-        action.disabled = types.CodeActionDisabledReason(
+        finding = _finding_for(state.analysis().by_path.get(data.get("path", ""), []), data)
+        key = finding_key(finding) if finding is not None and data.get("fix") == "one" else None
+        notes = [n for n in state.fix(data.get("path", ""), key).notes.values() if n]
+        action.disabled = types.CodeActionDisabled(
             notes[0] if notes else "workersafe cannot fix this (any more)")
         return action
     return resolved

@@ -150,7 +150,7 @@ class Workspace:
                 self._fixes[cache_key] = rewrite(self.engine, analysis.result,
                                                  self.config.fix_strategy, chosen)
             except Exception as exc:  # noqa: BLE001 - a fixer bug must not take the editor down
-                self._fixes[cache_key] = Rewrite(notes={key: f"fix failed: {exc}"})
+                self._fixes[cache_key] = Rewrite(notes={key or (path,): f"fix failed: {exc}"})
         return self._fixes[cache_key]
 
 
@@ -178,4 +178,3 @@ def _stamp(path: str) -> tuple[int, int]:
     except OSError:
         return (-1, -1)
     return (info.st_mtime_ns, info.st_size)
-
