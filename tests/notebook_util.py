@@ -7,24 +7,11 @@ from pathlib import Path
 from typing import Union
 
 import nbformat
+from ecosystem_util import REMOTE_DATASET
 
 Cell = Union[str, tuple[str, str]]  # code, or (cell type, source)
 
-DATASET_CELL = textwrap.dedent('''\
-    import requests
-    from torch.utils.data import Dataset
-
-
-    class RemoteImages(Dataset):
-        def __init__(self, urls):
-            self.urls = urls
-            self.session = requests.Session()
-
-        def __len__(self):
-            return len(self.urls)
-
-        def __getitem__(self, index):
-            return self.session.get(self.urls[index]).content''')
+DATASET_CELL = REMOTE_DATASET.rstrip("\n")  # as a cell's source: no final newline
 LOADER_CELL = textwrap.dedent('''\
     from torch.utils.data import DataLoader
 

@@ -12,25 +12,11 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("pygls")
+from ecosystem_util import REMOTE_DATASET  # noqa: E402
 from lsp_client import ROOT, Session, apply_edits, run  # noqa: E402
 from lsprotocol import types  # noqa: E402
 
-DATASET = textwrap.dedent('''\
-    import requests
-    from torch.utils.data import Dataset
-
-
-    class RemoteImages(Dataset):
-        def __init__(self, urls):
-            self.urls = urls
-            self.session = requests.Session()
-
-        def __len__(self):
-            return len(self.urls)
-
-        def __getitem__(self, index):
-            return self.session.get(self.urls[index]).content
-    ''')
+DATASET = REMOTE_DATASET
 SAME_FILE_LOADER = textwrap.dedent('''\
 
 

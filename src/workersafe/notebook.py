@@ -54,17 +54,8 @@ class Notebook:
     masked: list[str]  # token number → the original line it replaced
 
 
-def read_notebook(path: str) -> Source:
-    """The joined code of a notebook as a Source (the engine and fixer read it like a file)."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
-    return notebook_source(path, raw)
-
-
 def notebook_source(path: str, raw: bytes) -> Source:
+    """The joined code of a notebook as a Source (the engine and fixer read it like a file)."""
     code = load(raw).code
     return Source(path, code.encode("utf-8"), code, "utf-8", False)
 

@@ -64,15 +64,15 @@ def _declared_encoding(raw: bytes) -> str:
 
 
 def read_source(path: str) -> Source:
-    if path.endswith(".ipynb"):  # a notebook: its code cells joined into one module
-        from .notebook import read_notebook
-
-        return read_notebook(path)
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    if path.endswith(".ipynb"):  # a notebook: its code cells joined into one module
+        from .notebook import notebook_source
+
+        return notebook_source(path, raw)
     return decode(path, raw)
 
 

@@ -22,6 +22,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from .. import __version__
 from ..findings import Finding
 from ..fixes import finding_key
+from ..notebook import is_notebook
 from ..report import DOCS_URL
 from .edits import Edit, line_edits, noqa_edit
 from .state import Workspace
@@ -210,14 +211,20 @@ def exit_(ls: WorkerSafeServer, params: None) -> None:
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: WorkerSafeServer, params: types.DidOpenTextDocumentParams) -> None:
-    ls.workspace_state().open(_path(params.text_document.uri), params.text_document.text)
+    path = _path(params.text_document.uri)
+    if is_notebook(path):  # a notebook's JSON opened as text: its code is read from disk
+        return
+    ls.workspace_state().open(path, params.text_document.text)
     ls.publish()
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: WorkerSafeServer, params: types.DidChangeTextDocumentParams) -> None:
+    path = _path(params.text_document.uri)
+    if is_notebook(path):
+        return
     document = ls.workspace.get_text_document(params.text_document.uri)
-    ls.workspace_state().update(_path(params.text_document.uri), document.source)
+    ls.workspace_state().update(path, document.source)
     ls.schedule()
 
 
