@@ -53,7 +53,8 @@ def test_sarif_region_is_within_the_cell(tmp_path: Path) -> None:
 
 def test_ipython_syntax_is_masked_and_positions_stay(tmp_path: Path) -> None:
     cells = [
-        "%matplotlib inline\n!pip install requests\nfiles = !ls\n%load_ext autoreload",
+        "%matplotlib inline\n!pip install requests\nfiles = !ls\n%load_ext autoreload\n"
+        "label = ('%d files'\n         % len(files))  # Python, not a magic",
         ("markdown", "Some *prose* with `code`."),
         "%%bash\necho this is not python (\n",
         "DataLoader?\n" + DATASET_CELL.replace(

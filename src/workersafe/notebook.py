@@ -118,10 +118,82 @@ def _masked_cell(text: str, masked: list[str]) -> list[str]:
     first = lines[0].strip()
     if first.startswith("%%"):
         name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
-        body_is_python = name in _PYTHON_CELL_MAGICS
-        return [_mask(line, masked) if i == 0 or not body_is_python else _mask_line(line, masked)
-                for i, line in enumerate(lines)]
-    return [_mask_line(line, masked) for line in lines]
+        if name not in _PYTHON_CELL_MAGICS:  # %%bash, %%html, %%writefile...: not Python
+            return [_mask(line, masked, indent=False) for line in lines]
+        return [_mask(lines[0], masked)] + _masked_lines(lines[1:], masked)
+    return _masked_lines(lines, masked)
+
+
+def _masked_lines(lines: list[str], masked: list[str]) -> list[str]:
+    """IPython's escapes count only where a statement starts: not inside brackets, strings, or
+    after a backslash continuation (`("a"\n % b)` is Python)."""
+    out = []
+    scanner = _Scanner()
+    for line in lines:
+        out.append(_mask_line(line, masked) if scanner.at_statement_start else line)
+        scanner.feed(line)
+    return out
+
+
+class _Scanner:
+    """Enough of Python's lexer to know whether the next line starts a statement."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.quote = ""  # the open triple quote, if any
+        self.continued = False
+
+    @property
+    def at_statement_start(self) -> bool:
+        return self.depth == 0 and not self.quote and not self.continued
+
+    def feed(self, line: str) -> None:
+        body = line.rstrip("\r\n")
+        i, n = 0, len(body)
+        while i < n:
+            if self.quote:
+                end = body.find(self.quote, i)
+                while end > 0 and body[end - 1] == "\\" and not _even_backslashes(body, end):
+                    end = body.find(self.quote, end + 1)
+                if end < 0:
+                    break
+                i, self.quote = end + 3, ""
+                continue
+            ch = body[i]
+            if ch == "#":
+                break
+            if ch in "\"'":
+                triple = body[i:i + 3]
+                if triple in ('"""', "'''"):
+                    self.quote, i = triple, i + 3
+                    continue
+                i = _string_end(body, i)
+                continue
+            if ch in "([{":
+                self.depth += 1
+            elif ch in ")]}":
+                self.depth = max(0, self.depth - 1)
+            i += 1
+        self.continued = not self.quote and body.endswith("\\")
+
+
+def _string_end(body: str, start: int) -> int:
+    quote, i = body[start], start + 1
+    while i < len(body):
+        if body[i] == "\\":
+            i += 2
+            continue
+        if body[i] == quote:
+            return i + 1
+        i += 1
+    return len(body)
+
+
+def _even_backslashes(body: str, end: int) -> bool:
+    count = 0
+    while end - count - 1 >= 0 and body[end - count - 1] == "\\":
+        count += 1
+    return count % 2 == 0
 
 
 def _mask_line(line: str, masked: list[str]) -> str:
@@ -136,12 +208,14 @@ def _mask_line(line: str, masked: list[str]) -> str:
     return line
 
 
-def _mask(line: str, masked: list[str]) -> str:
+def _mask(line: str, masked: list[str], indent: bool = True) -> str:
+    """`pass` with a token naming the original line (restored by `rewrite`); at the line's
+    indentation, so a magic inside a block leaves the block valid."""
     body = line.rstrip("\r\n")
     end = line[len(body):]
-    indent = body[: len(body) - len(body.lstrip())]
+    lead = body[: len(body) - len(body.lstrip())] if indent else ""
     masked.append(line)
-    return f"{indent}{_MASK.format(len(masked) - 1)}{end or ''}"
+    return f"{lead}{_MASK.format(len(masked) - 1)}{end}"
 
 
 # --- writing back -------------------------------------------------------------------------------
@@ -166,7 +240,8 @@ def rewrite(raw: bytes, new_code: str) -> bytes:
         old = cell.get("source", "")
         if not cell_text(cell).endswith("\n") and text.endswith("\n"):
             text = text[:-1]
-        cell["source"] = physical_lines(text) if isinstance(old, list) else text
+        if text != cell_text(cell):  # an untouched cell keeps its source as it was split
+            cell["source"] = physical_lines(text) if isinstance(old, list) else text
     return layout.dump(data)
 
 
