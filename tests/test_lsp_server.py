@@ -239,3 +239,26 @@ def test_refused_fix_is_disabled_with_the_reason(tmp_path: Path) -> None:
         assert await s.stop() == 0
 
     run(session())
+
+
+def test_without_the_extra_server_says_what_to_install(tmp_path: Path) -> None:
+    hide = ("import sys; sys.modules['pygls'] = None; from workersafe.cli import main; "
+            "sys.exit(main(['server']))")
+    done = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True,
+                          timeout=60, env={"PYTHONPATH": str(ROOT / "src")}, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "pip install 'workersafe[lsp]'" in done.stderr
+
+
+def test_bad_configuration_still_serves(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.workersafe]\nselect = 3\n')
+    (tmp_path / "data.py").write_text(DATASET + SAME_FILE_LOADER)
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        uri = s.open("data.py")
+        await s.diagnostics_where(uri, has("WS101"))
+        assert await s.stop() == 0
+
+    run(session())

@@ -171,11 +171,7 @@ def initialize(ls: WorkerSafeServer, params: types.InitializeParams) -> None:
         root = params.root_path
     options = params.initialization_options if isinstance(
         params.initialization_options, dict) else {}
-    try:
-        ls.state = Workspace(root, cache=bool(options.get("cache", True)))
-    except Exception as exc:  # noqa: BLE001 - a bad config must not stop the server
-        log.error("workersafe: %s", exc)
-        ls.state = Workspace(None)
+    ls.state = Workspace(root, cache=bool(options.get("cache", True)))
 
 
 @server.feature(types.INITIALIZED)

@@ -4,16 +4,19 @@ analysis. No LSP types here: positions are the engine's (1-based lines, code-poi
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..config import Config, discover_config
+from ..config import Config, ConfigError, discover_config
 from ..discovery import DiscoveryError, SourceFile, discover, module_name
 from ..engine import CheckResult, Engine
 from ..findings import Finding
 from ..fixes import Rewrite, finding_key, rewrite
 from ..source import Source, SourceError, decode, read_source
+
+log = logging.getLogger("workersafe.lsp")
 
 
 @dataclass
@@ -38,7 +41,11 @@ class Workspace:
     # --- configuration and files -------------------------------------------------------------
 
     def reload_config(self) -> None:
-        self.config: Config = discover_config([self.root or os.getcwd()])
+        try:
+            self.config: Config = discover_config([self.root or os.getcwd()])
+        except ConfigError as exc:  # keep serving, with the defaults, and say why
+            log.warning("workersafe: configuration error: %s (using the defaults)", exc)
+            self.config = Config()
         cache_dir = None
         if self.cache and self.config.cache and self.root:
             cache_dir = os.path.join(self.root, ".workersafe_cache")
