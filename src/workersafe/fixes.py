@@ -1,8 +1,9 @@
 """The one place the language server and the notebook writer call the fixer.
 
-The fixer (`workersafe.fix`) plans, rewrites and verifies in memory; this adapter asks it for
-the new text of each file, for every finding or only some, and writes nothing. When the
-fixer's API changes, this module is what changes."""
+The fixer (`workersafe.fix`) plans, rewrites and verifies in memory; `rewrite` asks it for
+the new text of each file, for every finding or only some, and writes nothing. The other
+names of the fixer that `fix` on notebooks uses (its report, diff and writers) are imported
+here too: when the fixer's API changes, this module is what changes."""
 
 from __future__ import annotations
 
@@ -10,11 +11,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Optional
 
 from .findings import Finding
+from .fix.apply import FixResult, fix_result, render_diff, write_all
+from .fix.apply import _report as report_outcomes
+from .fix.write import atomic_write
 from .source import SourceError, decode
 
 if TYPE_CHECKING:
     from .engine import CheckResult, Engine
-    from .fix.apply import FixResult
+
+__all__ = ["FixResult", "Rewrite", "atomic_write", "finding_key", "render_diff",
+           "report_outcomes", "rewrite", "write_all"]
 
 
 @dataclass
@@ -22,7 +28,7 @@ class Rewrite:
     new_texts: dict[str, str] = field(default_factory=dict)  # path → new text (changed only)
     fixed: list[Finding] = field(default_factory=list)  # the findings the rewrite fixes
     notes: dict[tuple, str] = field(default_factory=dict)  # finding key → why not fixed
-    result: Optional["FixResult"] = None  # the fixer's own answer (for `fix`'s report)
+    result: Optional[FixResult] = None  # the fixer's own answer (for `fix`'s report)
 
 
 def finding_key(finding: Finding) -> tuple:
@@ -34,8 +40,6 @@ def rewrite(engine: "Engine", result: "CheckResult", strategy: str,
     """The fix of the findings `only` accepts (all when None), as new file texts. Findings
     not chosen stay in the check result (the fixer's re-lint expects them) without their
     fix plan, so the fixer leaves them alone."""
-    from .fix.apply import fix_result
-
     if only is not None:
         chosen = [f if only(f) else replace(f, plan=None) for f in result.findings]
         result = replace(result, findings=chosen)
