@@ -187,3 +187,28 @@ def test_syntax_error_names_the_cell(tmp_path: Path) -> None:
     done = workersafe("check", "bad.ipynb", cwd=tmp_path)
     assert done.stdout == ("bad.ipynb:1:1: WS001 cannot analyse this file: syntax error: '(' was "
                            "never closed (cell 3, line 10, column 15)\n"), done.stdout
+
+
+@pytest.mark.parametrize("layout", ["compact", "tabs", "hand-edited"])
+def test_fix_keeps_or_refuses_other_json_layouts(tmp_path: Path, layout: str) -> None:
+    path = _project(tmp_path)
+    data = json.loads(path.read_text())
+    if layout == "compact":
+        text = json.dumps(data, separators=(",", ":"))
+    elif layout == "tabs":
+        text = json.dumps(data, indent="\t") + "\n"
+    else:  # no json.dumps settings give these bytes back: refused, nothing written
+        text = json.dumps(data, indent=1).replace('"cells": [', '"cells":   [') + "\n"
+    path.write_text(text)
+    done = workersafe("fix", ".", cwd=tmp_path)
+    if layout == "hand-edited":
+        assert done.returncode == 2, done.stdout
+        assert "cannot be reproduced byte for byte" in done.stderr
+        assert path.read_text() == text
+        return
+    assert done.returncode == 1, done.stdout + done.stderr
+    new = path.read_text()
+    assert "worker_init_fn=workersafe_worker_init" in new
+    assert json.dumps(json.loads(new), indent="\t" if layout == "tabs" else None,
+                      separators=(",", ":") if layout == "compact" else None) + (
+        "\n" if layout == "tabs" else "") == new

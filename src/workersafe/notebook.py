@@ -280,27 +280,33 @@ def _unmask(line: str, masked: list[str]) -> str:
 
 @dataclass(frozen=True)
 class _Layout:
-    indent: Optional[int]
+    indent: Optional[str]
+    separators: tuple[str, str]
     ensure_ascii: bool
     trailing_newline: bool
     bom: bool
 
     @classmethod
     def detect(cls, raw: bytes, data: dict[str, Any]) -> "_Layout":
+        """The json.dumps settings that give back `raw` exactly (nbformat's: 1-space indent,
+        non-ASCII kept, a final newline); NotebookWriteError when none does."""
         bom = raw.startswith(b"\xef\xbb\xbf")
         text = raw.decode("utf-8-sig")
-        match = re.match(r"\{\r?\n( +)\"", text)
-        indent = len(match.group(1)) if match else None
+        match = re.match(r"\{\r?\n([ \t]+)\"", text)
+        indent = match.group(1) if match else None
+        separators = [(",", ": ")] if indent is not None else [(", ", ": "), (",", ":")]
         ensure_ascii = not any(ord(ch) > 127 for ch in text) and "\\u" in text
-        layout = cls(indent, ensure_ascii, text.endswith("\n"), bom)
-        if layout.dump(data) != raw:
-            raise NotebookWriteError(
-                "the notebook's JSON layout cannot be reproduced byte for byte "
-                "(not written by Jupyter/nbformat?); not rewritten")
-        return layout
+        for pair in separators:
+            layout = cls(indent, pair, ensure_ascii, text.endswith("\n"), bom)
+            if layout.dump(data) == raw:
+                return layout
+        raise NotebookWriteError(
+            "the notebook's JSON layout cannot be reproduced byte for byte (not written by "
+            "Jupyter or nbformat?); not rewritten")
 
     def dump(self, data: dict[str, Any]) -> bytes:
-        text = json.dumps(data, indent=self.indent, ensure_ascii=self.ensure_ascii)
+        text = json.dumps(data, indent=self.indent, separators=self.separators,
+                          ensure_ascii=self.ensure_ascii)
         if self.trailing_newline:
             text += "\n"
         return (b"\xef\xbb\xbf" if self.bom else b"") + text.encode("utf-8")
