@@ -48,7 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--show-fixes", action="store_true",
                        help="mark fixable findings even in many files (planning costs a parse "
                             "of each file with findings)")
-    fix = sub.add_parser("fix", help="rewrite code so each worker creates its own handles")
+    fix = sub.add_parser("fix", help="rewrite code so each worker creates its own handles",
+                         description=(
+                             "Rewrite code so each DataLoader worker creates its own handles. "
+                             "Notebooks (.ipynb) are rewritten cell by cell and written back in "
+                             "their own JSON layout; the report names the cell "
+                             "(`nb.ipynb:cell 3:8:24:`)."))
     _common(fix)
     fix.add_argument("--diff", action="store_true", help="print a diff, write nothing")
     sub.add_parser("server", help="run the language server (LSP over stdio; needs the extra "
