@@ -27,6 +27,9 @@ class Finding:
     message: str
     plan: Optional[FixPlan] = field(default=None, compare=False)
     fixable: Optional[bool] = field(default=None, compare=False)  # None: not determined
+    # A notebook's finding, as reported: its 1-based cell, the span counted within the cell
+    # (the engine and fixer see the joined module and leave this None; see notebook.in_cells).
+    cell: Optional[int] = field(default=None, compare=False)
 
     @property
     def line(self) -> int:
