@@ -306,8 +306,9 @@ def _triggers(view: View, accessor: str) -> set[str]:
 
 def _parent_use(index: _Index, view: View, triggers: set[str], facts: FileFacts,
                 loader: LoaderCall) -> str:
-    if "__len__" in triggers and "__iter__" not in view.methods:
-        return "len() of the dataset, which the DataLoader's sampler calls"
+    if "__len__" in triggers and "__iter__" not in view.methods and loader.persistent is not True:
+        # The sampler calls len() in the parent; the next epoch's workers fork after it.
+        return "len() of the dataset, which the DataLoader's sampler calls in the parent"
     wrap = index.wrap(facts, loader)
     for use_facts, use in index.uses_of(view.cls.qualname):
         if use_facts.path != facts.path or wrap is None or use.scope != wrap.scope:

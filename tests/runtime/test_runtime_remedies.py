@@ -7,12 +7,15 @@ local TLS server, fail where the rules say, and `workersafe check` reports them.
 - worker_init_session_subset.py: the same under a `Subset` fails with 2 workers (WS302).
 - lazy_session_parent_first.py: a lazy session without a process check, opened by a sanity
   check in the parent, is shared by the forked workers (WS303).
+- worker_init_robust.py: the robust form (an opener `__init__` calls, re-run per worker
+  through wrappers, dropped when pickled) passes every configuration, and is not reported.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import pytest
 from runtime_harness import PROGRAMS, Config, Outcome, Target, record, run_program, run_workersafe
@@ -34,10 +37,15 @@ class Case:
     program: str
     config: Config
     failures: tuple[str, ...]  # empty: the run must succeed (the remedy's own case)
+    subset: bool = False  # WS_SUBSET=1 (worker_init_robust.py)
+
+    @property
+    def stage(self) -> str:
+        return "as-written-subset" if self.subset else "as-written"
 
     @property
     def label(self) -> str:
-        return f"{self.program}-{self.config.label}"
+        return f"{self.program}-{self.config.label}{'-subset' if self.subset else ''}"
 
 
 CASES = (
@@ -46,6 +54,12 @@ CASES = (
     Case("worker_init_session_subset", Config(workers=2), NONE_SESSION),
     Case("lazy_session_parent_first", Config(workers=4), SHARED_SESSION),
     Case("lazy_session_parent_first", Config(workers=0, epochs=1), ()),  # no fork: fine
+    *(Case("worker_init_robust", config, (), subset)
+      for config in (Config(workers=0, epochs=1), Config(workers=1), Config(workers=4),
+                     Config(workers=4, persistent=True),
+                     Config(workers=2, context="spawn", epochs=1),
+                     Config(workers=2, context="forkserver", epochs=1))
+      for subset in (False, True)),
 )
 
 
@@ -56,18 +70,21 @@ def _shows(outcome: Outcome, failures: tuple[str, ...]) -> bool:
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.label)
 def test_remedy_as_written(case: Case, runtime_target: Target) -> None:
     path = PROGRAMS / f"{case.program}.py"
+    if case.subset:
+        runtime_target = replace(runtime_target,
+                                 extra_env={**runtime_target.extra_env, "WS_SUBSET": "1"})
     outcomes: list[Outcome] = []
     for _ in range(MAX_TRIES if case.failures else 1):
         outcome = run_program(path, runtime_target, case.config)
         outcomes.append(outcome)
         if not case.failures:
-            record(case.program, "remedy", case.config, outcome)
+            record(case.program, case.stage, case.config, outcome)
             assert outcome.ok, f"the remedy's own case failed: {outcome.describe()}"
             assert outcome.summary is not None
             assert outcome.summary["items"] == case.config.items * case.config.epochs
             return
         if _shows(outcome, case.failures):
-            record(case.program, "remedy", case.config, outcome, tries=len(outcomes))
+            record(case.program, case.stage, case.config, outcome, tries=len(outcomes))
             return
         if not outcome.ok:
             pytest.fail(f"failed, but not with an expected error: {outcome.describe()}",
@@ -87,7 +104,7 @@ EXPECTED_FINDINGS = (
 
 @pytest.mark.parametrize(("program", "text", "code"), EXPECTED_FINDINGS,
                          ids=lambda value: str(value)[:40])
-def test_check_reports_the_hole(program: str, text: str, code: str, tmp_path) -> None:
+def test_check_reports_the_hole(program: str, text: str, code: str, tmp_path: Path) -> None:
     command = workersafe_command()
     if command is None:
         pytest.skip("workersafe is not importable")
@@ -99,3 +116,13 @@ def test_check_reports_the_hole(program: str, text: str, code: str, tmp_path) ->
     assert result.returncode == 1, result.stdout + result.stderr
     assert re.search(rf"{re.escape(path.name)}:{line}:\d+: {code} ", result.stdout), \
         result.stdout
+
+
+def test_check_is_quiet_on_the_robust_form(tmp_path: Path) -> None:
+    command = workersafe_command()
+    if command is None:
+        pytest.skip("workersafe is not importable")
+    args = ["check", "--select", "WS", str(PROGRAMS / "worker_init_robust.py"),
+            str(PROGRAMS / "runtime_driver.py")]
+    result = run_workersafe(command, args, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
