@@ -115,7 +115,8 @@ def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Lo
     reported: set[str] = set()
     for init in inits:
         for attr, site in _created_by(view, init.init, init_names):
-            if attr in reported or attr not in view.worker_reads or attr in lazy:
+            if attr in reported or attr not in view.worker_reads or attr in lazy \
+                    or attr in view.methods:  # a property: its getter makes it
                 continue
             none_site = next((s for r in remedy for s in r.init_none if s.attr == attr), None)
             if none_site is None and attr in set_in_init:
