@@ -132,3 +132,20 @@ def test_remedy_facts_survive_the_cache() -> None:
     assert facts.remedies.classes and facts.remedies.uses and facts.remedies.worker_inits
     again = from_jsonable(FileFacts, json.loads(json.dumps(to_jsonable(facts))))
     assert again == facts
+
+
+def test_lazy_spellings() -> None:
+    found = remedies("""
+        import h5py
+        import requests
+
+        class A:
+            def get(self):
+                if getattr(self, "f", None) is None:
+                    self.f = h5py.File("a.h5", "r")
+                self.session = self.session or requests.Session()
+                return self.f
+    """)
+    (cls,) = found.classes
+    assert sorted((lz.attr, lz.site.handle if lz.site else "") for lz in cls.lazy) == [
+        ("f", "h5py.File"), ("session", "requests.Session")]

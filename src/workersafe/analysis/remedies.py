@@ -374,7 +374,12 @@ class _ClassReader:
                         self.init_set.add(attr)
             elif isinstance(stmt, ast.If):
                 for attr in _unset_tests(stmt.test):
-                    self._lazy(method, attr, stmt, checked)
+                    self._lazy(method, attr, stmt.body, checked)
+            if isinstance(stmt, ast.Assign) and method != "__init__":
+                for target in stmt.targets:
+                    attr = self_attr(target)
+                    if attr and _or_self(stmt.value, attr):
+                        self._lazy(method, attr, [stmt], checked)
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.stmt):
                     self.block(method, [child], params, checked)
@@ -382,9 +387,9 @@ class _ClassReader:
                     self.block(method, [s for s in ast.iter_child_nodes(child)
                                         if isinstance(s, ast.stmt)], params, checked)
 
-    def _lazy(self, method: str, attr: str, node: ast.If, checked: bool) -> None:
+    def _lazy(self, method: str, attr: str, body: list[ast.stmt], checked: bool) -> None:
         ev = self.owner.ev
-        for stmt in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+        for stmt in ast.walk(ast.Module(body=body, type_ignores=[])):
             if isinstance(stmt, ast.Assign) and any(self_attr(t) == attr for t in stmt.targets):
                 handle = ev.handle_of(stmt.value)
                 if handle is not None:
@@ -429,6 +434,20 @@ class _ClassReader:
         return False
 
 
+def _getattr_of_self(node: ast.expr) -> Optional[str]:
+    """`getattr(self, "x", None)` → "x"."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id == "getattr" and len(node.args) >= 2 and is_self(node.args[0]):
+        return string(node.args[1])
+    return None
+
+
+def _or_self(value: ast.expr, attr: str) -> bool:
+    """`self.x or <expr>`: the `self.x = self.x or Session()` lazy open."""
+    return isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) \
+        and self_attr(value.values[0]) == attr
+
+
 def _unset_tests(test: ast.expr) -> list[str]:
     """The attributes a test checks are unset: `self.x is None`, `not self.x`,
     `not hasattr(self, "x")`, combined with `or`/`and`."""
@@ -436,7 +455,7 @@ def _unset_tests(test: ast.expr) -> list[str]:
         return [a for value in test.values for a in _unset_tests(value)]
     if isinstance(test, ast.Compare) and len(test.ops) == 1 \
             and isinstance(test.ops[0], (ast.Is, ast.Eq)) and is_none(test.comparators[0]):
-        attr = self_attr(test.left)
+        attr = self_attr(test.left) or _getattr_of_self(test.left)
         return [attr] if attr else []
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         operand = test.operand
