@@ -15,15 +15,11 @@ from typing import Optional, Sequence
 
 from . import __version__
 from .config import STRATEGIES, Config, ConfigError, discover_config, load_pyproject, split_list
+from .exitcodes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, UsageError
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Saying which findings `fix` can fix means planning the fix: cheap for a few files, not for
 # hundreds (`--show-fixes` asks for it anyway).
 MARK_FIXABLE_FILES = 20
-
-
-class UsageError(Exception):
-    pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -210,7 +206,9 @@ def _fix(args: argparse.Namespace, config: Config) -> int:
               file=sys.stderr)
         return EXIT_ERROR
 
-    return run_fix(args, config, make_engine(args, config))
+    run = run_fix(args.paths or ["."], config, make_engine(args, config),
+                  diff=getattr(args, "diff", False))
+    return run.exit_code
 
 
 def _rule(args: argparse.Namespace) -> int:

@@ -85,6 +85,14 @@ _SINGLE_OPEN = frozenset({"lmdb.open", "lmdb.Environment"})
 
 # Methods whose result is a derived handle whatever the handle type (DB cursors, transactions).
 GENERIC_DERIVED_METHODS = frozenset({"cursor", "begin"})
+# Methods that only configure a handle they are called on (`session.mount(...)`,
+# `session.headers.update(...)`, `conn.create_function(...)`): the fixer moves such calls into
+# the opener with the creation. (`execute` configures only with a PRAGMA; see fix/handles.py.)
+CONFIGURATION_CALLS = frozenset({
+    "mount", "update", "setdefault", "set", "add", "append", "extend", "register", "load",
+    "set_trace_callback", "create_function", "create_aggregate", "create_collation",
+    "set_authorizer", "set_progress_handler",
+})
 # A call to a callable whose name ends like this, with a handle as argument, builds on the
 # handle (gRPC stubs: `FooStub(channel)`).
 DERIVED_CALLABLE_SUFFIXES = ("Stub",)

@@ -10,8 +10,8 @@ from typing import Optional
 
 import libcst as cst
 
-from .classfix import Unfixable, _single
-from .cstutil import ReplaceNames, bound_names, walk
+from .cstutil import ReplaceNames, bound_names, single, walk
+from .plan import Unfixable
 from .templates import module_accessor
 
 
@@ -32,7 +32,7 @@ def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan
     if index is None:
         raise Unfixable(f"{name} is not created by a plain module-level `{name} = ...` "
                         "(inside a block, or cached by a function)")
-    value = _single(body[index]).value  # type: ignore[union-attr]
+    value = single(body[index]).value  # type: ignore[union-attr]
     root = _root_name(value.func if isinstance(value, cst.Call) else value)
     assigned = {t.value for s in body for t in _assigned_names(s)}
     if root in assigned and root != name:
@@ -63,21 +63,21 @@ def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan
 
 
 def _assigned_names(statement: cst.BaseStatement) -> list[cst.Name]:
-    small = _single(statement)
+    small = single(statement)
     if isinstance(small, cst.Assign):
         return [t.target for t in small.targets if isinstance(t.target, cst.Name)]
     return []
 
 
 def _assigns(statement: cst.BaseStatement, name: str) -> bool:
-    small = _single(statement)
+    small = single(statement)
     return (isinstance(small, cst.Assign) and len(small.targets) == 1
             and isinstance(small.targets[0].target, cst.Name)
             and small.targets[0].target.value == name)
 
 
 def _configures_name(statement: cst.BaseStatement, name: str) -> bool:
-    small = _single(statement)
+    small = single(statement)
     if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
         return isinstance(small.value.func, cst.Attribute) and _root_name(small.value.func) == name
     if isinstance(small, (cst.Assign, cst.AugAssign)):

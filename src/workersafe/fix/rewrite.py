@@ -14,15 +14,14 @@ import libcst as cst
 from ..engine import CheckResult, Engine
 from ..findings import Finding
 from ..link import Project
-from .classfix import (
-    AttrPlan, Unfixable, find_class, plan_attr, plan_class_attr, rewrite_class,
-)
-from .cstutil import Located, ReplaceNodes, bound_names
+from .classfix import find_class, plan_class_attr, rewrite_class
+from .cstutil import Located, ReplaceNodes, bound_names, module_bindings
+from .handles import HandleNames
+from .initplan import plan_attr
+from .plan import AttrPlan, Unfixable
+from .outcome import Outcome
 from .templates import BLANK, WORKER_INIT_NAME, statement, worker_init_function
 
-INSTANCE_CODES = ("WS101", "WS111", "WS201")
-MODULE_CODES = ("WS102", "WS112")
-CLASS_CODES = ("WS103", "WS113")
 
 
 @dataclass
@@ -59,11 +58,10 @@ class Rewriter:
         self.strategy = strategy
         self.registry = engine.registry
         self.files: dict[str, FileEdit] = {}
-        self.outcomes: list = []
+        self.outcomes: list[Outcome] = []
         good = [f for f in result.facts.values() if not f.error]
         self.project = Project(good, engine.config.all_dataset_bases())
         self.allowed_lines: dict[str, set[int]] = {}
-        self.provider_files: set[str] = set()
         self.module_findings: list[Finding] = []
         # path → [(name, handle)] module handles to turn into accessors, and
         # path → [(source module, name, accessor)] imports of them to follow
@@ -72,9 +70,7 @@ class Rewriter:
 
     # --- entry --------------------------------------------------------------------------------
 
-    def run(self) -> tuple[dict[str, bytes], list]:
-        from .apply import Outcome
-
+    def run(self) -> tuple[dict[str, bytes], list[Outcome]]:
         groups = self._groups()
         self._plan_module_fixes()
         fixed_classes = {g.qualname for g in groups.values()}
@@ -91,8 +87,6 @@ class Rewriter:
         return self._render(), self.outcomes
 
     def _groups(self) -> dict[tuple[str, str], Group]:
-        from .apply import Outcome
-
         groups: dict[tuple[str, str], Group] = {}
         seen: set[tuple] = set()
         for finding in self.result.findings:
@@ -103,12 +97,10 @@ class Rewriter:
                 continue
             if plan is None:
                 continue
-            if plan.kind == "module" and finding.code in MODULE_CODES:
+            if plan.kind == "module":
                 self.module_findings.append(finding)
                 continue
-            supported = (plan.kind == "instance" and finding.code in INSTANCE_CODES) or (
-                plan.kind == "class" and finding.code in CLASS_CODES)
-            if not supported:
+            if plan.kind not in ("instance", "class"):
                 self.outcomes.append(Outcome(finding, "unfixable", _not_supported(plan.kind)))
                 continue
             cls = self.project.classes.get(plan.class_qualname)
@@ -127,14 +119,12 @@ class Rewriter:
     # --- module-level handles ---------------------------------------------------------------
 
     def _plan_module_fixes(self) -> None:
-        from .apply import Outcome
-
         by_handle: dict[tuple[str, str], list[Finding]] = {}
         for finding in self.module_findings:
             by_handle.setdefault((finding.path, finding.plan.attr), []).append(finding)
         for (path, name), findings in by_handle.items():
             try:
-                accessor = self._plan_module_fix(path, name, _handle_of(findings[0]))
+                accessor = self._plan_module_fix(path, name, findings[0].plan.handle)
             except Unfixable as exc:
                 self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in findings]
                 continue
@@ -230,11 +220,14 @@ class Rewriter:
                 continue
             if plan.kind == "class":
                 plans[plan.attr] = plan_class_attr(edit.located.module, cls, plan.attr,
-                                                   _handle_of(finding))
+                                                   plan.handle)
                 continue
-            plans[plan.attr] = plan_attr(edit.located, cls, plan.method, plan.attr,
-                                         _handle_of(finding), finding.line, finding.col,
-                                         self.registry)
+            planned = plan_attr(edit.located, cls, plan, finding.line,
+                                HandleNames(edit.located.module, self.registry))
+            if any(s is t for p in plans.values() for s in planned.statements
+                   for t in p.statements):
+                continue  # the same statements as a handle planned already (one opener)
+            plans[plan.attr] = planned
         group.plans = list(plans.values())
         group.strategy = self.strategy
         if any(p.class_statement is not None for p in group.plans):
@@ -318,7 +311,6 @@ class Rewriter:
         if group.strategy == "lazy":
             self._need_module_import(edit, "os")
             return
-        self.provider_files.add(group.path)
         function = edit.worker_init_name or self._worker_init_name(group.path)
         edit.worker_init_name = function
         edit.branches.append((group.class_name, [p.opener for p in group.plans]))
@@ -333,7 +325,7 @@ class Rewriter:
             self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
 
     def _need_module_import(self, edit: FileEdit, module: str) -> None:
-        if module in bound_names(list(edit.located.module.body)):
+        if module in module_bindings(edit.located.module):
             return
         new = statement(f"import {module}\n")
         if not any(s.deep_equals(new) for s in edit.imports):
@@ -385,10 +377,6 @@ def _in_lightning_class(located: Located, call: cst.Call) -> bool:
                 bases = "".join(located.module.code_for_node(a.value) for a in node.bases)
                 return "Lightning" in bases
     return False
-
-
-def _handle_of(finding: Finding) -> str:
-    return finding.message.split(" ", 1)[0]
 
 
 def _not_supported(kind: str) -> str:

@@ -23,7 +23,11 @@ def open_method(name: str, handle: str, body: Sequence[cst.BaseStatement],
 
 
 def getstate_methods(dropped: Sequence[str], reopen: Sequence[str]) -> list[cst.BaseStatement]:
-    names = ", ".join(f'"{n}"' for n in dropped) + ("," if len(dropped) == 1 else "")
+    if len(dropped) == 1:
+        drop = f'        state.pop("{dropped[0]}", None)\n'
+    else:
+        names = ", ".join(f'"{n}"' for n in dropped)
+        drop = f"        for name in ({names}):\n            state.pop(name, None)\n"
     reopen_lines = "".join(f"        self.{m}()\n" for m in reopen)
     setstate = (
         "\n"
@@ -36,8 +40,7 @@ def getstate_methods(dropped: Sequence[str], reopen: Sequence[str]) -> list[cst.
         "    def __getstate__(self):\n"
         '        """Pickle without the open handles (workersafe): spawn workers make their own."""\n'
         "        state = self.__dict__.copy()\n"
-        f"        for name in ({names}):\n"
-        "            state.pop(name, None)\n"
+        f"{drop}"
         "        return state\n"
         f"{setstate}"
     )
