@@ -126,6 +126,19 @@ def single(statement: cst.BaseStatement) -> Optional[cst.BaseSmallStatement]:
     return None
 
 
+def small_statements(node: cst.CSTNode) -> list[cst.BaseSmallStatement]:
+    """The simple statements inside a statement or block, in source order (not those of
+    nested functions and classes)."""
+    if isinstance(node, cst.BaseSmallStatement):
+        return [node]
+    found: list[cst.BaseSmallStatement] = []
+    for child in node.children:
+        if isinstance(child, (cst.BaseExpression, cst.FunctionDef, cst.ClassDef)):
+            continue
+        found += small_statements(child)
+    return found
+
+
 def function_params(func: cst.FunctionDef) -> list[str]:
     params = func.params
     every = [*params.posonly_params, *params.params, *params.kwonly_params]

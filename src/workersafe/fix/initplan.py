@@ -21,7 +21,7 @@ import libcst as cst
 from ..findings import FixPlan
 from .cstutil import (
     BUILTIN_NAMES, Located, bound_names, dotted, function_params, loaded_names,
-    root_self_attr, self_attr, single, walk,
+    root_self_attr, self_attr, single, small_statements, walk,
 )
 from .handles import HandleNames
 from .plan import AttrPlan, Unfixable
@@ -138,7 +138,7 @@ class _Mover:
             raise Unfixable("the handle is not assigned directly to an attribute of self")
         # a compound statement: it moves whole; what its statements keep the handle in
         for _ in range(2):  # twice: a loop feeds later iterations
-            for small in _small_statements(statement):
+            for small in small_statements(statement):
                 self._scan(small)
         missing = [a for a in fix.holding_attrs if a not in self.attrs]
         if missing:
@@ -371,18 +371,6 @@ class _Mover:
                     root in self.names.imports and root not in self.module_names):
                 raise Unfixable(f"{where} changes {root} ({name}()), which is not the dataset's "
                                 "own state: the opener runs again in every worker, fix by hand")
-
-
-def _small_statements(node: cst.CSTNode) -> list[cst.BaseSmallStatement]:
-    """The simple statements inside a statement, in source order."""
-    if isinstance(node, cst.BaseSmallStatement):
-        return [node]
-    found: list[cst.BaseSmallStatement] = []
-    for child in node.children:
-        if isinstance(child, (cst.BaseExpression, cst.FunctionDef, cst.ClassDef)):
-            continue
-        found += _small_statements(child)
-    return found
 
 
 def _writes(call: cst.Call) -> bool:

@@ -17,7 +17,7 @@ from ..link import Project
 from .classfix import find_class, plan_class_attr, rewrite_class
 from .cstutil import Located, ReplaceNodes, bound_names, module_bindings
 from .handles import HandleNames
-from .initplan import plan_attr
+from .initplan import find_method, plan_attr
 from .plan import AttrPlan, Unfixable
 from .outcome import Outcome
 from .templates import BLANK, WORKER_INIT_NAME, statement, worker_init_function
@@ -38,6 +38,18 @@ class Group:
     loaders: list[tuple[str, cst.Call]] = field(default_factory=list)
     loader_keys: list[tuple[str, int, int]] = field(default_factory=list)
     qualname: str = ""
+
+
+@dataclass(frozen=True)
+class FixedClass:
+    """A rewritten dataset class, for verification to check the promise on the new code."""
+
+    path: str
+    class_name: str
+    strategy: str
+    openers: tuple[str, ...]
+    methods: tuple[str, ...]  # the methods the handles were created in
+    properties: tuple[str, ...]  # attributes turned into lazy properties
 
 
 @dataclass
@@ -63,6 +75,7 @@ class Rewriter:
         self.project = Project(good, engine.config.all_dataset_bases())
         self.allowed_lines: dict[str, set[int]] = {}
         self.module_findings: list[Finding] = []
+        self.fixed_classes: list[FixedClass] = []
         # path → [(name, handle)] module handles to turn into accessors, and
         # path → [(source module, name, accessor)] imports of them to follow
         self.module_fixes: dict[str, list[tuple[str, str]]] = {}
@@ -302,7 +315,16 @@ class Rewriter:
         assert cls is not None
         new_cls = rewrite_class(cls, group.plans, group.strategy)
         edit.replacements[cls] = new_cls
+        instance_plans = [p for p in group.plans if p.class_statement is None]
+        self.fixed_classes.append(FixedClass(
+            group.path, group.class_name, group.strategy,
+            tuple(p.opener for p in group.plans), tuple(p.method.name.value for p in instance_plans),
+            tuple(a for p in group.plans for a in p.attrs) if group.strategy == "lazy" else ()))
         allowed = self.allowed_lines.setdefault(group.path, set())
+        setstate = find_method(cls, "__setstate__")
+        if setstate is not None:  # replaced by ours, which restores __dict__ and reopens
+            start, end = edit.located.lines_of(setstate)
+            allowed.update(range(start - len(setstate.leading_lines), end + 1))
         for plan in group.plans:
             moved_nodes = [plan.class_statement] if plan.class_statement else plan.statements
             for moved in [*moved_nodes, *plan.moved_imports]:
