@@ -40,7 +40,7 @@ _EFFECTS = frozenset({
     "subprocess.check_call", "subprocess.check_output", "subprocess.Popen", "next",
     "print", "input",
 })
-_CONTAINERS = ("[]", "{}", "list()", "dict()", "set()")
+_CONTAINERS = ("list", "dict", "set")
 
 
 def find_method(cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
@@ -247,9 +247,9 @@ class _Mover:
                           if attr in _assigned_attrs(self.body[i])), None)
             small = single(self.body[found]) if found is not None else None
             if found is None or not isinstance(small, cst.Assign) \
-                    or _code(small.value) not in _CONTAINERS:
-                raise Unfixable(f"self.{attr} is filled with handles but not created as an "
-                                "empty container in the same method: fix by hand")
+                    or not _plain_container(small.value):
+                raise Unfixable(f"self.{attr} is filled by the handle's setup but not created "
+                                "as a plain list, dict or set in the same method: fix by hand")
             between = range(found + 1, self.index)
             if any(attr in _read_attrs(self.body[i]) for i in between):
                 raise Unfixable(f"self.{attr} is used before it is filled: fix by hand")
@@ -386,8 +386,12 @@ def _root_name(node: cst.BaseExpression) -> Optional[str]:
     return node.value if isinstance(node, cst.Name) else None
 
 
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node).replace(" ", "")
+def _plain_container(value: cst.BaseExpression) -> bool:
+    """`[]`, `{}`, `[0]`, `list()`, `set()`: a container made of constants only."""
+    if isinstance(value, cst.Call):
+        return dotted(value.func) in _CONTAINERS and not value.args
+    return isinstance(value, (cst.List, cst.Dict, cst.Set, cst.Tuple)) and not any(
+        isinstance(n, (cst.Name, cst.Call, cst.Attribute)) for n in walk(value))
 
 
 def _only_target(small: Optional[cst.BaseSmallStatement]) -> Optional[cst.BaseExpression]:
