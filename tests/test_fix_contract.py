@@ -128,12 +128,11 @@ def test_each_derived_kind_left_in_init_is_caught(kind: str) -> None:
             '        state.pop("h", None)\n        return state\n')
     with pytest.raises(PromiseBroken, match=r"self\.x in D\.__init__"):
         _check(code, "D", ("_open_h",))
-    moved = code.replace(f"        self.x = {derive}\n", "").replace(
-        "        return state\n", "        return state\n").replace(
-        f"{create.replace('(p', '(self._p')}\n", f"{create.replace('(p', '(self._p')}\n"
-        f"        self.x = {derive}\n", 1).replace('state.pop("h", None)',
-                                                  'state.pop("h", None)\n'
-                                                  '        state.pop("x", None)')
+    opened = f"{create.replace('(p', '(self._p')}\n"
+    moved = code.replace(f"        self.x = {derive}\n", "")
+    moved = moved.replace(opened, f"{opened}        self.x = {derive}\n", 1)
+    moved = moved.replace('state.pop("h", None)',
+                          'state.pop("h", None)\n        state.pop("x", None)')
     _check(moved, "D", ("_open_h",))  # moved into the opener and dropped: keeps the promise
 
 

@@ -58,7 +58,7 @@ def _sync_directory(directory: str) -> None:
 
 def remove_stale_temps(directory: str) -> list[str]:
     """Remove temp files left in `directory` by writers that no longer run; their paths."""
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(directory or ".")
     except OSError:

@@ -95,7 +95,7 @@ def _failed(outcomes: list[Outcome], note: str) -> FixResult:
 
 
 def render_diff(result: CheckResult, fixed: FixResult) -> str:
-    chunks = []
+    chunks: list[str] = []
     for path, new in sorted(fixed.new_sources.items()):
         old_source = result.sources[path]
         new_source = decode(path, new)

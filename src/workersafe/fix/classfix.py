@@ -208,8 +208,8 @@ def _only_restores(method: cst.FunctionDef) -> bool:
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:
     small = single(statement)
-    return isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString,
-                                                                   cst.ConcatenatedString))
+    return isinstance(small, cst.Expr) and isinstance(
+        small.value, (cst.SimpleString, cst.ConcatenatedString))
 
 
 def _remove_member(body: list[cst.BaseStatement], member: cst.BaseStatement

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -78,7 +78,7 @@ def loaded_names(node: cst.CSTNode) -> set[str]:
     return names
 
 
-def bound_names(statements: list[cst.BaseStatement]) -> set[str]:
+def bound_names(statements: Iterable[cst.CSTNode]) -> set[str]:
     """Names a block binds at its own level (assignments, imports, defs, loops, with)."""
     bound: set[str] = set()
     for statement in statements:

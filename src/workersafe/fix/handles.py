@@ -5,7 +5,7 @@ rewritten code, that nothing of the kind was left behind."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterable, Optional
 
 import libcst as cst
 
@@ -21,14 +21,19 @@ _CONFIGURING_SQL = ("PRAGMA",)
 class HandleNames:
     """Handle creation and derivation in one module, through the module's imports."""
 
-    def __init__(self, module: cst.Module, registry: Registry) -> None:
+    def __init__(self, module: cst.Module, registry: Registry,
+                 handles: Iterable[str] = ()) -> None:
+        """`handles`: the constructors whose derived objects to follow (`session.get(...)`
+        is a response, `h5file.get(...)` a dataset); all of the registry's when empty."""
         self.registry = registry
         self.imports = _import_map(module)
+        types = [t for t in (registry.lookup(h) for h in handles) if t is not None] \
+            or list(registry.types.values())
         derived = set(GENERIC_DERIVED_METHODS)
-        for htype in registry.types.values():
+        for htype in types:
             derived.update(htype.derived_methods)
         self.derived_methods = frozenset(derived)
-        self.subscript_types = any(t.derived_subscript for t in registry.types.values())
+        self.subscript_types = any(t.derived_subscript for t in types)
 
     def qualified(self, func: cst.BaseExpression) -> str:
         name = dotted(func)

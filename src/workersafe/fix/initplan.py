@@ -58,7 +58,8 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
         raise Unfixable(f"cannot find {cls.name.value}.{fix.method}")
     if not isinstance(method.body, cst.IndentedBlock):
         raise Unfixable(f"{cls.name.value}.{fix.method} has a one-line body")
-    if any(assigns_name(s, "__slots__") or _annotates(s, "__slots__") for s in cls.body.body):
+    members = [s for s in cls.body.body if isinstance(s, cst.BaseStatement)]
+    if any(assigns_name(s, "__slots__") or _annotates(s, "__slots__") for s in members):
         raise Unfixable("the class uses __slots__ (the rewrite keeps state in __dict__)")
     body = list(method.body.body)
     index = _statement_at(located, body, line)
@@ -298,7 +299,8 @@ class _Mover:
     def check(self) -> None:
         first = min(self.moved)
         kept = [i for i in range(first, len(self.body)) if i not in self.moved]
-        inner = self.inner_names() - self.params
+        inner = self.inner_names() - self.params - _comprehension_names(
+            [self.body[i] for i in self.moved])
         for index in kept:
             used = sorted(loaded_names(self.body[index]) & inner)
             if used:
@@ -371,6 +373,17 @@ class _Mover:
                     root in self.names.imports and root not in self.module_names):
                 raise Unfixable(f"{where} changes {root} ({name}()), which is not the dataset's "
                                 "own state: the opener runs again in every worker, fix by hand")
+
+
+def _comprehension_names(statements: list[cst.BaseStatement]) -> set[str]:
+    """Names only comprehensions bind (their own scope: nothing outside sees them)."""
+    comp = {n for s in statements for node in walk(s) if isinstance(node, cst.CompFor)
+            for n in bound_names([cst.SimpleStatementLine([cst.Expr(node.target)])])}
+    other = {n for s in statements for node in walk(s)
+             if isinstance(node, (cst.AssignTarget, cst.For, cst.AsName, cst.NamedExpr))
+             for n in bound_names([cst.SimpleStatementLine([cst.Expr(
+                 node.name if isinstance(node, cst.AsName) else node.target)])])}
+    return comp - other
 
 
 def _writes(call: cst.Call) -> bool:

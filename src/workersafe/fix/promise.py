@@ -26,12 +26,12 @@ class PromiseBroken(Exception):
 
 def check_class(module: cst.Module, registry: Registry, class_name: str,
                 openers: tuple[str, ...], methods: tuple[str, ...],
-                properties: tuple[str, ...]) -> None:
+                properties: tuple[str, ...], handles: tuple[str, ...] = ()) -> None:
     cls = next((s for s in module.body if isinstance(s, cst.ClassDef)
                 and s.name.value == class_name), None)
     if cls is None:
         raise PromiseBroken(f"class {class_name} is gone")
-    names = HandleNames(module, registry)
+    names = HandleNames(module, registry, handles)
     held: set[str] = set()
     for opener in openers:
         method = find_method(cls, opener)
@@ -83,7 +83,7 @@ def handle_attrs(method: cst.FunctionDef, names: HandleNames, tracked: set[str] 
             if value is None:
                 continue
             targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) \
-                else [small.target]
+                else [small.target] if isinstance(small, cst.AnnAssign) else []
             for target in targets:
                 attr = self_attr(target) or (self_attr(target.value) if isinstance(
                     target, cst.Subscript) else None)

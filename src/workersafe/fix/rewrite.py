@@ -23,7 +23,6 @@ from .outcome import Outcome
 from .templates import BLANK, WORKER_INIT_NAME, statement, worker_init_function
 
 
-
 @dataclass
 class Group:
     """One dataset class and the findings fixed in it."""
@@ -50,6 +49,7 @@ class FixedClass:
     openers: tuple[str, ...]
     methods: tuple[str, ...]  # the methods the handles were created in
     properties: tuple[str, ...]  # attributes turned into lazy properties
+    handles: tuple[str, ...]  # the constructors of the handles moved
 
 
 @dataclass
@@ -236,7 +236,7 @@ class Rewriter:
                                                    plan.handle)
                 continue
             planned = plan_attr(edit.located, cls, plan, finding.line,
-                                HandleNames(edit.located.module, self.registry))
+                                HandleNames(edit.located.module, self.registry, [plan.handle]))
             if any(s is t for p in plans.values() for s in planned.statements
                    for t in p.statements):
                 continue  # the same statements as a handle planned already (one opener)
@@ -318,8 +318,10 @@ class Rewriter:
         instance_plans = [p for p in group.plans if p.class_statement is None]
         self.fixed_classes.append(FixedClass(
             group.path, group.class_name, group.strategy,
-            tuple(p.opener for p in group.plans), tuple(p.method.name.value for p in instance_plans),
-            tuple(a for p in group.plans for a in p.attrs) if group.strategy == "lazy" else ()))
+            tuple(p.opener for p in group.plans),
+            tuple(p.method.name.value for p in instance_plans),
+            tuple(a for p in group.plans for a in p.attrs) if group.strategy == "lazy" else (),
+            tuple(p.handle for p in group.plans)))
         allowed = self.allowed_lines.setdefault(group.path, set())
         setstate = find_method(cls, "__setstate__")
         if setstate is not None:  # replaced by ours, which restores __dict__ and reopens
