@@ -11,15 +11,19 @@ from typing import Optional
 
 import libcst as cst
 
+from ..discovery import module_of_import
 from ..engine import CheckResult, Engine
 from ..findings import Finding
 from ..link import Project
 from .classfix import find_class, plan_class_attr, rewrite_class
-from .cstutil import Located, ReplaceNodes, bound_names, module_bindings
+from .cstutil import Located, ReplaceNodes, bound_names, dotted, module_bindings
 from .handles import HandleNames
 from .initplan import find_method, plan_attr
-from .plan import AttrPlan, Unfixable
+from .modulefix import (
+    importer_plan, mentions, plan_module_handle, rewrite_importer, rewrite_module,
+)
 from .outcome import Outcome
+from .plan import AttrPlan, Unfixable
 from .templates import BLANK, WORKER_INIT_NAME, statement, worker_init_function
 
 
@@ -141,18 +145,19 @@ class Rewriter:
             except Unfixable as exc:
                 self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in findings]
                 continue
-            self.outcomes += [Outcome(f, "fixed", f"lazy: {name} → {accessor}()")
-                              for f in findings]
+            note = f"lazy: {name} → {accessor}()" if accessor != name \
+                else f"lazy: {name}() makes one per process"
+            self.outcomes += [Outcome(f, "fixed", note) for f in findings]
 
     def _plan_module_fix(self, path: str, name: str, handle: str) -> str:
-        from .modulefix import importer_plan, mentions, plan_module_handle
-
         edit = self._edit(path)
         plan = plan_module_handle(edit.located.module, name, handle)
         facts = self.result.facts.get(path)
         home_module = facts.module if facts else ""
         importers: list[tuple[str, str, str]] = []
         for other, source in self.result.sources.items():
+            if plan.factory:
+                break  # callers already call the factory: they stay as they are
             if other == path or not mentions(source.text, name):
                 continue
             other_edit = self._edit(other)
@@ -171,12 +176,12 @@ class Rewriter:
             self._allow_name_lines(other, local)
         for planned in plan.statements:
             start, end = edit.located.lines_of(planned)
+            if isinstance(planned, cst.FunctionDef) and planned.decorators:
+                start = min(start, edit.located.lines_of(planned.decorators[0])[0])
             self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
         return plan.accessor
 
     def _import_resolver(self, path: str):  # type: ignore[no-untyped-def]
-        from ..analysis.names import dotted, module_of_import
-
         facts = self.result.facts.get(path)
         module = facts.module if facts else ""
         is_package = path.endswith("__init__.py")
@@ -194,8 +199,6 @@ class Rewriter:
 
     def _module_pass(self, path: str, data: bytes) -> bytes:
         """Apply the module-level rewrites to an already rendered file."""
-        from .modulefix import importer_plan, plan_module_handle, rewrite_importer, rewrite_module
-
         module = cst.parse_module(data)
         for name, handle in self.module_fixes.get(path, []):
             module = rewrite_module(module, plan_module_handle(module, name, handle))
