@@ -63,7 +63,8 @@ class FileEdit:
     branches: list[tuple[str, list[str]]] = field(default_factory=list)  # worker-init classes
     worker_init_name: str = ""
     imports: list[cst.BaseStatement] = field(default_factory=list)
-    import_after: dict[cst.CSTNode, list[cst.BaseStatement]] = field(default_factory=dict)
+    # `from data import Volumes` → `from data import Volumes, workersafe_worker_init`
+    joined_imports: dict[cst.SimpleStatementLine, list[str]] = field(default_factory=dict)
     wiring: dict[cst.Call, list[cst.BaseExpression]] = field(default_factory=dict)
 
 
@@ -293,12 +294,13 @@ class Rewriter:
                 node = _import_statement_binding(edit.located.module, local)
                 if node is None:
                     return None
-                new_import = _sibling_import(node, function)
-                if new_import is None:
+                if not any(isinstance(s, cst.ImportFrom) for s in node.body):
                     return None
-                existing = edit.import_after.setdefault(node, [])
-                if not any(s.deep_equals(new_import) for s in existing):
-                    existing.append(new_import)
+                names = edit.joined_imports.setdefault(node, [])
+                if function not in names:
+                    names.append(function)
+                start, end = edit.located.lines_of(node)
+                self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
                 return cst.Name(function)
         return None
 
@@ -373,7 +375,7 @@ class Rewriter:
     def _render(self) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         for path, edit in self.files.items():
-            if not (edit.replacements or edit.imports or edit.import_after
+            if not (edit.replacements or edit.imports or edit.joined_imports
                     or path in self.module_fixes or path in self.importer_fixes):
                 continue
             module = edit.located.module
@@ -382,13 +384,15 @@ class Rewriter:
             last_fixed_class = _last_index(body, [c for c, _ in edit.branches])
             for index, node in enumerate(body):
                 new_body.append(node)
-                new_body.extend(edit.import_after.get(node, []))
                 if index == last_fixed_class:
                     function = worker_init_function(edit.worker_init_name, edit.branches)
                     new_body.append(function.with_changes(leading_lines=[BLANK, BLANK]))
             new_body = _insert_imports(new_body, edit.imports)
             module = module.with_changes(body=new_body)
-            module = module.visit(ReplaceNodes(edit.replacements))
+            replacements = dict(edit.replacements)
+            for node, names in edit.joined_imports.items():
+                replacements[node] = _joined_import(node, names)
+            module = module.visit(ReplaceNodes(replacements))
             out[path] = module.bytes
             if path in self.module_fixes or path in self.importer_fixes:
                 out[path] = self._module_pass(path, out[path])
@@ -424,19 +428,36 @@ def _import_statement_binding(module: cst.Module, local: str) -> Optional[cst.Si
         for small in node.body:
             if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
                 for alias in small.names:
-                    bound = alias.asname.name.value if alias.asname else alias.name.value  # type: ignore
+                    target = alias.asname.name if alias.asname else alias.name
+                    bound = target.value if isinstance(target, cst.Name) else ""
                     if bound == local:
                         return node
     return None
 
 
-def _sibling_import(node: cst.SimpleStatementLine, name: str) -> Optional[cst.BaseStatement]:
-    small = next((s for s in node.body if isinstance(s, cst.ImportFrom)), None)
-    if small is None:
-        return None
-    new = cst.ImportFrom(module=small.module, names=[cst.ImportAlias(cst.Name(name))],
-                         relative=small.relative)
-    return cst.SimpleStatementLine(body=[new])
+def _joined_import(node: cst.SimpleStatementLine, names: list[str]) -> cst.SimpleStatementLine:
+    """The `from m import ...` statement with `names` added after its last name, in its own
+    layout (a trailing comma inside brackets stays a trailing comma)."""
+    body = list(node.body)
+    index = next(i for i, s in enumerate(body) if isinstance(s, cst.ImportFrom))
+    small = body[index]
+    assert isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar)
+    aliases = list(small.names)
+    last = aliases[-1]
+    trailing = isinstance(last.comma, cst.Comma)
+    separator: cst.BaseParenthesizableWhitespace = cst.SimpleWhitespace(" ")
+    if len(aliases) > 1 and isinstance(aliases[-2].comma, cst.Comma):
+        separator = aliases[-2].comma.whitespace_after  # between names, as the others are
+    elif small.lpar is not None:
+        separator = small.lpar.whitespace_after
+    aliases[-1] = last.with_changes(comma=cst.Comma(whitespace_after=separator))
+    for position, name in enumerate(names):
+        final = position == len(names) - 1
+        comma = last.comma if final and trailing else (
+            cst.MaybeSentinel.DEFAULT if final else cst.Comma(whitespace_after=separator))
+        aliases.append(cst.ImportAlias(cst.Name(name), comma=comma))
+    body[index] = small.with_changes(names=aliases)
+    return node.with_changes(body=body)
 
 
 MAX_LINE = 99
@@ -446,7 +467,8 @@ def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
     """(column of the first argument, column where the call ends) when the call is on one
     line, else (-1, -1)."""
     pos = edit.located.positions[call]
-    if pos.start.line != pos.end.line or not call.args or "\t" in edit.located.module.default_indent:
+    tabs = "\t" in edit.located.module.default_indent
+    if pos.start.line != pos.end.line or not call.args or tabs:
         return -1, -1
     return edit.located.positions[call.args[0]].start.column, pos.end.column
 
@@ -629,5 +651,5 @@ def _is_import(node: cst.BaseStatement) -> bool:
 
 def _is_docstring(node: cst.BaseStatement) -> bool:
     return isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 and isinstance(
-        node.body[0], cst.Expr) and isinstance(node.body[0].value, (cst.SimpleString,
-                                                                   cst.ConcatenatedString))
+        node.body[0], cst.Expr) and isinstance(
+            node.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
