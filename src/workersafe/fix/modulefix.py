@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
@@ -212,7 +212,8 @@ class _ReadsToCall(ReplaceNames):
 
 
 def importer_plan(module: cst.Module, source_module: str, name: str, accessor: str,
-                  module_of_import) -> Optional[tuple[cst.SimpleStatementLine, str]]:  # type: ignore
+                  module_of_import: Callable[[cst.ImportFrom], str]
+                  ) -> Optional[tuple[cst.SimpleStatementLine, str]]:
     """In another module: the `from <source_module> import NAME [as X]` statement, if any."""
     for statement in module.body:
         if not isinstance(statement, cst.SimpleStatementLine):
