@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 from . import __version__
 from .config import STRATEGIES, Config, ConfigError, discover_config, load_pyproject, split_list
 from .paths import CACHE_DIR_NAME
+from .exitcodes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, UsageError
 from .ruletable import BY_CODE, UNREADABLE
 
 if TYPE_CHECKING:
@@ -23,14 +24,9 @@ if TYPE_CHECKING:
     from .findings import Finding
     from .source import Source
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Saying which findings `fix` can fix means planning the fix: cheap for a few files, not for
 # hundreds (`--show-fixes` asks for it anyway).
 MARK_FIXABLE_FILES = 20
-
-
-class UsageError(Exception):
-    pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -262,7 +258,8 @@ def _fix(args: argparse.Namespace, config: Config) -> int:
         from .notebook_fix import run_fix as run_notebook_fix
 
         return run_notebook_fix(args, config, engine)
-    return run_fix(args, config, engine)
+    run = run_fix(args.paths or ["."], config, engine, diff=getattr(args, "diff", False))
+    return run.exit_code
 
 
 def _server() -> int:

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from .facts import Span
 from .findings import Finding
-from .fix.apply import FixResult, fix_result, render_diff, write_all
+from .fix.apply import fix_result, render_diff, write_all
 from .fix.apply import _report as report_outcomes
+from .fix.outcome import FixResult
 from .fix.write import atomic_write
 from .source import SourceError, decode
 

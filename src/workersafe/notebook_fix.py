@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from .config import Config
 from .engine import CheckResult, Engine
+from .exitcodes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
 from .findings import Finding
 from .fixes import FixResult, atomic_write, render_diff, report_outcomes, rewrite, write_all
 from .notebook import NotebookWriteError, in_cells, is_notebook, load
@@ -27,7 +28,6 @@ def has_notebooks(engine: Engine, paths: list[str]) -> bool:
 
 
 def run_fix(args: argparse.Namespace, config: Config, engine: Engine) -> int:
-    from .cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
     from .discovery import DiscoveryError
 
     try:
@@ -55,7 +55,7 @@ def run_fix(args: argparse.Namespace, config: Config, engine: Engine) -> int:
         fixed.outcomes, located)])
     if getattr(args, "diff", False):
         sys.stdout.write(render_diff(result, fixed))
-        report_outcomes(shown, sys.stderr, result)
+        report_outcomes(shown, sys.stderr, diff_only=True)
         return EXIT_FINDINGS if fixed.new_sources else EXIT_CLEAN
     plain = FixResult({p: b for p, b in fixed.new_sources.items() if not is_notebook(p)},
                       fixed.outcomes)
@@ -65,7 +65,7 @@ def run_fix(args: argparse.Namespace, config: Config, engine: Engine) -> int:
             atomic_write(path, old, new)
         except OSError as exc:
             write_failures.append((path, exc.strerror or str(exc)))
-    report_outcomes(shown, sys.stdout, result)
+    report_outcomes(shown, sys.stdout, diff_only=False)
     for path, message in failures + write_failures:
         print(f"{path}: not written: {message}", file=sys.stderr)
     if failures or write_failures:

@@ -8,7 +8,7 @@ spawn/forkserver loader with a handle that does not pickle gives WS201."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator
 
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, LoaderCall, MethodFacts,
@@ -167,7 +167,10 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView
                 continue
             if held.closed or held.attr not in view.worker_reads or held.attr in view.guarded:
                 continue
-            plan = FixPlan("instance", member.qualname, held.attr, held.method)
+            attrs = tuple(h.attr for h in member.held
+                          if h.site == held.site and h.method == held.method)
+            plan = FixPlan("instance", held.site.handle, member.qualname, held.attr,
+                           attrs or (held.attr,), held.method)
             cand = Candidate("WS101", held.site, home.path,
                              f"created in {member.name}.{held.method}", view.cls.name, plan,
                              not htype.fork_safe)
@@ -176,7 +179,7 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView
             htype = registry.lookup(held.site.handle)
             if htype is None or held.attr not in view.worker_reads or held.attr in view.guarded:
                 continue
-            plan = FixPlan("class", member.qualname, held.attr)
+            plan = FixPlan("class", held.site.handle, member.qualname, held.attr, (held.attr,))
             cand = Candidate("WS103", held.site, home.path,
                              f"created as class attribute {member.name}.{held.attr}",
                              view.cls.name, plan, not htype.fork_safe)
@@ -200,7 +203,8 @@ def _module_candidates(project: Project, registry: Registry, view: ClassView
                 continue
             seen.add((home.path, handle.name))
             parent_use = _module_parent_use(view, global_name, project)
-            plan = FixPlan("module", view.cls.qualname, handle.name)
+            plan = FixPlan("module", handle.site.handle, view.cls.qualname, handle.name,
+                           (handle.name,))
             cand = Candidate("WS102", handle.site, home.path,
                              f"created at module level ({handle.name})", view.cls.name, plan,
                              not htype.fork_safe)
@@ -227,7 +231,7 @@ def _passed_candidates(view: ClassView, registry: Registry, ref: DatasetRef, fac
         htype = registry.lookup(arg.site.handle)
         if attr is None or htype is None or attr not in view.worker_reads or attr in view.guarded:
             continue
-        plan = FixPlan("passed", init_owner.qualname, attr)
+        plan = FixPlan("passed", arg.site.handle, init_owner.qualname, attr, (attr,))
         cand = Candidate("WS104", arg.site, facts.path,
                          f"created by the caller and passed to {view.cls.name}({param})",
                          view.cls.name, plan, not htype.fork_safe)
@@ -298,11 +302,9 @@ def _findings_of(cand: Candidate) -> Iterator[Finding]:
 
 
 def _finding(cand: Candidate, code: str, message: str) -> Finding:
-    plan = cand.plan
     loaders = tuple(sorted({(u.facts.path, u.loader.span.line, u.loader.span.col)
-                            for u in cand.loaders}))
-    plan = FixPlan(plan.kind, plan.class_qualname, plan.attr, plan.method, loaders)
-    return Finding(cand.path, cand.site.span, code, message, plan)
+                            for u in cand.loaders if u.loader.num_workers != 0}))
+    return Finding(cand.path, cand.site.span, code, message, replace(cand.plan, loaders=loaders))
 
 
 def _shared_message(cand: Candidate, hazards: list[UsedLoader]) -> str:
