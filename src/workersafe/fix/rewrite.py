@@ -115,7 +115,8 @@ class Rewriter:
             if finding.code == "WS001":
                 self.outcomes.append(Outcome(finding, "unfixable", finding.message))
                 continue
-            if plan is None:
+            if plan is None:  # no rewrite for it (the WS3xx remedies, for now)
+                self.outcomes.append(Outcome(finding, "unfixable", _no_rewrite(finding.code)))
                 continue
             if plan.kind == "module":
                 self.module_findings.append(finding)
@@ -413,6 +414,10 @@ def _in_lightning_class(located: Located, call: cst.Call) -> bool:
                 bases = "".join(located.module.code_for_node(a.value) for a in node.bases)
                 return "Lightning" in bases
     return False
+
+
+def _no_rewrite(code: str) -> str:
+    return f"no automatic fix for {code} yet: see `workersafe rule {code}`"
 
 
 def _not_supported(kind: str) -> str:
