@@ -69,6 +69,7 @@ class _Index:
                     self.inits[init.name] = _Init(facts, init)
             self.wraps.update(((facts.path, w.loader), w) for w in rem.loaders)
             self.uses.extend((facts, use) for use in rem.uses)
+        self._uses_by_class: Optional[dict[str, list[tuple[FileFacts, DatasetUse]]]] = None
 
     def loader_inits(self, facts: FileFacts, loader: LoaderCall) -> list[_Init]:
         found = [self.inits.get(self.project.resolve(n, facts)) for n in loader.worker_inits]
@@ -78,11 +79,15 @@ class _Index:
     def wrap(self, facts: FileFacts, loader: LoaderCall) -> Optional[LoaderWrap]:
         return self.wraps.get((facts.path, loader.span))
 
-    def uses_of(self, qualname: str) -> Iterator[tuple[FileFacts, DatasetUse]]:
-        for facts, use in self.uses:
-            if any(cls.qualname == qualname for ref in use.refs
-                   for cls, _ in self.project.classes_of_ref(ref, facts)):
-                yield facts, use
+    def uses_of(self, qualname: str) -> list[tuple[FileFacts, DatasetUse]]:
+        if self._uses_by_class is None:  # resolved once, on first use
+            self._uses_by_class = {}
+            for facts, use in self.uses:
+                found = {cls.qualname for ref in use.refs
+                         for cls, _ in self.project.classes_of_ref(ref, facts)}
+                for name in found:
+                    self._uses_by_class.setdefault(name, []).append((facts, use))
+        return self._uses_by_class.get(qualname, [])
 
 
 def remedy_findings(project: Project, registry: Registry, view_of: ViewOf) -> list[Finding]:
