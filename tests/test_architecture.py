@@ -208,6 +208,26 @@ def test_layers_import_downwards(lower: str, forbidden: str) -> None:
     assert not offenders, sorted(offenders)
 
 
+FRONT_ENDS = {
+    "workersafe.cli": {"workersafe.__main__"},
+    "workersafe.flake8_plugin": set(),
+    "workersafe.codemod": set(),
+    "workersafe.lsp.server": {"workersafe.cli"},  # `workersafe server`
+}
+
+
+@pytest.mark.parametrize("front_end", sorted(FRONT_ENDS))
+def test_nothing_below_a_front_end_imports_it(front_end: str) -> None:
+    importers = {m for m, deps in GRAPH.items() if front_end in deps}
+    assert importers <= FRONT_ENDS[front_end], sorted(importers - FRONT_ENDS[front_end])
+
+
+def test_engine_never_imports_the_fixer_or_a_front_end() -> None:
+    """`check` runs the engine: the fixer (libcst) and the front ends are above it."""
+    above = {m for m in MODULES if _in(m, "workersafe.fix") or m in FRONT_ENDS}
+    assert not (_reachable("workersafe.engine") & above), sorted(_reachable("workersafe.engine") & above)
+
+
 def test_contributing_names_every_module() -> None:
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     missing = []
