@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Optional
 
 from .discovery import SourceFile, module_aliases, module_of_import
-from .facts import ClassFacts, FileFacts
+from .facts import FileFacts
 from .prefilter import Prefilter, class_bases, import_statements, words_pattern
 
 # The engine's parser: files → their facts (cached, maybe parallel).
@@ -110,9 +110,11 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
                 demanded.add(name)
                 sources[name] = facts
 
+    naming = _BaseWords(dataset_words)
     for facts in every:
         imports = facts.import_map()
-        relevant = [c for c in facts.classes if _relevant_class(c, dataset_words)]
+        relevant = [c for c in facts.classes if c.held or c.class_held
+                    or any(naming(base) for base in c.bases)]
         if relevant or facts.loaders:
             demand(facts.star_imports, facts)
         for cls in relevant:
@@ -152,10 +154,21 @@ def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]
         changed = len(demanded) != before
 
 
-def _relevant_class(cls: ClassFacts, dataset_words: set[str]) -> bool:
-    if cls.held or cls.class_held:
-        return True
-    return any(word in base for base in cls.bases for word in dataset_words)
+class _BaseWords(dict[str, bool]):
+    """base → whether it contains one of `words` (a substring test), each base tested once:
+    the words include every dataset-like class name of the project (often thousands), and the
+    same few bases recur in every file."""
+
+    def __init__(self, words: set[str]) -> None:
+        super().__init__()
+        self.words = words
+
+    def __missing__(self, base: str) -> bool:
+        found = self[base] = any(word in base for word in self.words)
+        return found
+
+    def __call__(self, base: str) -> bool:
+        return self[base]
 
 
 def _dataset_class_names(texts: dict[str, str], paths: set[str], words: tuple[str, ...]
