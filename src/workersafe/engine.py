@@ -18,7 +18,7 @@ from .noqa import NoqaFilter, file_is_ignored
 from .prefilter import Prefilter
 from .rules import evaluate
 from .ruletable import UNREADABLE
-from .source import Source, SourceError, decode, read_source
+from .source import Source, SourceError, decode
 
 if TYPE_CHECKING:
     import ast
@@ -169,7 +169,7 @@ class Engine:
         errors: list[Finding] = []
         for file in files:
             try:
-                sources[file.path] = read_source(file.path)
+                sources[file.path] = _read(file.path)
             except SourceError as exc:
                 errors.append(self._error_finding(file.path, str(exc)))
         return sources, errors
@@ -256,6 +256,12 @@ class Engine:
         return Finding(path, Span(1, 0, 1, 0), UNREADABLE, f"cannot analyse this file: {message}")
 
 
+def _read(path: str) -> Source:
+    from .reading import read_source  # with the notebook reader: not for one file alone
+
+    return read_source(path)
+
+
 def _facts_cache(cache_dir: str, registry: Registry) -> FactsCache:
     from .cache import FactsCache as Cache
 
@@ -275,7 +281,7 @@ class _Texts(dict[str, str]):
         if path not in self.unread:
             raise KeyError(path)
         try:
-            source = read_source(path)
+            source = _read(path)
         except SourceError:
             return ""  # changed since it was recorded quiet and now unreadable: nothing in it
         self.sources[path] = source
