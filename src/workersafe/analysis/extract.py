@@ -36,8 +36,9 @@ def _facts(walker: FactWalker) -> FileFacts:
         imports=tuple(sorted(state.module_scope.names.items())),
         star_imports=tuple(state.module_scope.star_modules),
         classes=tuple(_class_facts(c, walker) for c in walker.classes),
-        functions=tuple(_function_facts(f) for f in walker.functions),
+        functions=tuple(_function_facts(f, walker) for f in walker.functions),
         loaders=tuple(walker.loaders),
+        calls=tuple(walker.calls),
         module_handles=tuple(ModuleHandle(name, ev.site(h), via_call)
                              for name, (h, via_call) in handles.items()),
         module_vars=tuple((n, tuple(r)) for n, r in walker.module_refs().items()),
@@ -58,16 +59,22 @@ def _class_facts(cls: ClassState, walker: FactWalker) -> ClassFacts:
         MethodFacts(m.name, tuple(sorted(m.attrs_read)), tuple(sorted(m.attrs_used)),
                     tuple(sorted(m.self_calls)), tuple(sorted(m.globals_read)),
                     tuple(sorted(m.guarded_attrs)), tuple(sorted(m.guarded_calls)),
-                    m.calls_super_init)
+                    m.calls_super_init, tuple(m.effects),
+                    site(m.returns_handle) if m.returns_handle is not None else None,
+                    m.returns_call)
         for m in cls.methods
     )
     return ClassFacts(
         cls.name, cls.qualname, cls.bases, cls.span, methods, held, class_held,
         cls.init_params, tuple(cls.param_attrs),
         tuple((attr, tuple(refs)) for attr, refs in cls.attr_refs.items()),
+        tuple(cls.held_calls), tuple(cls.param_types),
     )
 
 
-def _function_facts(func: FunctionState) -> FunctionFacts:
+def _function_facts(func: FunctionState, walker: FactWalker) -> FunctionFacts:
+    returned = func.returned_handle
     return FunctionFacts(func.name, func.qualname, tuple(func.returns),
-                         tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)))
+                         tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)),
+                         walker.ev.site(returned) if returned and not returned.closed else None,
+                         func.returns_call, func.cached)

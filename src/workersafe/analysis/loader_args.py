@@ -26,7 +26,16 @@ def read_loader(call: ast.Call, ev: Evaluator) -> LoaderCall:
     init_node = args.get("worker_init_fn")
     worker_inits = worker_init_names(init_node, ev) if init_node is not None else ()
     return LoaderCall(ev.positions.span(call), tuple(refs), num_workers, text, persistent,
-                      context, worker_inits)
+                      context, worker_inits, num_workers_param=_param_of(args.get("num_workers"),
+                                                                         ev))
+
+
+def _param_of(node: Optional[ast.expr], ev: Evaluator) -> str:
+    """The function parameter `num_workers=n` passes on (the callers' arguments decide)."""
+    if type(node) is not ast.Name:
+        return ""
+    refs = ev.state.env.refs(node.id) or []
+    return next((r.target for r in refs if r.kind == "param"), "")
 
 
 def loader_arguments(call: ast.Call, ev: Evaluator) -> dict[str, ast.expr]:
