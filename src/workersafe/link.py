@@ -45,8 +45,8 @@ class Reach:
 
     def describe(self) -> str:
         if self.passed:
-            return f"passed to {self.outer}({self.param}) as self.{self.attr}"
-        return f"held by {self.outer}.{self.attr}"
+            return f"(passed to {self.outer}({self.param}) as self.{self.attr})"
+        return f"(held by {self.outer}.{self.attr})"
 
 
 @dataclass

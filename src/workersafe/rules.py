@@ -167,7 +167,7 @@ def _pickling_decided(view: ClassView) -> bool:
 def _reached_through(cand: Candidate, via: Reach, is_torch: bool) -> None:
     """A holder object or sub-dataset the loader's dataset keeps: say so; a holder passed in
     is WS104; the fix is per class, never wired to a loader whose dataset is the outer one."""
-    cand.what = f"{cand.what}, {via.describe()}"
+    cand.what = f"{cand.what} {via.describe()}"
     cand.wire = False
     if via.passed and cand.code == "WS101":
         cand.code = "WS104"

@@ -9,7 +9,9 @@ from typing import Optional
 
 from ..facts import LoaderCall
 from ..torchnames import PARTIAL
-from .values import Evaluator, bool_value, call_args, dict_literal, int_value, is_none, string
+from .values import (
+    Evaluator, bool_value, call_args, dict_literal, int_value, is_name, is_none, string,
+)
 
 # DataLoader's parameters in order, as far as a positional argument can reach one we read.
 LOADER_POSITIONAL = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")
@@ -32,6 +34,8 @@ def read_loader(call: ast.Call, ev: Evaluator) -> LoaderCall:
 
 def _param_of(node: Optional[ast.expr], ev: Evaluator) -> str:
     """The function parameter `num_workers=n` passes on (the callers' arguments decide)."""
+    if type(node) is ast.Call and is_name(node.func, "int") and len(node.args) == 1:
+        node = node.args[0]  # num_workers=int(workers)
     if type(node) is not ast.Name:
         return ""
     refs = ev.state.env.refs(node.id) or []

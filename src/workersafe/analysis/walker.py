@@ -235,6 +235,16 @@ class FactWalker:
         self._bind_loop_target(node.target, node.iter)
         self.children(node)
 
+    def visit_ListComp(self, node: ast.ListComp) -> None:
+        """Generators first: they bind the names the element uses."""
+        self.walk_all(node.generators)
+        self.walk(node.elt)
+
+    def visit_DictComp(self, node: ast.DictComp) -> None:
+        self.walk_all(node.generators)
+        self.walk(node.key)
+        self.walk(node.value)
+
     def visit_comprehension(self, node: ast.comprehension) -> None:
         self._bind_loop_target(node.target, node.iter)
         self.children(node)
@@ -625,3 +635,5 @@ _HOOKS: dict[type, Callable[[FactWalker, ast.AST], None]] = {
 }
 _HOOKS[ast.AsyncFunctionDef] = _HOOKS[ast.FunctionDef]
 _HOOKS[ast.AsyncWith] = _HOOKS[ast.With]
+_HOOKS[ast.AsyncFor] = _HOOKS[ast.For]
+_HOOKS[ast.SetComp] = _HOOKS[ast.GeneratorExp] = _HOOKS[ast.ListComp]
