@@ -487,10 +487,17 @@ class Project:
     def class_start_methods(self, facts: FileFacts) -> tuple[str, ...]:
         """How workers may start for code in `facts` that no loader was linked to: the
         start methods of the entry scripts whose imports reach it."""
-        methods = []
-        for entry in self.entries(facts) or [facts]:
+        entries = self.entries(facts) or [facts]
+        if entries == [facts] and not facts.loaders and not facts.start_method:
+            # Imported by no checked file: loaded by name (`construct_class_by_name`,
+            # importlib), so by whichever entry builds loaders: the start methods of them all.
+            found = [m for f, loader in self.loaders() for m, _ in self.start_methods(loader, f)]
+            if found:
+                return tuple(dict.fromkeys(found))
+        methods: list[str] = []
+        for entry in entries:
             named = entry.start_method
-            found = (named,) if named and named != "?" else self.default_start
+            found = [named] if named and named != "?" else list(self.default_start)
             methods.extend(m for m in found if m not in methods)
         return tuple(methods)
 

@@ -85,6 +85,11 @@ class Selection:
         reach, and every other importer of those loaders: a start method reaches a loader only
         if every entry importing it sets one (the linker needs those that set none: they fork)."""
         loader_files = {p for p, f in facts.items() if f.loaders}
+        if any(c.held and c.method("__getstate__") for f in facts.values() for c in f.classes):
+            # A dataset that decides its pickle may be safe by spawn: also the loaders no
+            # parsed file names it in (it may be built by name from a config), if an entry
+            # script sets a start method.
+            loader_files |= {p for p in self.dataset_files if "DataLoader(" in self.texts[p]}
         chains = _import_chains(self.start_files - set(facts), loader_files, self._imported_by,
                                 by_module)
         if not chains - set(facts):

@@ -62,6 +62,7 @@ class FactWalker:
         self.functions: list[FunctionState] = []
         self.loaders: list[LoaderCall] = []
         self.calls: list[CallSite] = []
+        self.loop_items: dict[str, str] = {}  # loop variable → the self attribute it iterates
         self.globals_outside: set[str] = set()
         self.start_method = ""
         self.store_nodes: set[int] = set()  # id() of assignment targets: not reads
@@ -233,7 +234,19 @@ class FactWalker:
 
     def visit_For(self, node: ast.For) -> None:
         self._bind_loop_target(node.target, node.iter)
+        attr = self_attr(node.iter)
+        if attr is None or type(node.target) is not ast.Name:
+            self.children(node)
+            return
+        # `for conn in self.conns: conn.close()` closes what self.conns holds
+        name = node.target.id
+        outer = self.loop_items.get(name)
+        self.loop_items[name] = attr
         self.children(node)
+        if outer is None:
+            del self.loop_items[name]
+        else:
+            self.loop_items[name] = outer
 
     def visit_ListComp(self, node: ast.ListComp) -> None:
         """Generators first: they bind the names the element uses."""
@@ -442,6 +455,8 @@ class FactWalker:
     def _record_close(self, receiver: ast.expr) -> None:
         cls, method = self.state.current_class(), self.state.current_method()
         attr = self_attr(receiver)
+        if attr is None and type(receiver) is ast.Name:
+            attr = self.loop_items.get(receiver.id)
         if attr is not None and cls is not None and method is not None:
             cls.closed.add((method.name, attr))
             method.effects.append(f"close:{attr}")
