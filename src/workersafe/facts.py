@@ -153,6 +153,7 @@ class FunctionFacts:
     returns_handle: Optional[HandleSite] = None  # `def open_env(p): return lmdb.open(p)`
     returns_call: str = ""  # `return other(p)`: the qualified callee
     cached: bool = False
+    globals_read: Tuple[str, ...] = ()  # bare names read inside (the functions it calls)
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,8 @@ class ModuleHandle:
     name: str
     site: HandleSite
     via_call: bool = False  # `@functools.cache def get_client(): return boto3.client(...)`
+    # a process-global cache (`_CACHE[path] = zipfile.ZipFile(path)`) filled by this function
+    filled_by: str = ""
 
 
 @dataclass(frozen=True)

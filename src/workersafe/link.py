@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 from .discovery import module_aliases
 from .facts import (
@@ -78,6 +78,7 @@ class Project:
         self._call_sites: Optional[dict[str, list[tuple[FileFacts, CallSite]]]] = None
         # class qualname → how it is reached through another class (see `loaders_by_class`)
         self.reached: dict[str, list[Reach]] = {}
+        self.has_caches = any(h.filled_by for f in self.files for h in f.module_handles)
 
     # --- names ----------------------------------------------------------------------------
 
@@ -500,6 +501,26 @@ class Project:
             found = [named] if named and named != "?" else list(self.default_start)
             methods.extend(m for m in found if m not in methods)
         return tuple(methods)
+
+    def calls_through(self, names: Iterable[str], facts: FileFacts
+                      ) -> tuple[list[tuple[str, FileFacts]], set[str]]:
+        """Bare names read (with the file they are read in), and those read inside the
+        project functions they call, a few calls deep; with those functions' names."""
+        found = [(name, facts) for name in names]
+        functions: set[str] = set()
+        frontier = list(found)
+        for _ in range(_MAX_RETURN_DEPTH):
+            following: list[tuple[str, FileFacts]] = []
+            for name, home in frontier:
+                func = self.functions.get(self.resolve(name, home))
+                if func is None or func.qualname in functions:
+                    continue
+                functions.add(func.qualname)
+                inside = self.by_module.get(func.qualname.rpartition(".")[0], home)
+                following.extend((read, inside) for read in func.globals_read)
+            found.extend(following)
+            frontier = following
+        return found, functions
 
     def worker_init_functions(self, loader: LoaderCall, facts: FileFacts) -> list[FunctionFacts]:
         found = (self.functions.get(self.resolve(name, facts)) for name in loader.worker_inits)

@@ -244,6 +244,8 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView
             yield cand, held.attr in view.parent_uses, held.attr, "class"
     yield from _returned_candidates(project, registry, view, mro)
     yield from _module_candidates(project, registry, view)
+    if project.has_caches:
+        yield from _cache_candidates(project, registry, view)
 
 
 def _returned_candidates(project: Project, registry: Registry, view: ClassView,
@@ -294,7 +296,7 @@ def _module_candidates(project: Project, registry: Registry, view: ClassView
                 continue
             home, handle = found
             htype = registry.lookup(handle.site.handle)
-            if htype is None or (home.path, handle.name) in seen:
+            if htype is None or (home.path, handle.name) in seen or handle.filled_by:
                 continue
             seen.add((home.path, handle.name))
             parent_use = _module_parent_use(view, global_name, project)
@@ -303,6 +305,41 @@ def _module_candidates(project: Project, registry: Registry, view: ClassView
                              f"created at module level ({handle.name})", view.cls.name, plan,
                              not htype.fork_safe)
             yield cand, parent_use, handle.name, "module"
+
+
+def _cache_candidates(project: Project, registry: Registry, view: ClassView
+                      ) -> Iterator[tuple[Candidate, bool, str, str]]:
+    """A process-global handle cache (`_CACHE[path] = zipfile.ZipFile(path)` in a function)
+    that construction fills in the parent and worker methods read, directly or through the
+    functions they call: the workers share the parent's handles (WS102). A cache the parent
+    never fills is filled per process: safe."""
+    parent = {n for _, n in view.init_run} | {"__len__"}
+    filled: set[str] = set()
+    for name in parent & set(view.methods):
+        owner, method = view.methods[name]
+        filled |= project.calls_through(method.globals_read, project.class_file[owner.qualname])[1]
+    if not filled:
+        return
+    seen: set[tuple[str, str]] = set()
+    for name in sorted(view.worker_methods):
+        owner, method = view.methods[name]
+        reads, _ = project.calls_through(method.globals_read, project.class_file[owner.qualname])
+        for read, facts in reads:
+            found = project.module_handle(read, facts)
+            if found is None or not found[1].filled_by or found[1].filled_by not in filled:
+                continue
+            home, handle = found
+            htype = registry.lookup(handle.site.handle)
+            if htype is None or (home.path, handle.name) in seen:
+                continue
+            seen.add((home.path, handle.name))
+            filler = handle.filled_by.rpartition(".")[2]
+            cand = Candidate("WS102", handle.site, home.path,
+                             f"kept in the process-global cache {handle.name} (filled by "
+                             f"{filler}() while {view.cls.name} is constructed)",
+                             view.cls.name, FixPlan("cache", view.cls.qualname, handle.name),
+                             not htype.fork_safe)
+            yield cand, True, handle.name, "module"
 
 
 def _module_parent_use(view: ClassView, name: str, project: Project) -> bool:

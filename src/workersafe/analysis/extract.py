@@ -40,7 +40,9 @@ def _facts(walker: FactWalker) -> FileFacts:
         loaders=tuple(walker.loaders),
         calls=tuple(walker.calls),
         module_handles=tuple(ModuleHandle(name, ev.site(h), via_call)
-                             for name, (h, via_call) in handles.items()),
+                             for name, (h, via_call) in handles.items())
+        + tuple(ModuleHandle(name, ev.site(h), filled_by=filler)
+                for name, (h, filler) in state.module_caches.items() if name not in handles),
         module_vars=tuple((n, tuple(r)) for n, r in walker.module_refs().items()),
         globals_read_outside_classes=tuple(sorted(walker.globals_outside)),
         start_method=walker.start_method,
@@ -77,4 +79,4 @@ def _function_facts(func: FunctionState, walker: FactWalker) -> FunctionFacts:
     return FunctionFacts(func.name, func.qualname, tuple(func.returns),
                          tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)),
                          walker.ev.site(returned) if returned and not returned.closed else None,
-                         func.returns_call, func.cached)
+                         func.returns_call, func.cached, tuple(sorted(func.globals_read)))

@@ -165,6 +165,7 @@ class FunctionState:
     returned_handle: Optional[Handle] = None
     returns_call: str = ""
     params: tuple[str, ...] = ()
+    globals_read: set[str] = field(default_factory=set)
     method_calls: set[str] = field(default_factory=set)
     attr_handle_assigns: set[str] = field(default_factory=set)
     globals_declared: set[str] = field(default_factory=set)
@@ -185,6 +186,8 @@ class State:
         self.frames: list[Frame] = []  # innermost last
         # module-level name → (handle, whether it is returned by a cached function)
         self.module_handles: dict[str, tuple[Handle, bool]] = {}
+        # module-level container → (handle, the function storing it: `_CACHE[k] = open(k)`)
+        self.module_caches: dict[str, tuple[Handle, str]] = {}
         self.pid_guard_depth = 0
 
     def qual(self, name: str) -> str:

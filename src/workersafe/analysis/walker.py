@@ -67,6 +67,7 @@ class FactWalker:
         self.start_method = ""
         self.store_nodes: set[int] = set()  # id() of assignment targets: not reads
         self._sink: Optional[set[str]] = None
+        self._func_sink: Optional[set[str]] = None  # a module-level function's names read
         self._sink_valid = False
         self.depth = 0
 
@@ -313,11 +314,15 @@ class FactWalker:
         sink = self._sink if self._sink_valid else self._new_sink()
         if sink is not None:
             sink.add(node.id)
+        if self._func_sink is not None:
+            self._func_sink.add(node.id)
 
     def _read_names(self, names: "tuple[str, ...] | list[str]") -> None:
         sink = self._sink if self._sink_valid else self._new_sink()
         if sink is not None:
             sink.update(names)
+        if self._func_sink is not None:
+            self._func_sink.update(names)
 
     def _new_sink(self) -> Optional[set[str]]:
         """Where a name read here is recorded (recomputed when the innermost frame changes:
@@ -330,6 +335,9 @@ class FactWalker:
             sink = self.globals_outside
         else:
             sink = None
+        outer = next((f for f in state.frames if isinstance(f, FunctionState)), None)
+        self._func_sink = outer.globals_read if outer is not None and outer.is_module_level \
+            else None
         self._sink_valid, self._sink = True, sink
         return sink
 
@@ -486,6 +494,8 @@ class FactWalker:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
             elif refs and type(target.value) is ast.Name:  # datasets[name] = DS(p)
                 state.env.assign_refs(target.value.id, refs)
+            if handle is None and attr is None and type(target.value) is ast.Name:
+                self._cache_store(target.value.id, value)
         elif isinstance(target, ast.Name):
             self._name_assign(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -577,6 +587,18 @@ class FactWalker:
             else:
                 self._locals()[name] = handle
         state.env.assign(name, self.ev.value_of(value))
+
+    def _cache_store(self, name: str, value: ast.expr) -> None:
+        """`_CACHE[path] = zipfile.ZipFile(path)` in a function, `_CACHE` a module-level
+        container: a process-global handle cache, filled by that function."""
+        state = self.state
+        func = state.enclosing_function()
+        if func is None or name in func.env.bindings or name not in state.module_env.bindings:
+            return
+        handle = self.ev.handle_of(value)
+        outer = next((f for f in state.frames if isinstance(f, FunctionState)), func)
+        if handle is not None and not handle.closed and not state.pid_guard_depth:
+            state.module_caches.setdefault(name, (handle, outer.qualname))
 
     def _module_alias(self, value: ast.expr) -> Optional[Handle]:
         """`db = client.capstone` (`client[...]`) at module level: derived from the module
