@@ -366,21 +366,21 @@ class Project:
         attrs = dict(init_owner.param_attrs)
         params = init_owner.init_params
         for param, annotated in init_owner.param_types:
-            inner = self.classes.get(self.resolve(annotated, home))
-            attr = attrs.get(param)
-            if inner is not None and attr in read_later and inner.qualname != outer.qualname:
-                yield inner, Reach(outer.name, attr, True, param)
+            typed = self.classes.get(self.resolve(annotated, home))
+            kept_as = attrs.get(param)
+            if typed is not None and kept_as in read_later and typed.qualname != outer.qualname:
+                yield typed, Reach(outer.name, kept_as or "", True, param)
         for facts, _, constructing in uses:
             for arg in constructing.arg_refs:
                 param = arg.keyword or (params[arg.position]
                                         if 0 <= arg.position < len(params) else "")
-                attr = attrs.get(param)
-                if attr is None or attr not in read_later:
+                kept_as = attrs.get(param)
+                if kept_as is None or kept_as not in read_later:
                     continue
                 for ref in arg.refs:
-                    for inner, _ in self.classes_of_ref(ref, facts):
-                        if inner.qualname != outer.qualname:
-                            yield inner, Reach(outer.name, attr, True, param)
+                    for passed, _ in self.classes_of_ref(ref, facts):
+                        if passed.qualname != outer.qualname:
+                            yield passed, Reach(outer.name, kept_as, True, param)
 
     # --- what calls return ---------------------------------------------------------------------
 

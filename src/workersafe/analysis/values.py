@@ -253,8 +253,8 @@ class Evaluator:
         func = call.func
         if type(func) is ast.Attribute and func.attr in _SAME_ELEMENTS and not call.args:
             return self.refs_of(func.value)
-        if type(func) is ast.Subscript or (type(func) is ast.Name
-                                          and self.state.env.refs(func.id) is not None):
+        if type(func) is ast.Subscript or (
+                type(func) is ast.Name and self.state.env.refs(func.id) is not None):
             # `DATASETS[name](cfg)`, `cls = DATASETS[name]; cls(cfg)`: each class it may be
             args = tuple(self.arg_refs(call))
             return [DatasetRef("call", r.target, arg_refs=args)

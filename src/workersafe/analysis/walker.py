@@ -604,11 +604,11 @@ class FactWalker:
         """`db = client.capstone` (`client[...]`) at module level: derived from the module
         handle `client`, so its creating call."""
         base = value
-        while type(base) in (ast.Attribute, ast.Subscript):
-            base = base.value  # type: ignore[attr-defined]
-        if base is value or type(base) is not ast.Name:
+        while isinstance(base, (ast.Attribute, ast.Subscript)):
+            base = base.value
+        if base is value or not isinstance(base, ast.Name):
             return None
-        pair = self.state.module_handles.get(base.id)  # type: ignore[attr-defined]
+        pair = self.state.module_handles.get(base.id)
         return pair[0].as_derived() if pair is not None and not pair[1] else None
 
     def _locals(self) -> dict[str, Handle]:
@@ -644,8 +644,8 @@ def _decorator_callee(node: ast.expr) -> ast.expr:
 
 
 def _root(node: ast.expr) -> ast.expr:
-    while type(node) is ast.Attribute:
-        node = node.value  # type: ignore[attr-defined]
+    while isinstance(node, ast.Attribute):
+        node = node.value
     return node
 
 
