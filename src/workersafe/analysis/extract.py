@@ -13,6 +13,7 @@ from ..facts import (
 from ..registry import Registry
 from .positions import Positions
 from .state import ClassState, FunctionState, Handle
+from .values import IDENTITY_WORDS
 from .walker import FactWalker
 
 
@@ -20,6 +21,7 @@ def extract_facts(tree: ast.Module, text: str, path: str, module_name: str, is_p
                   registry: Registry) -> FileFacts:
     """The facts of one module; `text` is the source `tree` was parsed from (for positions)."""
     walker = FactWalker(path, module_name, is_package, registry, Positions(text))
+    walker.ev.identity_possible = any(word in text for word in IDENTITY_WORDS)
     walker.walk(tree)
     return _facts(walker)
 
@@ -76,7 +78,12 @@ def _class_facts(cls: ClassState, walker: FactWalker) -> ClassFacts:
 
 def _function_facts(func: FunctionState, walker: FactWalker) -> FunctionFacts:
     returned = func.returned_handle
+    # The names a function reads matter only for a process-global handle cache (a function
+    # reading it, or calling one that does): looked at only in a file that has one.
+    reads: tuple[str, ...] = ()
+    if walker.state.module_caches and func.node is not None:
+        reads = tuple(sorted({n.id for n in ast.walk(func.node) if isinstance(n, ast.Name)}))
     return FunctionFacts(func.name, func.qualname, tuple(func.returns),
                          tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)),
                          walker.ev.site(returned) if returned and not returned.closed else None,
-                         func.returns_call, func.cached, tuple(sorted(func.globals_read)))
+                         func.returns_call, func.cached, reads)

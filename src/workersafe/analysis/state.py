@@ -165,7 +165,7 @@ class FunctionState:
     returned_handle: Optional[Handle] = None
     returns_call: str = ""
     params: tuple[str, ...] = ()
-    globals_read: set[str] = field(default_factory=set)
+    node: Optional[ast.AST] = None  # a module-level function's definition
     method_calls: set[str] = field(default_factory=set)
     attr_handle_assigns: set[str] = field(default_factory=set)
     globals_declared: set[str] = field(default_factory=set)

@@ -20,6 +20,8 @@ _SEQUENCES = (ast.List, ast.Tuple, ast.Set)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 # `.items()` / `.values()` of a dict of datasets, `.copy()` of a list of them: the same datasets
 _SAME_ELEMENTS = frozenset({"items", "values", "copy"})
+# Words a file must contain for any expression in it to be a process identity.
+IDENTITY_WORDS = ("getpid", "get_worker_info", "current_process")
 # Where a process identity may hide inside an expression (not lambdas, not displays).
 _IDENTITY_PARTS = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.IfExp, ast.Subscript, ast.Call,
                    ast.Attribute, ast.Name, ast.NamedExpr)
@@ -137,6 +139,8 @@ class Evaluator:
         self.state = state
         self.registry = state.registry
         self.positions = positions
+        # the file names a process identity at all (else no expression in it is one)
+        self.identity_possible = True
 
     # --- handles ----------------------------------------------------------------------------
 
@@ -273,8 +277,10 @@ class Evaluator:
             return []
         if self.registry.lookup(name) is not None or name in PROCESS_IDENTITY:
             return []
-        return [DatasetRef("call", name, tuple(self._handle_args(call)),
-                           tuple(self.arg_refs(call)))]
+        # What else a constructor is given (a holder object passed in): class-like names only
+        short = name.rpartition(".")[2]
+        passed = tuple(self.arg_refs(call)) if short[:1].isupper() and call.args else ()
+        return [DatasetRef("call", name, tuple(self._handle_args(call)), passed)]
 
     def arg_refs(self, call: ast.Call) -> list[ArgRef]:
         """The arguments that may be datasets (or holder objects), or are constant ints."""
@@ -323,6 +329,8 @@ class Evaluator:
         `os.getpid()`, `get_worker_info()` (and `.id` of it), a name bound to one, or an
         attribute of self the class sets from one. Spelling does not count: `self.pidfile`
         is not an identity."""
+        if not self.identity_possible:
+            return False
         kind = type(expr)
         if kind is ast.Call:
             assert isinstance(expr, ast.Call)

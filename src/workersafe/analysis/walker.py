@@ -12,7 +12,7 @@ from typing import Callable, Optional, Sequence
 
 from ..facts import CallSite, DatasetRef, HeldCall, LoaderCall
 from ..registry import Registry
-from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD, WRAPPERS
+from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
 from .loader_args import read_loader
 from .names import bind_import, bind_import_from
 from .positions import Positions
@@ -42,6 +42,13 @@ CONTAINER_ADDERS = frozenset({"append", "add", "extend", "insert", "setdefault",
 # Calls whose value is never a handle a project function returns (not worth a link-time look).
 _NOT_HANDLE_CALLEES = frozenset({"super", "len", "list", "dict", "tuple", "set", "int", "str",
                                  "float", "bool", "range", "sorted", "print", "isinstance"})
+# Libraries whose functions are never a project function a dataset is passed to.
+_LIBRARY_ROOTS = frozenset({
+    "os", "sys", "re", "json", "math", "random", "time", "logging", "pickle", "itertools",
+    "functools", "collections", "pathlib", "shutil", "glob", "warnings", "argparse", "typing",
+    "copy", "numpy", "torch", "torchvision", "PIL", "cv2", "pandas", "scipy", "sklearn",
+    "builtins", "tqdm", "yaml", "h5py", "lmdb", "io", "struct", "subprocess",
+})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -67,7 +74,6 @@ class FactWalker:
         self.start_method = ""
         self.store_nodes: set[int] = set()  # id() of assignment targets: not reads
         self._sink: Optional[set[str]] = None
-        self._func_sink: Optional[set[str]] = None  # a module-level function's names read
         self._sink_valid = False
         self.depth = 0
 
@@ -178,6 +184,7 @@ class FactWalker:
             if module_level:
                 self.functions.append(func)
                 func.params = _bind_params(node.args, qual, env)
+                func.node = node
         self._push(func)
         self.walk_all(node.decorator_list)
         self.visit_arguments(node.args)
@@ -314,15 +321,11 @@ class FactWalker:
         sink = self._sink if self._sink_valid else self._new_sink()
         if sink is not None:
             sink.add(node.id)
-        if self._func_sink is not None:
-            self._func_sink.add(node.id)
 
     def _read_names(self, names: "tuple[str, ...] | list[str]") -> None:
         sink = self._sink if self._sink_valid else self._new_sink()
         if sink is not None:
             sink.update(names)
-        if self._func_sink is not None:
-            self._func_sink.update(names)
 
     def _new_sink(self) -> Optional[set[str]]:
         """Where a name read here is recorded (recomputed when the innermost frame changes:
@@ -335,9 +338,6 @@ class FactWalker:
             sink = self.globals_outside
         else:
             sink = None
-        outer = next((f for f in state.frames if isinstance(f, FunctionState)), None)
-        self._func_sink = outer.globals_read if outer is not None and outer.is_module_level \
-            else None
         self._sink_valid, self._sink = True, sink
         return sink
 
@@ -400,8 +400,9 @@ class FactWalker:
             self.loaders.append(read_loader(node, self.ev))
         elif name in SET_START_METHOD and (node.args or node.keywords):
             self.start_method = string(first_arg(node)) or "?"
-        elif name is not None and node.args and name not in WRAPPERS \
-                and name not in _NOT_HANDLE_CALLEES and not is_self(_root(node.func)):
+        elif name is not None and node.args and name not in _NOT_HANDLE_CALLEES \
+                and name.partition(".")[0] not in _LIBRARY_ROOTS \
+                and self._function_call(node.func):
             args = self.ev.arg_refs(node)
             if any(a.refs for a in args):  # `val(net, test_dataset)`: linked to val's params
                 self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
@@ -411,6 +412,16 @@ class FactWalker:
         self.walk_all(node.args)
         for keyword in node.keywords:
             self.walk(keyword.value)
+
+    def _function_call(self, func: ast.expr) -> bool:
+        """A call of a function by name (`val(...)`, `mod.val(...)` with `mod` imported),
+        not a method of some object: only those are linked to parameters."""
+        if type(func) is ast.Name:
+            return True
+        root = _root(func)
+        return type(root) is ast.Name and not is_self(root) \
+            and self.state.scope.lookup(root.id) is not None \
+            and root.id not in self.state.env.bindings
 
     def _method_call(self, node: ast.Call, func: ast.Attribute) -> None:
         state = self.state
