@@ -31,7 +31,25 @@ class Remote(Dataset):
 
 loader = DataLoader(Remote(["u"]), num_workers=4)
 '''
-SINGLE_FILE_AT = (8, 24)  # line, 1-based column of `requests.Session()`
+SINGLE_FILE_AT = (8, 24)
+
+# A dataset module with no DataLoader (the language server and notebook tests add one).
+REMOTE_DATASET = '''\
+import requests
+from torch.utils.data import Dataset
+
+
+class RemoteImages(Dataset):
+    def __init__(self, urls):
+        self.urls = urls
+        self.session = requests.Session()
+
+    def __len__(self):
+        return len(self.urls)
+
+    def __getitem__(self, index):
+        return self.session.get(self.urls[index]).content
+'''  # line, 1-based column of `requests.Session()`
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -169,6 +169,14 @@ def test_commit_of_one_changed_file_still_links_the_whole_repo(pc: dict) -> None
     assert code == 0  # no Python file in the commit: the hook does not run
     assert "Skipped" in out
 
+    from notebook_util import DATASET_CELL, LOADER_CELL, write_notebook
+
+    write_notebook(repo / "explore.ipynb", ["urls = ['u']", DATASET_CELL, LOADER_CELL])
+    _git(repo, env, "add", "explore.ipynb")
+    code, out = commit(pc, repo, "a notebook")
+    assert code != 0  # a notebook alone in the commit: the hook runs, and checks it
+    assert "explore.ipynb:cell 3:8:24: WS101" in out
+
 
 def test_hooks_file_declares_both_hooks() -> None:
     text = HOOKS_FILE.read_text(encoding="utf-8")
@@ -179,6 +187,6 @@ def test_hooks_file_declares_both_hooks() -> None:
     assert hooks["workersafe-fix"]["entry"] == "workersafe fix"
     for hook in hooks.values():
         assert hook["language"] == "python"
-        assert hook["types_or"] == ["python", "pyi"]
+        assert hook["types_or"] == ["python", "pyi", "jupyter"]
         assert hook["require_serial"] is True
         assert hook["pass_filenames"] is False  # whole-repo linking; see the file's comment

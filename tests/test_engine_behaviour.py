@@ -151,7 +151,7 @@ def test_json_schema(tmp_path: Path) -> None:
     assert proc.returncode == 1
     rows = json.loads(proc.stdout)
     assert rows and set(rows[0]) == {"path", "line", "col", "end_line", "end_col", "code",
-                                     "message", "fixable"}
+                                     "message", "fixable", "cell"}
     assert rows[0]["code"] == "WS101" and rows[0]["line"] == 12 and rows[0]["col"] == 24
 
 

@@ -18,7 +18,8 @@ def _leave(code: int) -> None:
 
 
 try:
-    from .cli import EXIT_INTERRUPTED, main
+    from .cli import main
+    from .exitcodes import EXIT_INTERRUPTED
 except KeyboardInterrupt:  # Ctrl-C while starting up
     print("workersafe: interrupted", file=sys.stderr)
     _leave(130)

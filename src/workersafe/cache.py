@@ -11,6 +11,7 @@ import time
 from typing import Optional
 
 from . import __version__
+from .atomic import atomic_replace
 from .discovery import SourceFile
 from .facts import FACTS_VERSION, FileFacts, from_jsonable, to_jsonable
 from .registry import Registry
@@ -55,12 +56,8 @@ class FactsCache:
         try:
             self._prepare()
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            import tempfile
-
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(json.dumps(data, separators=(",", ":")))  # C encoder: dump() is not
-            os.replace(tmp, path)
+            # the C encoder: json.dump() is not
+            atomic_replace(path, json.dumps(data, separators=(",", ":")).encode("utf-8"))
         except OSError as exc:
             self.warn(f"cannot write the cache ({exc.strerror or exc}); continuing without it")
 

@@ -16,20 +16,17 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 from . import __version__
 from .config import STRATEGIES, Config, ConfigError, discover_config, load_pyproject, split_list
 from .paths import CACHE_DIR_NAME
+from .exitcodes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, UsageError
 from .ruletable import BY_CODE, UNREADABLE
 
 if TYPE_CHECKING:
     from .engine import CheckResult, Engine
     from .findings import Finding
+    from .source import Source
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Saying which findings `fix` can fix means planning the fix: cheap for a few files, not for
 # hundreds (`--show-fixes` asks for it anyway).
 MARK_FIXABLE_FILES = 20
-
-
-class UsageError(Exception):
-    pass
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,7 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Find (and fix) handles that PyTorch DataLoader worker processes would share."))
     parser.add_argument("--version", action="version", version=f"workersafe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    check = sub.add_parser("check", help="report findings")
+    check = sub.add_parser("check", help="report findings", description=(
+        "Report handles that DataLoader worker processes would share. Python files and Jupyter "
+        "notebooks (.ipynb: code cells checked as one module; a finding names its cell, "
+        "`nb.ipynb:cell 3:8:24:`, and JSON output has a `cell` field, null outside notebooks)."))
     _common(check)
     check.add_argument("--fix", action="store_true", help="apply fixes (same as `workersafe fix`)")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
@@ -51,9 +51,20 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--show-fixes", action="store_true",
                        help="mark fixable findings even in many files (planning costs a parse "
                             "of each file with findings)")
-    fix = sub.add_parser("fix", help="rewrite code so each worker creates its own handles")
+    fix = sub.add_parser("fix", help="rewrite code so each worker creates its own handles",
+                         description=(
+                             "Rewrite code so each DataLoader worker creates its own handles. "
+                             "Notebooks (.ipynb) are rewritten cell by cell and written back in "
+                             "their own JSON layout; the report names the cell "
+                             "(`nb.ipynb:cell 3:8:24:`)."))
     _common(fix)
     fix.add_argument("--diff", action="store_true", help="print a diff, write nothing")
+    sub.add_parser("server", help="run the language server (LSP over stdio; needs the extra "
+                                  "workersafe[lsp])",
+                   description="A language server for editors: diagnostics as you type, a "
+                               "quick fix per finding, fix all, ignore with # noqa. Speaks LSP "
+                               "on standard input/output. Install with: pip install "
+                               "'workersafe[lsp]'. Set-up: docs/editors.md.")
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", nargs="?", help="e.g. WS101")
     rule.add_argument("--all", action="store_true", help="list every rule")
@@ -87,6 +98,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_ERROR
         if args.command == "rule":
             return _rule(args)
+        if args.command == "server":
+            return _server()
         config = _config(args)
         if args.command == "fix" or getattr(args, "fix", False):
             return _fix(args, config)
@@ -151,7 +164,7 @@ def _check(args: argparse.Namespace, config: Config) -> int:
         if len(paths) > 1:
             raise UsageError("'-' (standard input) cannot be mixed with other paths")
         name = args.stdin_filename or "stdin"
-        findings = engine.check_bytes(name, sys.stdin.buffer.read())
+        findings = _check_stdin(engine, name, sys.stdin.buffer.read())
         stats = None
     else:
         try:
@@ -163,12 +176,36 @@ def _check(args: argparse.Namespace, config: Config) -> int:
         files_with_findings = {f.path for f in findings if f.plan}
         if args.show_fixes or len(files_with_findings) <= MARK_FIXABLE_FILES:
             findings = _mark_fixable(engine, result, config)
+        findings = _in_cells(findings, result.sources)
     sys.stdout.write(FORMATS[args.format](findings))
     if args.stats and stats is not None:
         print(json.dumps(stats.as_dict()), file=sys.stderr)
     if args.exit_zero:
         return EXIT_CLEAN
     return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _check_stdin(engine: Engine, name: str, raw: bytes) -> list[Finding]:
+    from .facts import Span
+    from .findings import Finding
+    from .notebook import is_notebook, notebook_source
+    from .source import SourceError
+
+    if not is_notebook(name):
+        return engine.check_bytes(name, raw)
+    try:
+        source = notebook_source(name, raw)
+    except SourceError as exc:
+        return [Finding(name, Span(1, 0, 1, 0), UNREADABLE, f"cannot analyse this file: {exc}")]
+    return _in_cells(engine.check_text(name, source.text), {name: source})
+
+
+def _in_cells(findings: list[Finding], sources: dict[str, Source]) -> list[Finding]:
+    """Findings in notebooks are reported by cell and line within the cell."""
+    from .notebook import in_cells, is_notebook
+
+    texts = {p: s.text for p, s in sources.items() if is_notebook(p)}
+    return in_cells(findings, texts) if texts else findings
 
 
 def _mark_fixable(engine: Engine, result: CheckResult, config: Config) -> list[Finding]:
@@ -214,7 +251,27 @@ def _fix(args: argparse.Namespace, config: Config) -> int:
               file=sys.stderr)
         return EXIT_ERROR
 
-    return run_fix(args, config, make_engine(args, config))
+    engine = make_engine(args, config)
+    from .notebook_fix import has_notebooks
+
+    if "-" not in args.paths and has_notebooks(engine, args.paths or ["."]):
+        from .notebook_fix import run_fix as run_notebook_fix
+
+        return run_notebook_fix(args, config, engine)
+    run = run_fix(args.paths or ["."], config, engine, diff=getattr(args, "diff", False))
+    return run.exit_code
+
+
+def _server() -> int:
+    try:
+        from .lsp.server import serve
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in ("pygls", "lsprotocol", "cattrs", "attrs"):
+            raise
+        print("workersafe: error: `workersafe server` needs the language server extra: "
+              "pip install 'workersafe[lsp]'", file=sys.stderr)
+        return EXIT_ERROR
+    return serve()
 
 
 def _rule(args: argparse.Namespace) -> int:

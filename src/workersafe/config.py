@@ -26,7 +26,7 @@ TARGET_VERSIONS = tuple(f"py3{minor}" for minor in range(9, 15))  # as ruff spel
 DEFAULT_TARGET = "py39"  # no target-version and no requires-python: the oldest supported
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__",
                    "build", "dist", ".eggs", "*.egg-info", CACHE_DIR_NAME, "node_modules",
-                   ".mypy_cache", ".pytest_cache")
+                   ".mypy_cache", ".pytest_cache", ".ipynb_checkpoints")
 
 
 class ConfigError(Exception):

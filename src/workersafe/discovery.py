@@ -23,6 +23,9 @@ class SourceFile:
     root: str  # the directory module names are relative to
 
 
+SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks: their code cells, joined (notebook.py)
+
+
 class DiscoveryError(Exception):
     """A path given on the command line does not exist or cannot be read."""
 
@@ -72,7 +75,8 @@ def module_name(path: str, root: str) -> str:
         rel = os.path.relpath(absolute, absolute_root)
     if rel.startswith(".."):
         rel = os.path.basename(path)
-    parts = rel[:-3].split(os.sep) if rel.endswith(".py") else rel.split(os.sep)
+    stem = rel[:-3] if rel.endswith(".py") else rel[:-6] if rel.endswith(".ipynb") else rel
+    parts = stem.split(os.sep)
     if parts and parts[0] == "src" and len(parts) > 1:
         parts = parts[1:]
     if parts and parts[-1] == "__init__":
@@ -195,7 +199,7 @@ def _walk(directory: str, patterns: tuple[str, ...]) -> Iterator[str]:
                     if not _excluded(path):
                         pending.append(path)
                     continue
-                if not entry.name.endswith((".py", ".pyi")) or entry.name.endswith(".fixed.py"):
+                if not entry.name.endswith(SUFFIXES) or entry.name.endswith(".fixed.py"):
                     continue
                 if _excluded(path) or not entry.is_file():  # is_file follows symlinks
                     continue

@@ -1,22 +1,39 @@
-"""What the engine reports."""
+"""What the engine reports, and what the fixer needs to rewrite it (typed: the fixer and its
+verification read these fields, never the message text)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Literal, Optional
 
 from .facts import Span
+
+# Where the handle lives, which picks the rewrite:
+# "instance": created in a method and kept on self (WS101/WS111/WS201);
+# "module": a module-level variable (WS102/WS112); "class": a class attribute (WS103/WS113);
+# "passed": created by the caller and passed to the constructor (WS104, not rewritten);
+# not rewritten either: "holder" (inside a holder object or sub-dataset passed in), "returned"
+# (returned by a function the dataset calls), "cache" (a process-global handle cache).
+FixKind = Literal["instance", "module", "class", "passed", "holder", "returned", "cache"]
 
 
 @dataclass(frozen=True)
 class FixPlan:
     """What the fixer needs to rewrite a finding (filled in by the rules, used by `fix`)."""
 
-    kind: str  # "instance", "module", "class", "passed"
-    class_qualname: str = ""
-    attr: str = ""
-    method: str = ""  # creating method
+    kind: FixKind
+    handle: str  # qualified constructor name, a registry key: "sqlite3.connect"
+    class_qualname: str = ""  # the class holding it (a module handle: a class reading it)
+    attr: str = ""  # the attribute (or module variable) holding it
+    # every attribute the same creation ends up in (`f = h5py.File(p)`, `self.a = f["a"]`,
+    # `self.b = f["b"]` → ("a", "b")); `attr` is the first
+    attrs: tuple[str, ...] = ()
+    method: str = ""  # the creating method ("" for class and module handles)
     loaders: tuple[tuple[str, int, int], ...] = ()  # (path, line, col) of loaders to wire
+
+    @property
+    def holding_attrs(self) -> tuple[str, ...]:
+        return self.attrs or ((self.attr,) if self.attr else ())
 
 
 @dataclass(frozen=True)
@@ -27,6 +44,9 @@ class Finding:
     message: str
     plan: Optional[FixPlan] = field(default=None, compare=False)
     fixable: Optional[bool] = field(default=None, compare=False)  # None: not determined
+    # A notebook's finding, as reported: its 1-based cell, the span counted within the cell
+    # (the engine and fixer see the joined module and leave this None; see notebook.in_cells).
+    cell: Optional[int] = field(default=None, compare=False)
 
     @property
     def line(self) -> int:
@@ -36,5 +56,13 @@ class Finding:
     def col(self) -> int:
         return self.span.col
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.span.line, self.span.col, self.code)
+
+    def identity(self) -> tuple[str, ...]:
+        """What the finding is about, independent of where it sits in the file (lines move
+        when code is rewritten): used to match findings before and after a fix."""
+        plan = self.plan
+        if plan is None:
+            return (self.path, self.code, self.message)
+        return (self.path, self.code, plan.kind, plan.handle, plan.class_qualname, plan.attr)

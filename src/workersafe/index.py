@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
 from . import __version__
+from .atomic import atomic_replace
 from .facts import FACTS_VERSION, FileFacts, from_jsonable, to_jsonable
 from .paths import CACHE_DIR_NAME, ancestors
 
@@ -58,16 +58,11 @@ def write_index(cache_dir: str, paths: list[str], facts: dict[str, FileFacts],
         "facts": {os.path.abspath(p): to_jsonable(f) for p, f in facts.items() if not f.error},
     }
     os.makedirs(cache_dir, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(data, separators=(",", ":")))  # C encoder: dump() is not
-        os.replace(tmp, os.path.join(cache_dir, INDEX_FILE))
+    try:  # the C encoder: json.dump() is not
+        atomic_replace(os.path.join(cache_dir, INDEX_FILE),
+                       json.dumps(data, separators=(",", ":")).encode("utf-8"))
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass
 
 
 def find_index_dir(filename: str) -> Optional[str]:

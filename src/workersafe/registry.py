@@ -54,6 +54,7 @@ _HTTP_CONFIG_ATTRS = GENERIC_CONFIG_ATTRS | {
 _HTTP_CONFIG_CALLS = GENERIC_CONFIG_CALLS | {"mount"}
 _DB_CONFIG_CALLS = GENERIC_CONFIG_CALLS | {
     "set_trace_callback", "execute", "executescript", "row_factory", "create_function",
+    "create_aggregate", "create_collation", "set_authorizer", "set_progress_handler",
 }
 
 # One template per family of libraries; a row is its template with a name (and overrides).

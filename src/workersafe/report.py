@@ -14,14 +14,19 @@ DOCS_URL = "https://github.com/workersafe/workersafe/blob/main/src/workersafe/do
 
 
 def text(findings: Sequence[Finding]) -> str:
-    return "".join(f"{f.path}:{f.line}:{f.col + 1}: {f.code} {f.message}\n" for f in findings)
+    return "".join(f"{_where(f)}:{f.line}:{f.col + 1}: {f.code} {f.message}\n" for f in findings)
+
+
+def _where(finding: Finding) -> str:
+    """The path, and in a notebook the cell (as ruff shows it: `nb.ipynb:cell 3:2:5:`)."""
+    return finding.path if finding.cell is None else f"{finding.path}:cell {finding.cell}"
 
 
 def as_json(findings: Sequence[Finding]) -> str:
     rows = [
         {"path": f.path, "line": f.line, "col": f.col + 1, "end_line": f.span.end_line,
          "end_col": f.span.end_col + 1, "code": f.code, "message": f.message,
-         "fixable": f.fixable}
+         "fixable": f.fixable, "cell": f.cell}
         for f in findings
     ]
     return json.dumps(rows, indent=2) + "\n"
@@ -39,9 +44,13 @@ def github(findings: Sequence[Finding]) -> str:
     return "".join(
         f"::{level_of(f.code)} file={prop(f.path)},line={f.line},col={f.col + 1},"
         f"endLine={f.span.end_line},endColumn={f.span.end_col + 1},"
-        f"title={prop(f.code)}::{escape(f.code + ' ' + f.message)}\n"
+        f"title={prop(f.code)}::{escape(_cell_prefix(f) + f.code + ' ' + f.message)}\n"
         for f in findings
     )
+
+
+def _cell_prefix(finding: Finding) -> str:
+    return "" if finding.cell is None else f"cell {finding.cell}: "
 
 
 def sarif(findings: Sequence[Finding]) -> str:
@@ -73,8 +82,10 @@ def sarif(findings: Sequence[Finding]) -> str:
                     "artifactLocation": {"uri": _uri(f.path)},
                     "region": {"startLine": f.line, "startColumn": f.col + 1,
                                "endLine": f.span.end_line, "endColumn": f.span.end_col + 1},
-                }
+                },
+                **_sarif_cell(f),
             }],
+            **({"properties": {"cell": f.cell}} if f.cell is not None else {}),
         }
         for f in findings
     ]
@@ -90,6 +101,13 @@ def sarif(findings: Sequence[Finding]) -> str:
         }],
     }
     return json.dumps(log, indent=2) + "\n"
+
+
+def _sarif_cell(finding: Finding) -> dict:  # type: ignore[type-arg]
+    """A notebook's finding: the region counts lines within the cell this names."""
+    if finding.cell is None:
+        return {}
+    return {"logicalLocations": [{"name": f"cell {finding.cell}", "kind": "notebookCell"}]}
 
 
 def _uri(path: str) -> str:

@@ -8,7 +8,7 @@ spawn/forkserver loader with a handle that does not pickle gives WS201."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator, Optional
 
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, LoaderCall, MethodFacts,
@@ -173,7 +173,7 @@ def _reached_through(cand: Candidate, via: Reach, is_torch: bool) -> None:
         cand.code = "WS104"
     if not is_torch or via.passed:
         plan = cand.plan
-        cand.plan = FixPlan("holder", plan.class_qualname, plan.attr, plan.method)
+        cand.plan = replace(plan, kind="holder")
 
 
 def _init_run(mro: list[ClassFacts], methods: Methods) -> set[tuple[str, str]]:
@@ -228,7 +228,10 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView
             if held.closed or held.attr not in view.worker_reads or held.attr in view.guarded \
                     or held.attr in view.closed_at_fork:
                 continue
-            plan = FixPlan("instance", member.qualname, held.attr, held.method)
+            attrs = tuple(h.attr for h in member.held
+                          if h.site == held.site and h.method == held.method)
+            plan = FixPlan("instance", held.site.handle, member.qualname, held.attr,
+                           attrs or (held.attr,), held.method)
             cand = Candidate("WS101", held.site, home.path,
                              f"created in {member.name}.{held.method}", view.cls.name, plan,
                              not htype.fork_safe)
@@ -237,7 +240,7 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView
             htype = registry.lookup(held.site.handle)
             if htype is None or held.attr not in view.worker_reads or held.attr in view.guarded:
                 continue
-            plan = FixPlan("class", member.qualname, held.attr)
+            plan = FixPlan("class", held.site.handle, member.qualname, held.attr, (held.attr,))
             cand = Candidate("WS103", held.site, home.path,
                              f"created as class attribute {member.name}.{held.attr}",
                              view.cls.name, plan, not htype.fork_safe)
@@ -273,13 +276,15 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
                 cand = Candidate("WS102", site, where.path,
                                  f"returned by the cached {callee}() and kept in "
                                  f"{member.name}.{attr}", view.cls.name,
-                                 FixPlan("call", member.qualname, attr, kept.method),
+                                 FixPlan("returned", site.handle, member.qualname, attr,
+                                         (attr,), kept.method),
                                  not htype.fork_safe)
                 yield cand, attr in view.parent_uses, attr, "instance"
                 continue
             cand = Candidate("WS101", HandleSite(site.handle, kept.span), home.path,
                              f"returned by {callee}() in {member.name}.{kept.method}",
-                             view.cls.name, FixPlan("call", member.qualname, attr, kept.method),
+                             view.cls.name, FixPlan("returned", site.handle, member.qualname,
+                                                    attr, (attr,), kept.method),
                              not htype.fork_safe)
             yield cand, attr in view.parent_uses, attr, "instance"
 
@@ -300,7 +305,8 @@ def _module_candidates(project: Project, registry: Registry, view: ClassView
                 continue
             seen.add((home.path, handle.name))
             parent_use = _module_parent_use(view, global_name, project)
-            plan = FixPlan("module", view.cls.qualname, handle.name)
+            plan = FixPlan("module", handle.site.handle, view.cls.qualname, handle.name,
+                           (handle.name,))
             cand = Candidate("WS102", handle.site, home.path,
                              f"created at module level ({handle.name})", view.cls.name, plan,
                              not htype.fork_safe)
@@ -337,7 +343,9 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
             cand = Candidate("WS102", handle.site, home.path,
                              f"kept in the process-global cache {handle.name} (filled by "
                              f"{filler}() while {view.cls.name} is constructed)",
-                             view.cls.name, FixPlan("cache", view.cls.qualname, handle.name),
+                             view.cls.name, FixPlan("cache", handle.site.handle,
+                                                    view.cls.qualname, handle.name,
+                                                    (handle.name,)),
                              not htype.fork_safe)
             yield cand, True, handle.name, "module"
 
@@ -362,7 +370,7 @@ def _passed_candidates(view: ClassView, registry: Registry, ref: DatasetRef, fac
         htype = registry.lookup(arg.site.handle)
         if attr is None or htype is None or attr not in view.worker_reads or attr in view.guarded:
             continue
-        plan = FixPlan("passed", init_owner.qualname, attr)
+        plan = FixPlan("passed", arg.site.handle, init_owner.qualname, attr, (attr,))
         cand = Candidate("WS104", arg.site, facts.path,
                          f"created by the caller and passed to {view.cls.name}({param})",
                          view.cls.name, plan, not htype.fork_safe)
@@ -434,11 +442,10 @@ def _findings_of(cand: Candidate) -> Iterator[Finding]:
 
 
 def _finding(cand: Candidate, code: str, message: str) -> Finding:
-    plan = cand.plan
     loaders = tuple(sorted({(u.facts.path, u.loader.span.line, u.loader.span.col)
-                            for u in cand.loaders})) if cand.wire else ()
-    plan = FixPlan(plan.kind, plan.class_qualname, plan.attr, plan.method, loaders)
-    return Finding(cand.path, cand.site.span, code, message, plan)
+                            for u in cand.loaders if u.loader.num_workers != 0})) \
+        if cand.wire else ()
+    return Finding(cand.path, cand.site.span, code, message, replace(cand.plan, loaders=loaders))
 
 
 def _shared_message(cand: Candidate, hazards: list[UsedLoader]) -> str:

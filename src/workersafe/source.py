@@ -68,4 +68,8 @@ def read_source(path: str) -> Source:
             raw = handle.read()
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    if path.endswith(".ipynb"):  # a notebook: its code cells joined into one module
+        from .notebook import notebook_source
+
+        return notebook_source(path, raw)
     return decode(path, raw)

@@ -11,7 +11,15 @@ import pytest
 # The helper modules sit next to this file; import them whatever pytest's import mode.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from runtime_harness import RUN_LOG, Target, format_run_log, write_zip_archive  # noqa: E402
+from runtime_harness import (  # noqa: E402
+    RUN_LOG,
+    Target,
+    format_run_log,
+    write_hdf5,
+    write_lmdb_shards,
+    write_sqlite,
+    write_zip_archive,
+)
 from tls_server import ItemServer, LocalCA, make_test_ca  # noqa: E402
 
 SERVER_LIFETIME = 900.0  # seconds: the server stops by itself even if teardown never runs
@@ -66,6 +74,22 @@ def zip_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def runtime_target(tls_server: ItemServer, ca_bundle: Path, zip_archive: Path) -> Target:
-    """Environment shared by every program: server URL, trusted CA, data file."""
-    return Target(base_url=tls_server.base_url, ca_bundle=ca_bundle, data_file=zip_archive)
+def data_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The HDF5 file, SQLite database and LMDB shards the file-backed programs read."""
+    pytest.importorskip("h5py")
+    pytest.importorskip("lmdb")
+    root = tmp_path_factory.mktemp("files")
+    return {
+        "WS_H5": str(write_hdf5(root / "items.h5", ARCHIVE_ITEMS)),
+        "WS_SQLITE": str(write_sqlite(root / "items.db", ARCHIVE_ITEMS)),
+        "WS_LMDB": str(write_lmdb_shards(root / "shards", ARCHIVE_ITEMS)),
+    }
+
+
+@pytest.fixture(scope="session")
+def runtime_target(
+    tls_server: ItemServer, ca_bundle: Path, zip_archive: Path, data_files: dict[str, str]
+) -> Target:
+    """Environment shared by every program: server URL, trusted CA, data files."""
+    return Target(base_url=tls_server.base_url, ca_bundle=ca_bundle, data_file=zip_archive,
+                  extra_env=data_files)

@@ -37,10 +37,11 @@ class Config:
     persistent: bool = False
     epochs: int = 3
     items: int = 64
+    subset: bool = False  # the program trains on every other item, through torch's Subset
 
     @property
     def label(self) -> str:
-        extra = "-persistent" if self.persistent else ""
+        extra = ("-persistent" if self.persistent else "") + ("-subset" if self.subset else "")
         return f"{self.context}-w{self.workers}{extra}"
 
     def env(self) -> dict[str, str]:
@@ -50,6 +51,7 @@ class Config:
             "WS_PERSISTENT": "1" if self.persistent else "0",
             "WS_EPOCHS": str(self.epochs),
             "WS_ITEMS": str(self.items),
+            "WS_SUBSET": "1" if self.subset else "0",
         }
 
 
@@ -189,6 +191,50 @@ def write_zip_archive(path: Path, items: int) -> Path:
             record = {"index": index, "payload": payload_for(index)}
             archive.writestr(f"items/{index}.json", json.dumps(record))
     return path
+
+
+def _records(items: int) -> list[dict[str, Any]]:
+    return [{"index": index, "payload": payload_for(index)} for index in range(items)]
+
+
+def write_hdf5(path: Path, items: int) -> Path:
+    """The data file of ``h5py_local_file.py``: datasets ``index`` and ``payload``."""
+    import h5py
+    import numpy as np
+
+    with h5py.File(path, "w") as handle:
+        handle["index"] = np.arange(items, dtype="i8")
+        handle["payload"] = np.array([r["payload"].encode() for r in _records(items)])
+    return path
+
+
+def write_sqlite(path: Path, items: int) -> Path:
+    """The data file of ``sqlite_derived_cursor.py``: table ``items(id, payload)``."""
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, payload TEXT)")
+        conn.executemany("INSERT INTO items VALUES (?, ?)",
+                         [(r["index"], r["payload"]) for r in _records(items)])
+    conn.close()
+    return path
+
+
+def write_lmdb_shards(root: Path, items: int, shards: int = 3) -> Path:
+    """The data of ``lmdb_shards.py``: ``<root>/<n>.lmdb`` shards of consecutive items, each
+    keyed by the item's position in its shard."""
+    import lmdb
+
+    root.mkdir(parents=True, exist_ok=True)
+    records = _records(items)
+    size = -(-items // shards)
+    for shard in range(shards):
+        env = lmdb.open(str(root / f"{shard}.lmdb"), map_size=1 << 24)
+        with env.begin(write=True) as txn:
+            for offset, record in enumerate(records[shard * size:(shard + 1) * size]):
+                txn.put(str(offset).encode(), json.dumps(record).encode())
+        env.close()
+    return root
 
 
 @dataclass(frozen=True)

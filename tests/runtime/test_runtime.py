@@ -6,7 +6,9 @@ For each program in ``fixtures/runtime/`` (and the bundled ``examples/remote_ima
 2. ``workersafe check`` reports the expected finding on the line that creates the handle;
 3. ``workersafe fix`` (each strategy) rewrites a copy: it compiles, re-checks clean, and a
    second fix changes nothing;
-4. the fixed copy works with num_workers 0, 1, 4 (fork), 4 persistent, and 4 under spawn.
+4. the fixed copy works with num_workers 0, 1, 4 (fork), 4 persistent, and 4 under spawn;
+   the file-backed shapes of fix v2 (HDF5, SQLite, LMDB shards, a zip archive, a session
+   with a retry adapter) also through a Subset, and with 2 under spawn and forkserver.
 """
 
 from __future__ import annotations
@@ -63,6 +65,18 @@ FIXED_CONFIGS = (
     Config(workers=4, persistent=True),
 )
 STRATEGIES = ("worker-init", "lazy")
+# The fix v2 shapes run every configuration the issue names, each strategy: fork with 0, 1
+# and 4 workers, 4 persistent, 4 through a Subset, spawn and forkserver with 2.
+SPAWN_2 = Config(workers=2, context="spawn", epochs=1)
+FULL_CONFIGS = (
+    *FIXED_CONFIGS,
+    Config(workers=4, subset=True),
+    SPAWN_2,
+    Config(workers=2, context="forkserver", epochs=1),
+)
+SQLITE_PICKLE = (r"TypeError: cannot pickle 'sqlite3\.(Connection|Cursor)' object",)
+H5PY_PICKLE = (r"h5py objects cannot be pickled",)
+LMDB_PICKLE = (r"TypeError: cannot pickle 'Environment' object",)
 
 
 @dataclass(frozen=True)
@@ -89,6 +103,8 @@ class Program:
     before: tuple[Before, ...]
     spawn_after: tuple[str, ...] = field(default=STRATEGIES)  # strategies also run under spawn
     holdout_every: int = 0  # the program trains on a Subset without every n-th item
+    fixed_configs: tuple[Config, ...] = ()  # the configurations run after the fix, if not
+    # FIXED_CONFIGS plus SPAWN_4 for the strategies in `spawn_after`
     entry: Path | None = None  # the script to run; default fixtures/runtime/<name>.py
     # sibling modules it imports, checked and fixed with it (the fixtures share a driver)
     modules: tuple[str, ...] = ("runtime_driver.py",)
@@ -115,7 +131,7 @@ class Program:
         return [Path(shutil.copy2(path, directory / path.name)) for path in self.files]
 
 
-PROGRAM_LIST = (
+PROGRAM_LIST: tuple[Program, ...] = (
     Program(
         "requests_init_warm",
         "WS101",
@@ -171,6 +187,46 @@ PROGRAM_LIST = (
         spawn_after=("worker-init",),
         entry=REPO / "examples" / "remote_images" / "train.py",
         modules=("data.py",),
+    ),
+)
+PROGRAM_LIST += (
+    Program(
+        "h5py_local_file",
+        "WS101",
+        "h5py.File(",
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
+        "sqlite_derived_cursor",
+        "WS101",
+        "sqlite3.connect(",
+        (Before(SPAWN_2, SQLITE_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
+        "lmdb_shards",
+        "WS101",
+        "lmdb.open(",
+        (Before(SPAWN_2, LMDB_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
+        "zip_if_block",
+        "WS101",
+        "zipfile.ZipFile(",
+        (
+            Before(FORK_4, ZIP_FAILURES),
+            Before(SPAWN_2, (r"TypeError: cannot pickle '_io\.BufferedReader' object",)),
+        ),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
+        "session_retry_adapter",
+        "WS101",
+        "requests.Session()",
+        (Before(FORK_4, REQUESTS_FAILURES),),
+        fixed_configs=FULL_CONFIGS,  # a Session pickles: spawn worked before, and still does
     ),
 )
 PROGRAMS_BY_NAME = {program.name: program for program in PROGRAM_LIST}
@@ -344,7 +400,8 @@ def test_fix_is_clean_and_idempotent(
 def fixed_cases() -> Iterator[object]:
     for program in PROGRAM_LIST:
         for strategy in STRATEGIES:
-            configs = FIXED_CONFIGS + ((SPAWN_4,) if strategy in program.spawn_after else ())
+            configs = program.fixed_configs or (
+                FIXED_CONFIGS + ((SPAWN_4,) if strategy in program.spawn_after else ()))
             for config in configs:
                 label = f"{program.name}-{strategy}-{config.label}"
                 yield pytest.param(program, strategy, config, id=label)
@@ -370,4 +427,7 @@ def test_fixed_program_works(
 def expected_items(program: Program, config: Config) -> int:
     """Every item of every epoch came back (the Subset program holds out every 8th item)."""
     held_out = -(-config.items // program.holdout_every) if program.holdout_every else 0
-    return (config.items - held_out) * config.epochs
+    kept = config.items - held_out
+    if config.subset:  # every other item (runtime_driver.Settings.in_subset)
+        kept = -(-kept // 2)
+    return kept * config.epochs

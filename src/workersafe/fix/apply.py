@@ -6,38 +6,46 @@ statements and the added code."""
 
 from __future__ import annotations
 
-import argparse
 import difflib
+import os
 import sys
 from dataclasses import dataclass, field
+from typing import TextIO
 
+from ..atomic import remove_stale_temps
 from ..config import Config
+from ..discovery import DiscoveryError
 from ..engine import CheckResult, Engine
-from ..findings import Finding
+from ..exitcodes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
+from ..parse import deep_recursion
 from ..source import decode
+from .outcome import FixResult, Outcome
+from .rewrite import Rewriter
+from .verify import VerificationError, verify
 from .write import atomic_write
 
-INSTANCE_CODES = ("WS101", "WS111", "WS201")
-
 
 @dataclass
-class Outcome:
-    finding: Finding
-    status: str  # "fixed", "unfixable", "failed"
-    note: str = ""
+class FixRun:
+    """What `workersafe fix` did: the verified rewrite, and what failed to be written."""
+
+    fixed: FixResult
+    diff_only: bool
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (path, why not written)
+
+    @property
+    def exit_code(self) -> int:
+        if self.failures:
+            return EXIT_ERROR
+        if self.diff_only:
+            return EXIT_FINDINGS if self.fixed.new_sources else EXIT_CLEAN
+        remaining = [o for o in self.fixed.outcomes if o.status != "fixed"]
+        return EXIT_FINDINGS if self.fixed.new_sources or remaining else EXIT_CLEAN
 
 
-@dataclass
-class FixResult:
-    new_sources: dict[str, bytes] = field(default_factory=dict)  # path → new bytes (changed only)
-    outcomes: list[Outcome] = field(default_factory=list)
-
-
-def run_fix(args: argparse.Namespace, config: Config, engine: Engine) -> int:
-    from ..cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
-    from ..discovery import DiscoveryError
-
-    paths = args.paths or ["."]
+def run_fix(paths: list[str], config: Config, engine: Engine, diff: bool = False) -> FixRun:
+    """Fix the files under `paths` (or, with `diff`, print the diff and write nothing),
+    reporting each finding's outcome; raises UsageError for paths it cannot fix."""
     if "-" in paths:
         raise UsageError("fix works on files; use `workersafe check -` for standard input")
     try:
@@ -45,26 +53,19 @@ def run_fix(args: argparse.Namespace, config: Config, engine: Engine) -> int:
     except DiscoveryError as exc:
         raise UsageError(str(exc)) from None
     fixed = fix_result(engine, result, config.fix_strategy)
-    if getattr(args, "diff", False):
+    if diff:
         sys.stdout.write(render_diff(result, fixed))
-        _report(fixed, sys.stderr, result)
-        return EXIT_FINDINGS if fixed.new_sources else EXIT_CLEAN
+        _report(fixed, sys.stderr, diff_only=True)
+        return FixRun(fixed, diff_only=True)
     failures = write_all(result, fixed)
-    _report(fixed, sys.stdout, result)
+    _report(fixed, sys.stdout, diff_only=False)
     for path, message in failures:
         print(f"{path}: not written: {message}", file=sys.stderr)
-    if failures:
-        return EXIT_ERROR
-    remaining = [o for o in fixed.outcomes if o.status != "fixed"]
-    return EXIT_FINDINGS if fixed.new_sources or remaining else EXIT_CLEAN
+    return FixRun(fixed, diff_only=False, failures=failures)
 
 
 def fix_result(engine: Engine, result: CheckResult, strategy: str) -> FixResult:
     """Plan, rewrite and verify in memory; writes nothing."""
-    from .cstguard import deep_recursion
-    from .rewrite import Rewriter
-    from .verify import VerificationError, verify
-
     # The engine analyses nesting up to parse.MAX_DEPTH; libcst's position metadata and code
     # generation recurse once per level, so the fixer needs the same room.
     rewriter = Rewriter(engine, result, strategy)
@@ -94,7 +95,7 @@ def _failed(outcomes: list[Outcome], note: str) -> FixResult:
 
 
 def render_diff(result: CheckResult, fixed: FixResult) -> str:
-    chunks = []
+    chunks: list[str] = []
     for path, new in sorted(fixed.new_sources.items()):
         old_source = result.sources[path]
         new_source = decode(path, new)
@@ -106,11 +107,13 @@ def render_diff(result: CheckResult, fixed: FixResult) -> str:
 
 
 def write_all(result: CheckResult, fixed: FixResult) -> list[tuple[str, str]]:
-    """Write dataset files before the files that import from them; report what failed."""
+    """Write dataset files before the files that import from them (a run stopped in between
+    leaves no file importing a worker-init function that does not exist yet); report what
+    failed. Temp files a killed earlier run left next to these files are removed first."""
     failures = []
-    order = sorted(fixed.new_sources, key=lambda p: ("worker_init" in _imports_added(
-        result.sources[p].text, fixed.new_sources[p]), p))
-    for path in order:
+    for directory in sorted({os.path.dirname(os.path.abspath(p)) for p in fixed.new_sources}):
+        remove_stale_temps(directory)
+    for path in write_order(fixed):
         try:
             atomic_write(path, result.sources[path].raw, fixed.new_sources[path])
         except OSError as exc:
@@ -118,15 +121,21 @@ def write_all(result: CheckResult, fixed: FixResult) -> list[tuple[str, str]]:
     return failures
 
 
-def _imports_added(old: str, new: bytes) -> str:
-    return new.decode("utf-8", "replace") if len(new) != len(old) else ""
+def write_order(fixed: FixResult) -> list[str]:
+    """The changed files, those that define a fixed dataset class first, then the rest (the
+    files that only import from them), each part in path order."""
+    providers = {o.finding.path for o in fixed.outcomes
+                 if o.status == "fixed" and o.finding.plan is not None
+                 and o.finding.plan.kind in ("instance", "class", "module")}
+    return sorted(fixed.new_sources, key=lambda p: (p not in providers, p))
 
 
-def _report(fixed: FixResult, stream, result: CheckResult) -> None:  # type: ignore[no-untyped-def]
+def _report(fixed: FixResult, stream: TextIO, diff_only: bool) -> None:
+    done = "would fix" if diff_only else "fixed"
     for outcome in sorted(fixed.outcomes, key=lambda o: o.finding.sort_key()):
         f = outcome.finding
         if outcome.status == "fixed":
-            text = f"fixed ({outcome.note})" if outcome.note else "fixed"
+            text = f"{done} ({outcome.note})" if outcome.note else done
         elif outcome.status == "failed":
             text = outcome.note
         else:
@@ -135,5 +144,5 @@ def _report(fixed: FixResult, stream, result: CheckResult) -> None:  # type: ign
     changed = len(fixed.new_sources)
     fixed_count = sum(1 for o in fixed.outcomes if o.status == "fixed")
     left = sum(1 for o in fixed.outcomes if o.status != "fixed")
-    print(f"workersafe: {fixed_count} fixed in {changed} file{'s' if changed != 1 else ''}, "
+    print(f"workersafe: {fixed_count} {done} in {changed} file{'s' if changed != 1 else ''}, "
           f"{left} left", file=stream)

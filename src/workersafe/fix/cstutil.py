@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -18,13 +18,6 @@ class Located:
         self.module = module
         self.positions: dict[cst.CSTNode, CodeRange] = dict(
             MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
-
-    def contains(self, node: cst.CSTNode, line: int, col: int) -> bool:
-        pos = self.positions.get(node)
-        if pos is None:
-            return False
-        start, end = (pos.start.line, pos.start.column), (pos.end.line, pos.end.column)
-        return start <= (line, col) < end or start == (line, col)
 
     def lines_of(self, node: cst.CSTNode) -> tuple[int, int]:
         pos = self.positions[node]
@@ -60,15 +53,6 @@ def root_self_attr(node: cst.BaseExpression) -> Optional[str]:
             return None
 
 
-def self_attrs_in(node: cst.CSTNode) -> set[str]:
-    found: set[str] = set()
-    for sub in walk(node):
-        attr = self_attr(sub) if isinstance(sub, cst.Attribute) else None
-        if attr is not None:
-            found.add(attr)
-    return found
-
-
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
@@ -94,7 +78,7 @@ def loaded_names(node: cst.CSTNode) -> set[str]:
     return names
 
 
-def bound_names(statements: list[cst.BaseStatement]) -> set[str]:
+def bound_names(statements: Iterable[cst.CSTNode]) -> set[str]:
     """Names a block binds at its own level (assignments, imports, defs, loops, with)."""
     bound: set[str] = set()
     for statement in statements:
@@ -108,7 +92,7 @@ def bound_names(statements: list[cst.BaseStatement]) -> set[str]:
             elif isinstance(node, cst.AsName):
                 bound |= _target_names(node.name)
             elif isinstance(node, cst.ImportAlias) and node.asname is None:
-                bound.add(_dotted(node.name).split(".", 1)[0])
+                bound.add(dotted(node.name).split(".", 1)[0])
             elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
                 bound.add(node.name.value)
             elif isinstance(node, cst.NamedExpr):
@@ -126,17 +110,33 @@ def _target_names(node: cst.CSTNode) -> set[str]:
     return set()
 
 
-def _dotted(node: cst.CSTNode) -> str:
+def dotted(node: cst.CSTNode) -> str:
+    """`a.b.c` → "a.b.c"; "" for anything but a dotted name."""
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
+        return f"{dotted(node.value)}.{node.attr.value}"
     return ""
 
 
-def module_level_names(module: cst.Module) -> set[str]:
-    names = bound_names([s for s in module.body])
-    return names
+def single(statement: cst.BaseStatement) -> Optional[cst.BaseSmallStatement]:
+    """The only small statement of a one-statement line, else None."""
+    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+        return statement.body[0]
+    return None
+
+
+def small_statements(node: cst.CSTNode) -> list[cst.BaseSmallStatement]:
+    """The simple statements inside a statement or block, in source order (not those of
+    nested functions and classes)."""
+    if isinstance(node, cst.BaseSmallStatement):
+        return [node]
+    found: list[cst.BaseSmallStatement] = []
+    for child in node.children:
+        if isinstance(child, (cst.BaseExpression, cst.FunctionDef, cst.ClassDef)):
+            continue
+        found += small_statements(child)
+    return found
 
 
 def function_params(func: cst.FunctionDef) -> list[str]:
@@ -193,3 +193,51 @@ class ReplaceNodes(cst.CSTTransformer):
         if original_node in self.replacements:
             return self.replacements[original_node]
         return updated_node
+
+
+def module_bindings(module: cst.Module) -> set[str]:
+    """Names bound at module level on every path through it: an import under
+    `if __name__ == "__main__":` does not count, one in both branches of an if/else or in a
+    `try` and each of its handlers (or a handler that raises) does."""
+    return _block_bindings(list(module.body))
+
+
+def _block_bindings(statements: list[cst.BaseStatement]) -> set[str]:
+    bound: set[str] = set()
+    for statement in statements:
+        if isinstance(statement, (cst.SimpleStatementLine, cst.FunctionDef, cst.ClassDef)):
+            bound |= bound_names([statement]) if not isinstance(
+                statement, (cst.FunctionDef, cst.ClassDef)) else {statement.name.value}
+        elif isinstance(statement, cst.If):
+            if statement.orelse is None:
+                continue
+            orelse = statement.orelse
+            other = _suite_bindings(orelse) if isinstance(orelse, cst.Else) \
+                else _block_bindings([orelse])
+            bound |= _suite_bindings(statement) & other
+        elif isinstance(statement, cst.Try):
+            names = _suite_bindings(statement)
+            if statement.orelse is not None:
+                names |= _suite_bindings(statement.orelse)
+            for handler in statement.handlers:
+                if not _raises(handler):
+                    names &= _suite_bindings(handler)
+            bound |= names
+        elif isinstance(statement, cst.With):
+            bound |= _suite_bindings(statement)
+    return bound
+
+
+def _suite_bindings(node: cst.CSTNode) -> set[str]:
+    body = getattr(node, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        return _block_bindings(list(body.body))
+    if isinstance(body, cst.SimpleStatementSuite):
+        return bound_names([cst.SimpleStatementLine(body=list(body.body))])
+    return set()
+
+
+def _raises(handler: cst.ExceptHandler) -> bool:
+    body = handler.body
+    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else []
+    return bool(statements) and isinstance(single(statements[-1]), cst.Raise)

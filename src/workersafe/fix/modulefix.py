@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
-from .classfix import Unfixable, _single
-from .cstutil import ReplaceNames, bound_names, walk
+from .cstutil import ReplaceNames, bound_names, single, walk
+from .plan import Unfixable
 from .templates import module_accessor
 
 
@@ -24,15 +24,23 @@ class ModulePlan:
     private: str
     pid_name: str
     importers: dict[str, tuple[cst.SimpleStatementLine, str]] = field(default_factory=dict)
+    factory: bool = False  # a cached factory function: callers already call it
+
+
+_CACHES = ("functools.cache", "functools.lru_cache", "cache", "lru_cache")
 
 
 def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan:
     body = list(module.body)
     index = next((i for i, s in enumerate(body) if _assigns(s, name)), None)
     if index is None:
+        factory = next((s for s in body if isinstance(s, cst.FunctionDef)
+                        and s.name.value == name), None)
+        if factory is not None:
+            return _plan_factory(body, factory, handle)
         raise Unfixable(f"{name} is not created by a plain module-level `{name} = ...` "
-                        "(inside a block, or cached by a function)")
-    value = _single(body[index]).value  # type: ignore[union-attr]
+                        "(inside a block)")
+    value = single(body[index]).value  # type: ignore[union-attr]
     root = _root_name(value.func if isinstance(value, cst.Call) else value)
     assigned = {t.value for s in body for t in _assigned_names(s)}
     if root in assigned and root != name:
@@ -62,22 +70,68 @@ def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan
     return plan
 
 
+def _plan_factory(body: list[cst.BaseStatement], factory: cst.FunctionDef, handle: str
+                  ) -> ModulePlan:
+    """`@functools.cache def s3(): return boto3.client("s3")`: the cache would hand every
+    forked worker the parent's client. The function becomes a per-process accessor of the
+    same name (callers do not change)."""
+    name = factory.name.value
+    decorators = [cst.Module([]).code_for_node(d.decorator) for d in factory.decorators]
+    if len(decorators) != 1 or decorators[0].split("(", 1)[0] not in _CACHES:
+        raise Unfixable(f"{name}() is not a plain functools.cache/lru_cache factory: fix by hand")
+    params = factory.params
+    if params.params or params.kwonly_params or params.posonly_params \
+            or isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None:
+        raise Unfixable(f"{name}() takes arguments: one cached handle per argument value, fix "
+                        "by hand")
+    statements = list(factory.body.body) if isinstance(factory.body, cst.IndentedBlock) else []
+    last = single(statements[-1]) if statements else None
+    if not isinstance(last, cst.Return) or last.value is None or any(
+            isinstance(n, (cst.Return, cst.Global, cst.Nonlocal, cst.Yield))
+            for s in statements[:-1] for n in walk(s)):
+        raise Unfixable(f"{name}() does more than build and return the handle: fix by hand")
+    base = name.lstrip("_").lower()
+    plan = ModulePlan(name, handle, [factory], name, f"_{base}", f"_{base}_pid", factory=True)
+    taken = bound_names(body)
+    for new in (plan.private, plan.pid_name):
+        if new in taken:
+            raise Unfixable(f"the module already defines {new!r}")
+    return plan
+
+
+def _factory_body(factory: cst.FunctionDef, private: str) -> list[cst.BaseStatement]:
+    """The factory's statements, its `return X` become `<private> = X`."""
+    statements = list(factory.body.body) if isinstance(factory.body, cst.IndentedBlock) else []
+    if statements and _is_docstring(statements[0]):
+        statements = statements[1:]
+    last = single(statements[-1])
+    assert isinstance(last, cst.Return) and last.value is not None
+    store = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(private))],
+                                                last.value)])
+    return [*statements[:-1], store]
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    small = single(statement)
+    return isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString)
+
+
 def _assigned_names(statement: cst.BaseStatement) -> list[cst.Name]:
-    small = _single(statement)
+    small = single(statement)
     if isinstance(small, cst.Assign):
         return [t.target for t in small.targets if isinstance(t.target, cst.Name)]
     return []
 
 
 def _assigns(statement: cst.BaseStatement, name: str) -> bool:
-    small = _single(statement)
+    small = single(statement)
     return (isinstance(small, cst.Assign) and len(small.targets) == 1
             and isinstance(small.targets[0].target, cst.Name)
             and small.targets[0].target.value == name)
 
 
 def _configures_name(statement: cst.BaseStatement, name: str) -> bool:
-    small = _single(statement)
+    small = single(statement)
     if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
         return isinstance(small.value.func, cst.Attribute) and _root_name(small.value.func) == name
     if isinstance(small, (cst.Assign, cst.AugAssign)):
@@ -101,9 +155,18 @@ def rewrite_module(module: cst.Module, plan: ModulePlan) -> cst.Module:
     new_body: list[cst.BaseStatement] = []
     for statement in module.body:
         if id(statement) not in moved_ids:
-            new_body.append(statement.visit(_ReadsToCall(plan.name, call)))
+            new_body.append(statement if plan.factory
+                            else statement.visit(_ReadsToCall(plan.name, call)))
             continue
         if statement is not plan.statements[0]:
+            continue
+        if plan.factory:
+            assert isinstance(statement, cst.FunctionDef)
+            members = module_accessor(plan.accessor, plan.private, plan.pid_name, plan.handle,
+                                      _factory_body(statement, plan.private))
+            members[0] = members[0].with_changes(leading_lines=statement.leading_lines)
+            new_body.extend(members)
+            new_body.append(_SPACER)
             continue
         renamed = [s.visit(ReplaceNames({plan.name: private})) for s in plan.statements]
         renamed[0] = renamed[0].with_changes(leading_lines=[])
@@ -149,7 +212,8 @@ class _ReadsToCall(ReplaceNames):
 
 
 def importer_plan(module: cst.Module, source_module: str, name: str, accessor: str,
-                  module_of_import) -> Optional[tuple[cst.SimpleStatementLine, str]]:  # type: ignore
+                  module_of_import: Callable[[cst.ImportFrom], str]
+                  ) -> Optional[tuple[cst.SimpleStatementLine, str]]:
     """In another module: the `from <source_module> import NAME [as X]` statement, if any."""
     for statement in module.body:
         if not isinstance(statement, cst.SimpleStatementLine):

@@ -4,6 +4,7 @@ once."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -11,18 +12,21 @@ from typing import Optional
 
 import libcst as cst
 
+from ..discovery import module_of_import
 from ..engine import CheckResult, Engine
 from ..findings import Finding
 from ..link import Project
-from .classfix import (
-    AttrPlan, Unfixable, find_class, plan_attr, plan_class_attr, rewrite_class,
+from .classfix import find_class, plan_class_attr, rewrite_class
+from .cstguard import libcst_problem
+from .cstutil import Located, ReplaceNodes, bound_names, dotted, module_bindings
+from .handles import HandleNames
+from .initplan import find_method, plan_attr
+from .modulefix import (
+    importer_plan, mentions, plan_module_handle, rewrite_importer, rewrite_module,
 )
-from .cstutil import Located, ReplaceNodes, bound_names
+from .outcome import Outcome
+from .plan import AttrPlan, Unfixable
 from .templates import BLANK, WORKER_INIT_NAME, statement, worker_init_function
-
-INSTANCE_CODES = ("WS101", "WS111", "WS201")
-MODULE_CODES = ("WS102", "WS112")
-CLASS_CODES = ("WS103", "WS113")
 
 
 @dataclass
@@ -41,6 +45,19 @@ class Group:
     qualname: str = ""
 
 
+@dataclass(frozen=True)
+class FixedClass:
+    """A rewritten dataset class, for verification to check the promise on the new code."""
+
+    path: str
+    class_name: str
+    strategy: str
+    openers: tuple[str, ...]
+    methods: tuple[str, ...]  # the methods the handles were created in
+    properties: tuple[str, ...]  # attributes turned into lazy properties
+    handles: tuple[str, ...]  # the constructors of the handles moved
+
+
 @dataclass
 class FileEdit:
     located: Located
@@ -48,7 +65,8 @@ class FileEdit:
     branches: list[tuple[str, list[str]]] = field(default_factory=list)  # worker-init classes
     worker_init_name: str = ""
     imports: list[cst.BaseStatement] = field(default_factory=list)
-    import_after: dict[cst.CSTNode, list[cst.BaseStatement]] = field(default_factory=dict)
+    # `from data import Volumes` → `from data import Volumes, workersafe_worker_init`
+    joined_imports: dict[cst.SimpleStatementLine, list[str]] = field(default_factory=dict)
     wiring: dict[cst.Call, list[cst.BaseExpression]] = field(default_factory=dict)
 
 
@@ -59,12 +77,12 @@ class Rewriter:
         self.strategy = strategy
         self.registry = engine.registry
         self.files: dict[str, FileEdit] = {}
-        self.outcomes: list = []
+        self.outcomes: list[Outcome] = []
         good = [f for f in result.facts.values() if not f.error]
         self.project = Project(good, engine.config.all_dataset_bases())
         self.allowed_lines: dict[str, set[int]] = {}
-        self.provider_files: set[str] = set()
         self.module_findings: list[Finding] = []
+        self.fixed_classes: list[FixedClass] = []
         # path → [(name, handle)] module handles to turn into accessors, and
         # path → [(source module, name, accessor)] imports of them to follow
         self.module_fixes: dict[str, list[tuple[str, str]]] = {}
@@ -72,9 +90,7 @@ class Rewriter:
 
     # --- entry --------------------------------------------------------------------------------
 
-    def run(self) -> tuple[dict[str, bytes], list]:
-        from .apply import Outcome
-
+    def run(self) -> tuple[dict[str, bytes], list[Outcome]]:
         groups = self._groups()
         self._plan_module_fixes()
         fixed_classes = {g.qualname for g in groups.values()}
@@ -91,8 +107,6 @@ class Rewriter:
         return self._render(), self.outcomes
 
     def _groups(self) -> dict[tuple[str, str], Group]:
-        from .apply import Outcome
-
         groups: dict[tuple[str, str], Group] = {}
         seen: set[tuple] = set()
         for finding in self.result.findings:
@@ -103,12 +117,10 @@ class Rewriter:
                 continue
             if plan is None:
                 continue
-            if plan.kind == "module" and finding.code in MODULE_CODES:
+            if plan.kind == "module":
                 self.module_findings.append(finding)
                 continue
-            supported = (plan.kind == "instance" and finding.code in INSTANCE_CODES) or (
-                plan.kind == "class" and finding.code in CLASS_CODES)
-            if not supported:
+            if plan.kind not in ("instance", "class"):
                 self.outcomes.append(Outcome(finding, "unfixable", _not_supported(plan.kind)))
                 continue
             cls = self.project.classes.get(plan.class_qualname)
@@ -127,29 +139,28 @@ class Rewriter:
     # --- module-level handles ---------------------------------------------------------------
 
     def _plan_module_fixes(self) -> None:
-        from .apply import Outcome
-
         by_handle: dict[tuple[str, str], list[Finding]] = {}
         for finding in self.module_findings:
             by_handle.setdefault((finding.path, finding.plan.attr), []).append(finding)
         for (path, name), findings in by_handle.items():
             try:
-                accessor = self._plan_module_fix(path, name, _handle_of(findings[0]))
+                accessor = self._plan_module_fix(path, name, findings[0].plan.handle)
             except Unfixable as exc:
                 self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in findings]
                 continue
-            self.outcomes += [Outcome(f, "fixed", f"lazy: {name} → {accessor}()")
-                              for f in findings]
+            note = f"lazy: {name} → {accessor}()" if accessor != name \
+                else f"lazy: {name}() makes one per process"
+            self.outcomes += [Outcome(f, "fixed", note) for f in findings]
 
     def _plan_module_fix(self, path: str, name: str, handle: str) -> str:
-        from .modulefix import importer_plan, mentions, plan_module_handle
-
         edit = self._edit(path)
         plan = plan_module_handle(edit.located.module, name, handle)
         facts = self.result.facts.get(path)
         home_module = facts.module if facts else ""
         importers: list[tuple[str, str, str]] = []
         for other, source in self.result.sources.items():
+            if plan.factory:
+                break  # callers already call the factory: they stay as they are
             if other == path or not mentions(source.text, name):
                 continue
             other_edit = self._edit(other)
@@ -168,13 +179,12 @@ class Rewriter:
             self._allow_name_lines(other, local)
         for planned in plan.statements:
             start, end = edit.located.lines_of(planned)
+            if isinstance(planned, cst.FunctionDef) and planned.decorators:
+                start = min(start, edit.located.lines_of(planned.decorators[0])[0])
             self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
         return plan.accessor
 
     def _import_resolver(self, path: str):  # type: ignore[no-untyped-def]
-        from ..discovery import module_of_import
-        from .cstutil import _dotted as dotted
-
         facts = self.result.facts.get(path)
         module = facts.module if facts else ""
         is_package = path.endswith("__init__.py")
@@ -192,8 +202,6 @@ class Rewriter:
 
     def _module_pass(self, path: str, data: bytes) -> bytes:
         """Apply the module-level rewrites to an already rendered file."""
-        from .modulefix import importer_plan, plan_module_handle, rewrite_importer, rewrite_module
-
         module = cst.parse_module(data)
         for name, handle in self.module_fixes.get(path, []):
             module = rewrite_module(module, plan_module_handle(module, name, handle))
@@ -209,6 +217,9 @@ class Rewriter:
     def _edit(self, path: str) -> FileEdit:
         if path not in self.files:
             source = self.result.sources[path]
+            problem = libcst_problem(source.text)  # libcst's native parser is unguarded
+            if problem is not None:
+                raise Unfixable(f"{os.path.basename(path)}: {problem}")
             module = cst.parse_module(source.raw)
             self.files[path] = FileEdit(Located(module))
         return self.files[path]
@@ -231,11 +242,14 @@ class Rewriter:
                 continue
             if plan.kind == "class":
                 plans[plan.attr] = plan_class_attr(edit.located.module, cls, plan.attr,
-                                                   _handle_of(finding))
+                                                   plan.handle)
                 continue
-            plans[plan.attr] = plan_attr(edit.located, cls, plan.method, plan.attr,
-                                         _handle_of(finding), finding.line, finding.col,
-                                         self.registry)
+            planned = plan_attr(edit.located, cls, plan, finding.line,
+                                HandleNames(edit.located.module, self.registry, [plan.handle]))
+            if any(s is t for p in plans.values() for s in planned.statements
+                   for t in p.statements):
+                continue  # the same statements as a handle planned already (one opener)
+            plans[plan.attr] = planned
         group.plans = list(plans.values())
         group.strategy = self.strategy
         if any(p.class_statement is not None for p in group.plans):
@@ -285,12 +299,13 @@ class Rewriter:
                 node = _import_statement_binding(edit.located.module, local)
                 if node is None:
                     return None
-                new_import = _sibling_import(node, function)
-                if new_import is None:
+                if not any(isinstance(s, cst.ImportFrom) for s in node.body):
                     return None
-                existing = edit.import_after.setdefault(node, [])
-                if not any(s.deep_equals(new_import) for s in existing):
-                    existing.append(new_import)
+                names = edit.joined_imports.setdefault(node, [])
+                if function not in names:
+                    names.append(function)
+                start, end = edit.located.lines_of(node)
+                self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
                 return cst.Name(function)
         return None
 
@@ -310,7 +325,18 @@ class Rewriter:
         assert cls is not None
         new_cls = rewrite_class(cls, group.plans, group.strategy)
         edit.replacements[cls] = new_cls
+        instance_plans = [p for p in group.plans if p.class_statement is None]
+        self.fixed_classes.append(FixedClass(
+            group.path, group.class_name, group.strategy,
+            tuple(p.opener for p in group.plans),
+            tuple(p.method.name.value for p in instance_plans),
+            tuple(a for p in group.plans for a in p.attrs) if group.strategy == "lazy" else (),
+            tuple(p.handle for p in group.plans)))
         allowed = self.allowed_lines.setdefault(group.path, set())
+        setstate = find_method(cls, "__setstate__")
+        if setstate is not None:  # replaced by ours, which restores __dict__ and reopens
+            start, end = edit.located.lines_of(setstate)
+            allowed.update(range(start - len(setstate.leading_lines), end + 1))
         for plan in group.plans:
             moved_nodes = [plan.class_statement] if plan.class_statement else plan.statements
             for moved in [*moved_nodes, *plan.moved_imports]:
@@ -319,7 +345,6 @@ class Rewriter:
         if group.strategy == "lazy":
             self._need_module_import(edit, "os")
             return
-        self.provider_files.add(group.path)
         function = edit.worker_init_name or self._worker_init_name(group.path)
         edit.worker_init_name = function
         edit.branches.append((group.class_name, [p.opener for p in group.plans]))
@@ -334,7 +359,7 @@ class Rewriter:
             self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
 
     def _need_module_import(self, edit: FileEdit, module: str) -> None:
-        if module in bound_names(list(edit.located.module.body)):
+        if module in module_bindings(edit.located.module):
             return
         new = statement(f"import {module}\n")
         if not any(s.deep_equals(new) for s in edit.imports):
@@ -355,7 +380,7 @@ class Rewriter:
     def _render(self) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         for path, edit in self.files.items():
-            if not (edit.replacements or edit.imports or edit.import_after
+            if not (edit.replacements or edit.imports or edit.joined_imports
                     or path in self.module_fixes or path in self.importer_fixes):
                 continue
             module = edit.located.module
@@ -364,13 +389,15 @@ class Rewriter:
             last_fixed_class = _last_index(body, [c for c, _ in edit.branches])
             for index, node in enumerate(body):
                 new_body.append(node)
-                new_body.extend(edit.import_after.get(node, []))
                 if index == last_fixed_class:
                     function = worker_init_function(edit.worker_init_name, edit.branches)
                     new_body.append(function.with_changes(leading_lines=[BLANK, BLANK]))
             new_body = _insert_imports(new_body, edit.imports)
             module = module.with_changes(body=new_body)
-            module = module.visit(ReplaceNodes(edit.replacements))
+            replacements = dict(edit.replacements)
+            for node, names in edit.joined_imports.items():
+                replacements[node] = _joined_import(node, names)
+            module = module.visit(ReplaceNodes(replacements))
             out[path] = module.bytes
             if path in self.module_fixes or path in self.importer_fixes:
                 out[path] = self._module_pass(path, out[path])
@@ -388,10 +415,6 @@ def _in_lightning_class(located: Located, call: cst.Call) -> bool:
     return False
 
 
-def _handle_of(finding: Finding) -> str:
-    return finding.message.split(" ", 1)[0]
-
-
 def _not_supported(kind: str) -> str:
     return {
         "module": "a module-level handle: make it a per-process accessor by hand "
@@ -400,6 +423,12 @@ def _not_supported(kind: str) -> str:
                  "rule WS103`)",
         "passed": "the handle is created by the caller: pass what is needed to build it "
                   "(a URL, a path) and create it in the dataset (see `workersafe rule WS104`)",
+        "holder": "the handle is inside another object the dataset keeps: open it per process "
+                  "in that class, lazily (see `workersafe rule WS101`)",
+        "returned": "the handle is returned by a function the dataset calls: call it per "
+                    "process, lazily (see `workersafe rule WS101`)",
+        "cache": "a process-global handle cache filled while the dataset is built: fill it "
+                 "per process, or key it by os.getpid() (see `workersafe rule WS102`)",
     }.get(kind, "no automatic fix for this finding")
 
 
@@ -410,19 +439,36 @@ def _import_statement_binding(module: cst.Module, local: str) -> Optional[cst.Si
         for small in node.body:
             if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
                 for alias in small.names:
-                    bound = alias.asname.name.value if alias.asname else alias.name.value  # type: ignore
+                    target = alias.asname.name if alias.asname else alias.name
+                    bound = target.value if isinstance(target, cst.Name) else ""
                     if bound == local:
                         return node
     return None
 
 
-def _sibling_import(node: cst.SimpleStatementLine, name: str) -> Optional[cst.BaseStatement]:
-    small = next((s for s in node.body if isinstance(s, cst.ImportFrom)), None)
-    if small is None:
-        return None
-    new = cst.ImportFrom(module=small.module, names=[cst.ImportAlias(cst.Name(name))],
-                         relative=small.relative)
-    return cst.SimpleStatementLine(body=[new])
+def _joined_import(node: cst.SimpleStatementLine, names: list[str]) -> cst.SimpleStatementLine:
+    """The `from m import ...` statement with `names` added after its last name, in its own
+    layout (a trailing comma inside brackets stays a trailing comma)."""
+    body = list(node.body)
+    index = next(i for i, s in enumerate(body) if isinstance(s, cst.ImportFrom))
+    small = body[index]
+    assert isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar)
+    aliases = list(small.names)
+    last = aliases[-1]
+    trailing = isinstance(last.comma, cst.Comma)
+    separator: cst.BaseParenthesizableWhitespace = cst.SimpleWhitespace(" ")
+    if len(aliases) > 1 and isinstance(aliases[-2].comma, cst.Comma):
+        separator = aliases[-2].comma.whitespace_after  # between names, as the others are
+    elif small.lpar is not None:
+        separator = small.lpar.whitespace_after
+    aliases[-1] = last.with_changes(comma=cst.Comma(whitespace_after=separator))
+    for position, name in enumerate(names):
+        final = position == len(names) - 1
+        comma = last.comma if final and trailing else (
+            cst.MaybeSentinel.DEFAULT if final else cst.Comma(whitespace_after=separator))
+        aliases.append(cst.ImportAlias(cst.Name(name), comma=comma))
+    body[index] = small.with_changes(names=aliases)
+    return node.with_changes(body=body)
 
 
 MAX_LINE = 99
@@ -432,7 +478,8 @@ def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
     """(column of the first argument, column where the call ends) when the call is on one
     line, else (-1, -1)."""
     pos = edit.located.positions[call]
-    if pos.start.line != pos.end.line or not call.args or "\t" in edit.located.module.default_indent:
+    tabs = "\t" in edit.located.module.default_indent
+    if pos.start.line != pos.end.line or not call.args or tabs:
         return -1, -1
     return edit.located.positions[call.args[0]].start.column, pos.end.column
 
@@ -615,5 +662,5 @@ def _is_import(node: cst.BaseStatement) -> bool:
 
 def _is_docstring(node: cst.BaseStatement) -> bool:
     return isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 and isinstance(
-        node.body[0], cst.Expr) and isinstance(node.body[0].value, (cst.SimpleString,
-                                                                   cst.ConcatenatedString))
+        node.body[0], cst.Expr) and isinstance(
+            node.body[0].value, (cst.SimpleString, cst.ConcatenatedString))

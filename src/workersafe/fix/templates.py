@@ -23,7 +23,11 @@ def open_method(name: str, handle: str, body: Sequence[cst.BaseStatement],
 
 
 def getstate_methods(dropped: Sequence[str], reopen: Sequence[str]) -> list[cst.BaseStatement]:
-    names = ", ".join(f'"{n}"' for n in dropped) + ("," if len(dropped) == 1 else "")
+    if len(dropped) == 1:
+        drop = f'        state.pop("{dropped[0]}", None)\n'
+    else:
+        names = ", ".join(f'"{n}"' for n in dropped)
+        drop = f"        for name in ({names}):\n            state.pop(name, None)\n"
     reopen_lines = "".join(f"        self.{m}()\n" for m in reopen)
     setstate = (
         "\n"
@@ -34,10 +38,10 @@ def getstate_methods(dropped: Sequence[str], reopen: Sequence[str]) -> list[cst.
     code = (
         "class _:\n"
         "    def __getstate__(self):\n"
-        '        """Pickle without the open handles (workersafe): spawn workers make their own."""\n'
+        '        """Pickle without the open handles (workersafe): '
+        'spawn workers make their own."""\n'
         "        state = self.__dict__.copy()\n"
-        f"        for name in ({names}):\n"
-        "            state.pop(name, None)\n"
+        f"{drop}"
         "        return state\n"
         f"{setstate}"
     )
@@ -73,7 +77,8 @@ def worker_init_function(name: str, branches: Sequence[tuple[str, Sequence[str]]
         calls += "".join(f"            dataset.{m}()\n" for m in methods)
     code = (
         f"def {name}(worker_id, previous=None):\n"
-        '    """Reopen each dataset\'s handles in this DataLoader worker (added by workersafe)."""\n'
+        '    """Reopen each dataset\'s handles in this DataLoader worker '
+        '(added by workersafe)."""\n'
         "    # Runs `previous` (an earlier worker_init_fn) first, then looks through\n"
         "    # Subset/ConcatDataset/random_split wrappers for the datasets to reopen.\n"
         "    from torch.utils.data import get_worker_info\n"

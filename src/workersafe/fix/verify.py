@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from typing import TYPE_CHECKING
+
+import libcst
 
 from ..engine import CheckResult, Engine
-from ..findings import Finding
 from ..source import Source, SourceError, decode
-
-if TYPE_CHECKING:
-    from .rewrite import Rewriter
+from .promise import PromiseBroken, check_class, check_introduced_names
+from .rewrite import Rewriter
 
 
 class VerificationError(Exception):
     pass
 
 
-def verify(engine: Engine, result: CheckResult, rewriter: "Rewriter",
+def verify(engine: Engine, result: CheckResult, rewriter: Rewriter,
            new_files: dict[str, bytes], strategy: str) -> dict[str, bytes]:
     for path, new in new_files.items():
         old = result.sources[path]
         new_source = _decoded(path, new, old)
-        _check_parses(path, old, new_source)
+        module = _check_parses(path, old, new_source)
         _check_line_endings(path, old, new_source)
         _check_untouched(path, old, new_source, rewriter.allowed_lines.get(path, set()))
+        try:
+            check_introduced_names(path, old.text, new_source.text, module)
+            for fixed in rewriter.fixed_classes:
+                if fixed.path == path:
+                    check_class(module, engine.registry, fixed.class_name, fixed.openers,
+                                fixed.methods, fixed.properties, fixed.handles)
+        except PromiseBroken as exc:
+            raise VerificationError(str(exc)) from None
     new_result = _relint(engine, result, new_files, rewriter)
     _check_idempotent(engine, new_result, strategy)
     return new_files
@@ -41,11 +47,9 @@ def _decoded(path: str, new: bytes, old: Source) -> Source:
     return source
 
 
-def _check_parses(path: str, old: Source, new: Source) -> None:
-    import libcst
-
+def _check_parses(path: str, old: Source, new: Source) -> libcst.Module:
     try:
-        libcst.parse_module(new.text)
+        module = libcst.parse_module(new.text)
     except libcst.ParserSyntaxError as exc:
         raise VerificationError(f"{path}: the new code does not parse ({exc.message})") from None
     if _compiles(old.text, path):
@@ -53,6 +57,7 @@ def _check_parses(path: str, old: Source, new: Source) -> None:
             compile(new.text, path, "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as exc:
             raise VerificationError(f"{path}: the new code does not compile ({exc})") from None
+    return module
 
 
 def _compiles(text: str, path: str) -> bool:
@@ -91,10 +96,6 @@ def _check_untouched(path: str, old: Source, new: Source, allowed: set[int]) -> 
         position += 1
 
 
-def _key(finding: Finding) -> tuple[str, str, str]:
-    return finding.path, finding.code, re.sub(r":\d+", "", finding.message)
-
-
 def _relint(engine: Engine, result: CheckResult, new_files: dict[str, bytes],
             rewriter: "Rewriter") -> CheckResult:
     sources = dict(result.sources)
@@ -103,20 +104,18 @@ def _relint(engine: Engine, result: CheckResult, new_files: dict[str, bytes],
     new_result = engine.check_sources(result.files, sources)
     fixed = {(o.finding.path, o.finding.span, o.finding.code)
              for o in rewriter.outcomes if o.status == "fixed"}
-    fixed_keys = Counter(_key(f) for f in result.findings
+    fixed_keys = Counter(f.identity() for f in result.findings
                          if (f.path, f.span, f.code) in fixed)
-    before = Counter(_key(f) for f in result.findings) - fixed_keys
-    after = Counter(_key(f) for f in new_result.findings)
-    new_ones = after - before
+    before = Counter(f.identity() for f in result.findings) - fixed_keys
+    new_ones = [f for f in new_result.findings if f.identity() in
+                Counter(f.identity() for f in new_result.findings) - before]
     if new_ones:
-        path, code, message = next(iter(new_ones))
-        raise VerificationError(f"re-lint still reports {code} in {path}: {message}")
+        f = new_ones[0]
+        raise VerificationError(f"re-lint still reports {f.code} in {f.path}: {f.message}")
     return new_result
 
 
 def _check_idempotent(engine: Engine, new_result: CheckResult, strategy: str) -> None:
-    from .rewrite import Rewriter
-
     again, _ = Rewriter(engine, new_result, strategy).run()
     changed = [p for p, data in again.items() if data != new_result.sources[p].raw]
     if changed:

@@ -1,11 +1,12 @@
-"""Atomic writes: a temp file in the same directory, fsync, then rename over the original.
-A reader (or a crash) sees the old file or the new one, never half of one."""
+"""Writing a fixed file: only over the bytes the fix was made from, never through a symbolic
+link or into a read-only file, atomically and durably (see `workersafe.atomic`)."""
 
 from __future__ import annotations
 
 import os
 import stat
-import tempfile
+
+from ..atomic import atomic_replace
 
 
 def atomic_write(path: str, expected_old: bytes, new: bytes) -> None:
@@ -20,26 +21,4 @@ def atomic_write(path: str, expected_old: bytes, new: bytes) -> None:
     mode = stat.S_IMODE(os.stat(path).st_mode)
     if not mode & stat.S_IWUSR:
         raise PermissionError(13, "the file is read-only", path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".workersafe-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(new)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:
-        pass
+    atomic_replace(path, new, mode=mode, durable=True)

@@ -1,0 +1,166 @@
+"""Which expressions of one module create a handle, derive an object from one (a cursor, a
+transaction, a child dataset, a stub) or only configure one, read from the registry. The
+planner uses it to choose what moves into the opener; verification uses it to check, on the
+rewritten code, that nothing of the kind was left behind."""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from ..registry import DERIVED_CALLABLE_SUFFIXES, GENERIC_CONFIG_CALLS, GENERIC_DERIVED_METHODS
+from ..registry import HandleType, Registry
+from .cstutil import dotted, root_self_attr, self_attr, single, walk
+
+# Statements that configure a handle through one of these set up the connection itself; any
+# other use of it (a query whose result `__init__` reads) is the parent's own work.
+_CONFIGURING_SQL = ("PRAGMA",)
+
+
+class HandleNames:
+    """Handle creation and derivation in one module, through the module's imports."""
+
+    def __init__(self, module: cst.Module, registry: Registry,
+                 handles: Iterable[str] = ()) -> None:
+        """`handles`: the constructors whose derived objects to follow (`session.get(...)`
+        is a response, `h5file.get(...)` a dataset); all of the registry's when empty."""
+        self.registry = registry
+        self.imports = _import_map(module)
+        types = [t for t in (registry.lookup(h) for h in handles) if t is not None] \
+            or list(registry.types.values())
+        derived, configuring = set(GENERIC_DERIVED_METHODS), set(GENERIC_CONFIG_CALLS)
+        for htype in types:
+            derived.update(htype.derived_methods)
+            configuring.update(htype.config_calls)
+        self.derived_methods = frozenset(derived)
+        # methods that only configure the handle they are called on (`session.mount(...)`)
+        self.config_calls = frozenset(configuring)
+        self.subscript_types = any(t.derived_subscript for t in types)
+
+    def qualified(self, func: cst.BaseExpression) -> str:
+        name = dotted(func)
+        if not name:
+            return ""
+        head, _, rest = name.partition(".")
+        base = self.imports.get(head, head)
+        return f"{base}.{rest}" if rest else base
+
+    def creation(self, node: cst.CSTNode) -> Optional[HandleType]:
+        """The handle type a call creates (`sqlite3.connect(p)`), else None."""
+        if isinstance(node, cst.Call):
+            return self.registry.lookup(self.qualified(node.func))
+        return None
+
+    def creates_in(self, node: cst.CSTNode) -> bool:
+        return any(self.creation(sub) is not None for sub in walk(node))
+
+    def derives(self, expr: cst.BaseExpression, attrs: set[str], names: set[str]) -> bool:
+        """Is `expr` a tracked handle, or an object derived from one (kept alive by it)?
+        `attrs`: tracked attributes of self; `names`: tracked locals."""
+        if self.creation(expr) is not None:
+            return True
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return self.derives(expr.elt, attrs, names)
+        if isinstance(expr, cst.DictComp):
+            return self.derives(expr.value, attrs, names)
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set)) and expr.elements:
+            return any(self.derives(e.value, attrs, names) for e in expr.elements)
+        if isinstance(expr, cst.Dict) and expr.elements:
+            return any(isinstance(e, cst.DictElement) and self.derives(e.value, attrs, names)
+                       for e in expr.elements)
+        if isinstance(expr, cst.Name):
+            return expr.value in names
+        attr = self_attr(expr)
+        if attr is not None:
+            return attr in attrs
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in self.derived_methods:
+                return self.derives(func.value, attrs, names)
+            callee = dotted(func).rsplit(".", 1)[-1]
+            if callee.endswith(DERIVED_CALLABLE_SUFFIXES):
+                return any(self.derives(arg.value, attrs, names) for arg in expr.args)
+            return False
+        if isinstance(expr, cst.Subscript) and self.subscript_types:
+            return all(isinstance(e.slice, cst.Index)
+                       and isinstance(e.slice.value, cst.SimpleString) for e in expr.slice) \
+                and self.derives(expr.value, attrs, names)
+        return False
+
+    def configures(self, statement: cst.BaseStatement, attrs: set[str], names: set[str]
+                   ) -> bool:
+        """`s.headers.update(...)`, `s.mount(...)`, `s.auth = ...`, `conn.execute("PRAGMA
+        ...")`, or an `if` whose branches only do that, for a tracked `s`."""
+        if isinstance(statement, cst.If):
+            branches: list[cst.BaseSuite] = [statement.body]
+            orelse = statement.orelse
+            while orelse is not None:
+                branches.append(orelse.body)
+                orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+            return all(isinstance(b, cst.IndentedBlock) and b.body
+                       and all(self.configures(s, attrs, names) for s in b.body)
+                       for b in branches)
+        small = single(statement)
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            func = small.value.func
+            if not (isinstance(func, cst.Attribute) and _rooted(func.value, attrs, names)):
+                return False
+            method = func.attr.value
+            if method in ("execute", "executescript"):
+                return _configuring_sql(small.value)
+            return method in self.config_calls
+        if isinstance(small, cst.Assign):
+            return all(_rooted(t.target, attrs, names) and not _is_tracked(t.target)
+                       for t in small.targets)
+        if isinstance(small, cst.AugAssign):
+            return _rooted(small.target, attrs, names) and not _is_tracked(small.target)
+        return False
+
+
+def _is_tracked(target: cst.BaseExpression) -> bool:
+    """A bare tracked name or `self.x` (rebinding it is not configuration)."""
+    return isinstance(target, cst.Name) or self_attr(target) is not None
+
+
+def _rooted(expr: cst.BaseExpression, attrs: set[str], names: set[str]) -> bool:
+    """`self.a.b[c].d` with a tracked `a`, or `n.b[c]` with a tracked local `n`."""
+    attr = root_self_attr(expr)
+    if attr is not None:
+        return attr in attrs
+    node = expr
+    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
+        node = node.func if isinstance(node, cst.Call) else node.value
+    return isinstance(node, cst.Name) and node.value in names
+
+
+def _configuring_sql(call: cst.Call) -> bool:
+    if not call.args or not isinstance(call.args[0].value, cst.SimpleString):
+        return False
+    text = call.args[0].value.evaluated_value
+    text = text.decode("latin-1") if isinstance(text, bytes) else text
+    return text.lstrip().upper().startswith(_CONFIGURING_SQL)
+
+
+def _import_map(module: cst.Module) -> dict[str, str]:
+    """Local name → qualified name for every import in the module (functions included: a
+    handle module imported inside `__init__` is still that module)."""
+    found: dict[str, str] = {}
+    for node in walk(module):
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                name = dotted(alias.name)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    found[alias.asname.name.value] = name
+                else:
+                    head = name.split(".", 1)[0]
+                    found.setdefault(head, head)
+        elif isinstance(node, cst.ImportFrom) and not node.relative and node.module is not None \
+                and not isinstance(node.names, cst.ImportStar):
+            base = dotted(node.module)
+            for alias in node.names:
+                name = dotted(alias.name)
+                local = alias.asname.name.value if alias.asname is not None and isinstance(
+                    alias.asname.name, cst.Name) else name
+                found[local] = f"{base}.{name}"
+    return found

@@ -1,0 +1,586 @@
+"""Which statements of the creating method move into the opener, or why none can.
+
+The moved statements are the one that creates the handle (a whole `if`/`try`/`for`/`with`
+when the creation sits inside one), the statements that derive objects from it (cursors,
+transactions, children, stubs; also through a local: `f = h5py.File(p)`, `self.x = f["x"]`),
+the ones that configure it, and the local values only those need (`retry = Retry(...)`). The
+opener runs where the first of them stood; the statements left in between (the parent's own
+work, such as a query whose result `__init__` reads) stay where they are.
+
+The opener runs again in every worker and on unpickling, so the plan refuses, naming the
+statement, when a moved statement does more than bind locals and attributes and create,
+derive or configure handles: writes a file, mutates a global or an argument, calls this
+project's code or `self.<method>()`, consumes an iterator."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import libcst as cst
+
+from ..findings import FixPlan
+from .cstutil import (
+    BUILTIN_NAMES, Located, bound_names, dotted, function_params, loaded_names,
+    root_self_attr, self_attr, single, small_statements, walk,
+)
+from .handles import HandleNames
+from .plan import AttrPlan, Unfixable
+
+# Methods that change the object they are called on (an argument or a global must not be).
+_MUTATING = frozenset({
+    "append", "extend", "insert", "pop", "remove", "sort", "reverse", "clear", "update",
+    "setdefault", "add", "discard", "popitem", "write", "writelines", "write_text",
+    "write_bytes", "mkdir", "unlink", "rename", "touch",
+})
+# Calls that change the file system, or consume what they are given.
+_EFFECTS = frozenset({
+    "os.remove", "os.unlink", "os.makedirs", "os.mkdir", "os.rename", "os.replace",
+    "os.rmdir", "os.system", "os.chdir", "os.putenv", "shutil.rmtree", "shutil.copy",
+    "shutil.copyfile", "shutil.copytree", "shutil.move", "subprocess.run", "subprocess.call",
+    "subprocess.check_call", "subprocess.check_output", "subprocess.Popen", "next",
+    "print", "input",
+})
+_CONTAINERS = ("list", "dict", "set")
+
+
+def find_method(cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+    for statement in body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+            return statement
+    return None
+
+
+def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
+              names: HandleNames) -> AttrPlan:
+    method = find_method(cls, fix.method)
+    if method is None:
+        raise Unfixable(f"cannot find {cls.name.value}.{fix.method}")
+    if not isinstance(method.body, cst.IndentedBlock):
+        raise Unfixable(f"{cls.name.value}.{fix.method} has a one-line body")
+    members = [s for s in cls.body.body if isinstance(s, cst.BaseStatement)]
+    if any(assigns_name(s, "__slots__") or _annotates(s, "__slots__") for s in members):
+        raise Unfixable("the class uses __slots__ (the rewrite keeps state in __dict__)")
+    body = list(method.body.body)
+    index = _statement_at(located, body, line)
+    if index is None:
+        raise Unfixable(f"cannot find the statement of {fix.method} that creates the handle")
+    mover = _Mover(located, method, body, index, names, cls)
+    mover.track_creation(fix)
+    mover.follow()
+    mover.pull_containers()
+    mover.pull_locals()
+    mover.check()
+    moved = [body[i] for i in sorted(mover.moved)]
+    htype = names.registry.lookup(fix.handle)
+    attrs = sorted(mover.attrs, key=lambda a: _first_assignment(moved, a))
+    plan = AttrPlan(fix.attr, fix.handle, method, moved, attrs,
+                    close_first=bool(htype and htype.single_open),
+                    results=sorted(mover.results - mover.attrs))
+    first = min(mover.moved)
+    _check_names(plan, located.module, body[:first], cls, mover.inner_names())
+    _check_other_assignments(cls, method, attrs)
+    return plan
+
+
+class _Mover:
+    """The growing set of moved statements (indexes into the method's body)."""
+
+    def __init__(self, located: Located, method: cst.FunctionDef,
+                 body: list[cst.BaseStatement], index: int, names: HandleNames,
+                 cls: cst.ClassDef) -> None:
+        self.located = located
+        self.method = method
+        self.body = body
+        self.index = index
+        self.names = names
+        self.cls = cls
+        self.moved: set[int] = {index}
+        self.attrs: set[str] = set()  # attributes holding the handle or derived objects
+        self.locals: set[str] = set()  # locals holding them
+        self.results: set[str] = set()  # other attributes the moved statements set
+        self.params = set(function_params(method))
+        self.method_locals = bound_names(list(method.body.body)) - self.params
+        module_body = list(located.module.body)
+        self.user_code = {s.name.value for s in module_body
+                          if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+        self.module_names = bound_names(module_body)
+
+    def line(self, index: int) -> int:
+        return self.located.lines_of(self.body[index])[0]
+
+    # --- what the creation is kept in ------------------------------------------------------
+
+    def track_creation(self, fix: FixPlan) -> None:
+        statement = self.body[self.index]
+        small = single(statement)
+        if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) \
+                else [small.target]
+            if len(targets) != 1:
+                raise Unfixable("the handle is not assigned directly to an attribute of self "
+                                "(a chained assignment)")
+            target = targets[0]
+            attr = self_attr(target)
+            if attr is not None:
+                self.attrs.add(attr)
+            elif isinstance(target, cst.Name):
+                self.locals.add(target.value)
+            else:
+                raise Unfixable("the handle is not assigned directly to an attribute of self "
+                                "(a tuple target or a container item)")
+            return
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+                and isinstance(small.value.func, cst.Attribute) \
+                and root_self_attr(small.value.func.value) is not None:
+            self.attrs.add(root_self_attr(small.value.func.value) or "")  # self.envs.append(...)
+            return
+        if isinstance(statement, cst.SimpleStatementLine):
+            raise Unfixable("the handle is not assigned directly to an attribute of self")
+        # a compound statement: it moves whole; what its statements keep the handle in
+        for _ in range(2):  # twice: a loop feeds later iterations
+            for small in small_statements(statement):
+                self._scan(small)
+        missing = [a for a in fix.holding_attrs if a not in self.attrs]
+        if missing:
+            raise Unfixable(f"self.{missing[0]} is not set in the block that creates the handle")
+        self._check_rerunnable(self.index)
+
+    def _scan(self, small: cst.BaseSmallStatement) -> None:
+        if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+            handle = self.names.derives(small.value, self.attrs, self.locals)
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) \
+                else [small.target]
+            for target in targets:
+                attr = self_attr(target)
+                if isinstance(target, cst.Name) and handle:
+                    self.locals.add(target.value)
+                elif attr is not None:
+                    (self.attrs if handle else self.results).add(attr)
+                elif isinstance(target, cst.Subscript) and self_attr(target.value):
+                    (self.attrs if handle else self.results).add(self_attr(target.value) or "")
+        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            func = small.value.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _MUTATING \
+                    and self_attr(func.value) is not None:
+                handle = any(self.names.derives(a.value, self.attrs, self.locals)
+                             for a in small.value.args)
+                (self.attrs if handle else self.results).add(self_attr(func.value) or "")
+
+    # --- what follows it -------------------------------------------------------------------
+
+    def follow(self) -> None:
+        for index in range(self.index + 1, len(self.body)):
+            statement = self.body[index]
+            small = single(statement)
+            target = _only_target(small)
+            value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
+            if target is not None and value is not None and self._reads_tracked(value) \
+                    and self.names.derives(value, self.attrs, self.locals):
+                self._add(index)
+                attr = self_attr(target)
+                if attr is not None:
+                    self.attrs.add(attr)
+                elif isinstance(target, cst.Name):
+                    self.locals.add(target.value)
+                continue
+            if self.names.configures(statement, self.attrs, self.locals):
+                self._add(index)
+                continue
+            if loaded_names(statement) & self.locals:
+                self._through_local(index, small)
+                continue
+            self._not_again(index)
+
+    def _reads_tracked(self, node: cst.CSTNode) -> bool:
+        """Built on a tracked handle (not a new one of its own: that is another finding)."""
+        return bool(_read_attrs(node) & self.attrs or loaded_names(node) & self.locals)
+
+    def _through_local(self, index: int, small: Optional[cst.BaseSmallStatement]) -> None:
+        """A statement reading the handle through a local: after the move the local is gone
+        from `__init__`, so it moves too if it only binds (`self.n = len(f["x"])`)."""
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
+        if not targets or not all(self_attr(t) is not None or isinstance(t, cst.Name)
+                                  for t in targets):
+            raise Unfixable(f"line {self.line(index)} uses the handle through the local "
+                            f"{sorted(loaded_names(self.body[index]) & self.locals)[0]!r} "
+                            "for other work: fix by hand")
+        self._add(index)
+        for target in targets:
+            attr = self_attr(target)
+            if attr is not None:
+                self.results.add(attr)
+
+    def _not_again(self, index: int) -> None:
+        """A statement left in place must not set or configure the handle again."""
+        for node in walk(self.body[index]):
+            if not isinstance(node, cst.BaseStatement):
+                continue
+            again = _assigned_attrs(node) & self.attrs if isinstance(
+                node, cst.SimpleStatementLine) else set()
+            if again or self.names.configures(node, self.attrs, set()):
+                attr = sorted(again)[0] if again else self._configured(node)
+                raise Unfixable(f"self.{attr} is configured again later in "
+                                f"{self.method.name.value}, inside other code (line "
+                                f"{self.line(index)}): fix by hand")
+
+    def _configured(self, node: cst.BaseStatement) -> str:
+        for sub in walk(node):
+            if isinstance(sub, cst.Attribute):
+                attr = root_self_attr(sub)
+                if attr in self.attrs:
+                    return attr
+        return sorted(self.attrs)[0]
+
+    def _add(self, index: int) -> None:
+        self._check_rerunnable(index)
+        self.moved.add(index)
+
+    # --- what the moved statements need ----------------------------------------------------
+
+    def pull_containers(self) -> None:
+        """`self.envs = []` before a loop that fills it: it moves too (else a second open
+        would add to the old list)."""
+        filled = {a for i in self.moved for a in _filled_attrs(self.body[i])}
+        assigned = {a for i in self.moved for a in _assigned_attrs(self.body[i])}
+        for attr in sorted(filled - assigned):
+            found = next((i for i in range(self.index - 1, -1, -1)
+                          if attr in _assigned_attrs(self.body[i])), None)
+            small = single(self.body[found]) if found is not None else None
+            if found is None or not isinstance(small, cst.Assign) \
+                    or not _plain_container(small.value):
+                raise Unfixable(f"self.{attr} is filled by the handle's setup but not created "
+                                "as a plain list, dict or set in the same method: fix by hand")
+            between = range(found + 1, self.index)
+            if any(attr in _read_attrs(self.body[i]) for i in between):
+                raise Unfixable(f"self.{attr} is used before it is filled: fix by hand")
+            self.moved.add(found)
+
+    def pull_locals(self) -> None:
+        """Locals that moved statements read, bound in between by statements left in place
+        (`retry = Retry(total=3)` before `self.s.mount(..., HTTPAdapter(max_retries=retry))`):
+        they move too when they are plain values nothing else reads."""
+        changed = True
+        while changed:
+            changed = False
+            first = min(self.moved)
+            for index in sorted(self.moved):
+                needed = loaded_names(self.body[index])
+                for other in range(first, index):
+                    if other in self.moved:
+                        continue
+                    binds = bound_names([self.body[other]]) & needed
+                    if not binds:
+                        continue
+                    name = sorted(binds)[0]
+                    if not self._pullable(other):
+                        raise Unfixable(f"{name!r}, which the handle's setup reads, is computed "
+                                        f"at line {self.line(other)} by other code: fix by hand")
+                    self._add(other)
+                    changed = True
+
+    def _pullable(self, index: int) -> bool:
+        statement = self.body[index]
+        small = single(statement)
+        if not isinstance(small, cst.Assign) or not all(
+                isinstance(t.target, cst.Name) for t in small.targets):
+            return False
+        bound = bound_names([statement])
+        later = [i for i in range(index + 1, len(self.body)) if i not in self.moved]
+        if any(bound & loaded_names(self.body[i]) for i in later):
+            return False
+        return not (_read_attrs(statement) & self.attrs)
+
+    def inner_names(self) -> set[str]:
+        return bound_names([self.body[i] for i in self.moved])
+
+    # --- the promise: re-running the moved statements is safe ---------------------------
+
+    def check(self) -> None:
+        first = min(self.moved)
+        kept = [i for i in range(first, len(self.body)) if i not in self.moved]
+        inner = self.inner_names() - self.params - _comprehension_names(
+            [self.body[i] for i in self.moved])
+        for index in kept:
+            used = sorted(loaded_names(self.body[index]) & inner)
+            if used:
+                raise Unfixable(f"{used[0]!r}, set with the handle, is read later in "
+                                f"{self.method.name.value} (line {self.line(index)}): fix by hand")
+        for index in sorted(self.moved):
+            earlier = [i for i in kept if i < index]
+            set_between = {a for i in earlier for a in _assigned_attrs(self.body[i])}
+            reads = _read_attrs(self.body[index]) - self.attrs
+            if reads & set_between:
+                attr = sorted(reads & set_between)[0]
+                raise Unfixable(f"the handle's setup at line {self.line(index)} reads "
+                                f"self.{attr}, which is set after the handle is created: "
+                                "fix by hand")
+            if index > first and not self._derives_only(index):
+                users = [i for i in earlier if _read_attrs(self.body[i]) & self.attrs]
+                if users:
+                    raise Unfixable(f"the handle is used at line {self.line(users[0])} before "
+                                    f"it is configured at line {self.line(index)}: fix by hand")
+
+    def _derives_only(self, index: int) -> bool:
+        small = single(self.body[index])
+        target = _only_target(small)
+        return target is not None and (self_attr(target) in self.attrs or (
+            isinstance(target, cst.Name) and target.value in self.locals))
+
+    def _check_rerunnable(self, index: int) -> None:
+        statement = self.body[index]
+        where = f"line {self.line(index)}"
+        for node in walk(statement):
+            if isinstance(node, (cst.Global, cst.Nonlocal)):
+                raise Unfixable(f"{where} rebinds a global: the opener runs again in every "
+                                "worker, fix by hand")
+            if isinstance(node, cst.Call):
+                self._check_call(node, where)
+            if isinstance(node, (cst.AssignTarget, cst.AugAssign)) and not isinstance(
+                    node.target, cst.Name) and self_attr(node.target) is None:
+                root = _root_name(node.target)
+                if root is not None and not self._own(root):
+                    raise Unfixable(f"{where} changes {root}, which is not the dataset's own "
+                                    "state: the opener runs again in every worker, fix by hand")
+
+    def _own(self, name: str) -> bool:
+        """`self`, or a local of the method (not a parameter: the caller's object)."""
+        return name == "self" or name in self.method_locals
+
+    def _check_call(self, call: cst.Call, where: str) -> None:
+        func = call.func
+        name = dotted(func)
+        qualified = self.names.qualified(func) if name else ""
+        if self.names.creation(call) is not None:
+            return
+        if name in self.user_code or (isinstance(func, cst.Name) and func.value in
+                                      self.module_names - self.names.imports.keys()
+                                      - BUILTIN_NAMES and func.value not in self.locals):
+            raise Unfixable(f"{where} calls {name}(), code of this project: it would run "
+                            "again in every worker, fix by hand")
+        if isinstance(func, cst.Attribute) and self_attr(func) is not None:
+            raise Unfixable(f"{where} calls self.{func.attr.value}(): it would run again in "
+                            "every worker, fix by hand")
+        if qualified in _EFFECTS or name in _EFFECTS:
+            raise Unfixable(f"{where} calls {name}(), which has effects beyond opening the "
+                            "handle: the opener runs again in every worker, fix by hand")
+        if name == "open" and _writes(call):
+            raise Unfixable(f"{where} opens a file for writing: the opener runs again in every "
+                            "worker, fix by hand")
+        if isinstance(func, cst.Attribute) and func.attr.value in _MUTATING:
+            root = _root_name(func.value)
+            if root is not None and not self._own(root) and not (
+                    root in self.names.imports and root not in self.module_names):
+                raise Unfixable(f"{where} changes {root} ({name}()), which is not the dataset's "
+                                "own state: the opener runs again in every worker, fix by hand")
+
+
+def _comprehension_names(statements: list[cst.BaseStatement]) -> set[str]:
+    """Names only comprehensions bind (their own scope: nothing outside sees them)."""
+    comp = {n for s in statements for node in walk(s) if isinstance(node, cst.CompFor)
+            for n in bound_names([cst.SimpleStatementLine([cst.Expr(node.target)])])}
+    other = {n for s in statements for node in walk(s)
+             if isinstance(node, (cst.AssignTarget, cst.For, cst.AsName, cst.NamedExpr))
+             for n in bound_names([cst.SimpleStatementLine([cst.Expr(
+                 node.name if isinstance(node, cst.AsName) else node.target)])])}
+    return comp - other
+
+
+def _writes(call: cst.Call) -> bool:
+    modes = [a.value for a in call.args[1:2] if a.keyword is None] + [
+        a.value for a in call.args if a.keyword is not None and a.keyword.value == "mode"]
+    return any(not isinstance(m, cst.SimpleString) or any(c in str(m.evaluated_value)
+                                                          for c in "wax+") for m in modes)
+
+
+def _root_name(node: cst.BaseExpression) -> Optional[str]:
+    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
+        node = node.func if isinstance(node, cst.Call) else node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _plain_container(value: cst.BaseExpression) -> bool:
+    """`[]`, `{}`, `[0]`, `list()`, `set()`: a container made of constants only."""
+    if isinstance(value, cst.Call):
+        return dotted(value.func) in _CONTAINERS and not value.args
+    return isinstance(value, (cst.List, cst.Dict, cst.Set, cst.Tuple)) and not any(
+        isinstance(n, (cst.Name, cst.Call, cst.Attribute)) for n in walk(value))
+
+
+def _only_target(small: Optional[cst.BaseSmallStatement]) -> Optional[cst.BaseExpression]:
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        return small.targets[0].target
+    if isinstance(small, cst.AnnAssign) and small.value is not None:
+        return small.target
+    return None
+
+
+def _assigned_attrs(statement: cst.CSTNode) -> set[str]:
+    """Attributes of self a statement (re)binds, anywhere inside it."""
+    found: set[str] = set()
+    for node in walk(statement):
+        if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign)):
+            attr = self_attr(node.target)
+            if attr is not None:
+                found.add(attr)
+            elif isinstance(node.target, (cst.Tuple, cst.List)):
+                found |= {a for e in node.target.elements
+                          for a in [self_attr(e.value)] if a is not None}
+    return found
+
+
+def _filled_attrs(statement: cst.CSTNode) -> set[str]:
+    """Attributes of self a statement adds to: `self.envs.append(...)`, `self.envs[k] = ...`."""
+    found: set[str] = set()
+    for node in walk(statement):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in _MUTATING:
+            attr = self_attr(node.func.value)
+            if attr is not None:
+                found.add(attr)
+        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Subscript):
+            attr = self_attr(node.target.value)
+            if attr is not None:
+                found.add(attr)
+    return found
+
+
+def _read_attrs(statement: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+    targets = {id(n.target) for n in walk(statement) if isinstance(n, cst.AssignTarget)}
+    for node in walk(statement):
+        if isinstance(node, cst.Attribute) and id(node) not in targets:
+            attr = self_attr(node)
+            if attr is not None:
+                found.add(attr)
+    return found
+
+
+def _first_assignment(moved: list[cst.BaseStatement], attr: str) -> int:
+    for position, statement in enumerate(moved):
+        if attr in _assigned_attrs(statement) or attr in _filled_attrs(statement):
+            return position
+    return len(moved)
+
+
+def _annotates(statement: cst.BaseStatement, name: str) -> bool:
+    small = single(statement)
+    return isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) \
+        and small.target.value == name
+
+
+def assigns_name(statement: cst.BaseStatement, name: str) -> bool:
+    small = single(statement)
+    return (isinstance(small, cst.Assign) and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == name)
+
+
+def _statement_at(located: Located, body: Sequence[cst.BaseStatement], line: int
+                  ) -> Optional[int]:
+    for index, statement in enumerate(body):
+        start, end = located.lines_of(statement)
+        if start <= line <= end:
+            return index
+    return None
+
+
+# --- names the moved statements read ------------------------------------------------------
+
+def _check_names(plan: AttrPlan, module: cst.Module, before: list[cst.BaseStatement],
+                 cls: cst.ClassDef, inner: set[str]) -> None:
+    """Every name the moved statements read must still be there in the new method."""
+    method = plan.method
+    locals_ = set(function_params(method)) | bound_names(list(method.body.body))
+    module_names = bound_names(list(module.body))
+    local_imports = {n: s for s in before for n in bound_names([s])
+                     if isinstance(single(s), (cst.Import, cst.ImportFrom))}
+    kept = {local: attr for local, attr in _kept_on_self(before).items()
+            if _assigned_once_in_class(cls, attr)}
+    read = set().union(*(loaded_names(s) for s in plan.statements)) - (inner - set(
+        function_params(method)))
+    for name in sorted(read):
+        if name == "self" or name not in locals_:
+            if name != "self" and name not in module_names and name not in BUILTIN_NAMES:
+                raise Unfixable(f"the creation reads {name!r}, which is not defined at module "
+                                "level")
+            continue
+        if name in local_imports:
+            statement = local_imports[name]
+            if statement not in plan.imports:
+                plan.imports.append(statement)
+                if not _used_outside(method, statement, plan.statements):
+                    plan.moved_imports.append(statement)
+        elif name in kept and _not_rebound(method, name):
+            plan.renames[name] = kept[name]
+        elif _bound_once_before(method, name, before):
+            plan.keeps[name] = ""  # the attribute name is chosen with the class's names
+        else:
+            raise Unfixable(f"the creation reads {name!r}, a local of {method.name.value} that "
+                            "changes after it is first set: fix by hand")
+
+
+def _used_outside(method: cst.FunctionDef, statement: cst.BaseStatement,
+                  moved: list[cst.BaseStatement]) -> bool:
+    """Does the method read a name this import binds anywhere but in the moved statements?"""
+    names = bound_names([statement])
+    skip = {id(s) for s in moved} | {id(statement)}
+    return any(names & loaded_names(s) for s in method.body.body if id(s) not in skip)
+
+
+def _kept_on_self(before: list[cst.BaseStatement]) -> dict[str, str]:
+    """`self.url = url` before the creation: `url` can be read back as `self.url`."""
+    kept: dict[str, str] = {}
+    for statement in before:
+        small = single(statement)
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                and isinstance(small.value, cst.Name):
+            attr = self_attr(small.targets[0].target)
+            if attr is not None:
+                kept.setdefault(small.value.value, attr)
+    return kept
+
+
+def _assigned_once_in_class(cls: cst.ClassDef, attr: str) -> bool:
+    count = sum(1 for node in walk(cls) if isinstance(node, (cst.AssignTarget, cst.AugAssign))
+                and self_attr(node.target) == attr)
+    return count == 1
+
+
+def _bound_once_before(method: cst.FunctionDef, name: str,
+                       before: list[cst.BaseStatement]) -> bool:
+    """A parameter never reassigned, or a local assigned once, at the top level, before the
+    creation: its value there is final, so it can be kept on self for the new method."""
+    assignments = sum(1 for node in walk(method.body) if _binds(node, name))
+    if name in function_params(method):
+        return assignments == 0
+    return assignments == 1 and any(assigns_name(s, name) for s in before)
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For,
+                         cst.CompFor, cst.NamedExpr)):
+        target = node.target
+        return name in bound_names([cst.SimpleStatementLine([cst.Expr(target)])]) or (
+            isinstance(target, cst.Name) and target.value == name)
+    if isinstance(node, cst.AsName):
+        return isinstance(node.name, cst.Name) and node.name.value == name
+    return False
+
+
+def _not_rebound(method: cst.FunctionDef, name: str) -> bool:
+    count = sum(1 for node in walk(method.body)
+                if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name)
+                and node.target.value == name)
+    return count == 0
+
+
+def _check_other_assignments(cls: cst.ClassDef, method: cst.FunctionDef, attrs: list[str]
+                             ) -> None:
+    for statement in cls.body.body:
+        if not isinstance(statement, cst.FunctionDef) or statement is method:
+            continue
+        for node in walk(statement):
+            if isinstance(node, cst.AssignTarget) and self_attr(node.target) in attrs:
+                raise Unfixable(f"self.{self_attr(node.target)} is also assigned in "
+                                f"{statement.name.value}: the rewrite cannot follow it")

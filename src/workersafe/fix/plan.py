@@ -1,0 +1,37 @@
+"""What the fixer decided to move for one handle, or why it refuses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+
+class Unfixable(Exception):
+    """The fix would not be safe; the message says why (shown to the user)."""
+
+
+@dataclass
+class AttrPlan:
+    """What moves for one handle: the statements of the creating method that create, derive
+    and configure it, and the attributes they leave the handle (and its derived objects) in."""
+
+    attr: str
+    handle: str
+    method: cst.FunctionDef
+    statements: list[cst.BaseStatement]  # in their order in the method
+    attrs: list[str]  # attributes holding the handle or objects derived from it
+    imports: list[cst.BaseStatement] = field(default_factory=list)  # function-local imports
+    renames: dict[str, str] = field(default_factory=dict)  # `__init__` local → self attribute
+    class_statement: Optional[cst.BaseStatement] = None  # a class attribute (WS103) instead
+    keeps: dict[str, str] = field(default_factory=dict)  # local → new self attribute to store
+    close_first: bool = False  # the library refuses a second open in one process (lmdb)
+    moved_imports: list[cst.BaseStatement] = field(default_factory=list)
+    # other attributes the moved statements set (`self.lengths`): the parent needs them, so
+    # even the lazy strategy runs the opener in `__init__`
+    results: list[str] = field(default_factory=list)
+
+    @property
+    def opener(self) -> str:
+        return f"_open_{self.attrs[0].lstrip('_')}"

@@ -1,0 +1,1 @@
+"""`workersafe server`: a language server (LSP over stdio, pygls) over the one engine."""

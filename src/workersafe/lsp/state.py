@@ -1,0 +1,187 @@
+"""The language server's view of a workspace: the files `workersafe check .` would check, their
+text on disk (re-read when it changes), the editor's unsaved buffers over them, and the last
+analysis. No LSP types here: positions are the engine's (1-based lines, code-point columns)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..config import Config, ConfigError, discover_config
+from ..discovery import DiscoveryError, SourceFile, discover, module_name
+from ..engine import CheckResult, Engine
+from ..findings import Finding
+from ..fixes import FindingKey, Rewrite, finding_key, rewrite
+from ..source import Source, SourceError, decode, read_source
+
+log = logging.getLogger("workersafe.lsp")
+
+
+@dataclass
+class Analysis:
+    generation: int  # bumped by every change of a buffer or file
+    result: CheckResult
+    by_path: dict[str, list[Finding]] = field(default_factory=dict)
+
+
+class Workspace:
+    def __init__(self, root: Optional[str], cache: bool = True) -> None:
+        self.root = os.path.abspath(root) if root else None
+        self.cache = cache
+        self.buffers: dict[str, str] = {}  # path → unsaved text of an open document
+        self.generation = 0
+        self._files: Optional[list[SourceFile]] = None
+        self._disk: dict[str, tuple[tuple[int, int], Optional[Source]]] = {}
+        self._analysis: Optional[Analysis] = None
+        self._fixes: dict[tuple[int, str, Optional[FindingKey]], Rewrite] = {}
+        self.reload_config()
+
+    # --- configuration and files -------------------------------------------------------------
+
+    def reload_config(self) -> None:
+        try:
+            self.config: Config = discover_config([self.root or os.getcwd()])
+        except ConfigError as exc:  # keep serving, with the defaults, and say why
+            log.warning("workersafe: configuration error: %s (using the defaults)", exc)
+            self.config = Config()
+        cache_dir = None
+        if self.cache and self.config.cache and self.root:
+            cache_dir = os.path.join(self.root, ".workersafe_cache")
+        # One process: parsing in a pool would fork the server (and its threads).
+        self.engine = Engine(self.config, link=True, jobs=1, cache_dir=cache_dir)
+        self.changed(files=True)
+
+    def changed(self, files: bool = False) -> None:
+        """Something changed: a buffer, or (files=True) the set of files on disk."""
+        self.generation += 1
+        self._fixes.clear()
+        if files:
+            self._files = None
+
+    def open(self, path: str, text: str) -> None:
+        self.buffers[path] = text
+        if self._files is not None and path not in {f.path for f in self._files}:
+            self._files = None
+        self.changed()
+
+    def update(self, path: str, text: str) -> None:
+        if self.buffers.get(path) != text:
+            self.buffers[path] = text
+            self.changed()
+
+    def close(self, path: str) -> None:
+        if self.buffers.pop(path, None) is not None:
+            self.changed()
+
+    def files(self) -> list[SourceFile]:
+        if self._files is None:
+            found: dict[str, SourceFile] = {}
+            if self.root:
+                excludes = self.config.exclude + self.config.extend_exclude
+                try:
+                    found = {f.path: f for f in discover([self.root], excludes)}
+                except DiscoveryError:
+                    found = {}
+            for path in self.buffers:  # open files outside the workspace (or excluded) too
+                if path not in found and path.endswith((".py", ".pyi")):
+                    found[path] = _lone_file(path, self.root)
+            self._files = sorted(found.values(), key=lambda f: f.path)
+        return self._files
+
+    # --- analysis ----------------------------------------------------------------------------
+
+    def analysis(self) -> Analysis:
+        if self._analysis is None or self._analysis.generation != self.generation:
+            self._refresh_disk()
+            self._analysis = self._analyse()
+        return self._analysis
+
+    def _analyse(self) -> Analysis:
+        files = self.files()
+        sources: dict[str, Source] = {}
+        for file in files:
+            source = self.source(file.path)
+            if source is not None:
+                sources[file.path] = source
+        result = self.engine.check_sources(files, sources)
+        by_path: dict[str, list[Finding]] = {}
+        for finding in result.findings:
+            by_path.setdefault(finding.path, []).append(finding)
+        return Analysis(self.generation, result, by_path)
+
+    def source(self, path: str) -> Optional[Source]:
+        """The text the analysis uses: the unsaved buffer, else the file on disk."""
+        text = self.buffers.get(path)
+        if text is not None:
+            return buffer_source(path, text)
+        entry = self._disk.get(path)
+        if entry is None:
+            entry = self._read(path)
+        return entry[1]
+
+    def text(self, path: str) -> Optional[str]:
+        source = self.source(path)
+        return source.text if source is not None else None
+
+    def _refresh_disk(self) -> None:
+        """Re-read the files whose size or modification time changed (editors and git change
+        files the server has not opened)."""
+        for file in self.files():
+            if file.path in self.buffers:
+                continue
+            known = self._disk.get(file.path)
+            if known is None or known[0] != _stamp(file.path):
+                self._read(file.path)
+
+    def _read(self, path: str) -> tuple[tuple[int, int], Optional[Source]]:
+        stamp = _stamp(path)
+        try:
+            source: Optional[Source] = read_source(path)
+        except SourceError:
+            source = None  # the engine reports unreadable files it reads itself; here: skip
+        self._disk[path] = (stamp, source)
+        return self._disk[path]
+
+    # --- fixes -------------------------------------------------------------------------------
+
+    def fix(self, path: str, key: Optional[FindingKey] = None) -> Rewrite:
+        """The rewrite of one finding (by `fixes.finding_key`), or of every finding in `path`."""
+        analysis = self.analysis()
+        cache_key = (analysis.generation, path, key)
+        if cache_key not in self._fixes:
+            def chosen(finding: Finding) -> bool:
+                return finding_key(finding) == key if key else finding.path == path
+            try:
+                self._fixes[cache_key] = rewrite(self.engine, analysis.result,
+                                                 self.config.fix_strategy, chosen)
+            except Exception as exc:  # noqa: BLE001 - a fixer bug must not take the editor down
+                self._fixes[cache_key] = Rewrite(notes={key or (path,): f"fix failed: {exc}"})
+        return self._fixes[cache_key]
+
+
+def buffer_source(path: str, text: str) -> Source:
+    """An unsaved buffer as a Source; its bytes in the encoding it declares (the fixer parses
+    bytes)."""
+    raw = text.encode("utf-8", "surrogatepass")
+    try:
+        encoding = decode(path, raw).encoding  # a coding cookie names another encoding
+        raw = text.encode(encoding)
+    except (SourceError, LookupError, UnicodeEncodeError):
+        encoding = "utf-8"
+    return Source(path, raw, text, encoding, False)
+
+
+def _lone_file(path: str, root: Optional[str]) -> SourceFile:
+    base = root if root and path.startswith(root + os.sep) else os.path.dirname(path)
+    return SourceFile(path, module_name(path, base), os.path.basename(path) == "__init__.py",
+                      base)
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (info.st_mtime_ns, info.st_size)

@@ -1,0 +1,396 @@
+"""Jupyter notebooks: code cells as one Python module, positions mapped back to cells, and the
+notebook written back with its format intact.
+
+The module the engine sees is every code cell in order, each after a marker comment line
+(`# %% [workersafe cell N]`), so a Dataset in one cell and its DataLoader in another link like
+two parts of one file. IPython syntax (`%magic`, `%%cell magic`, `!shell`, `obj?`) is masked
+line by line with a `pass` statement carrying a token, so every other line keeps its position
+and the masked lines can be restored after a fix. Cells are numbered from 1 over all cells
+(markdown and raw cells included), as editors show them."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+
+from .source import Source, SourceError, physical_lines
+
+if TYPE_CHECKING:
+    from .findings import Finding
+
+SUFFIX = ".ipynb"
+_MARKER = "# %% [workersafe cell {}]\n"
+_MARKER_RE = re.compile(r"^# %% \[workersafe cell (\d+)\]$")
+_MASK = "pass  # workersafe-magic-{}"
+_MASK_RE = re.compile(r"^([ \t]*)pass  # workersafe-magic-(\d+)$")
+# Cell magics whose body is Python; any other `%%` cell (bash, html, writefile...) is not.
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit"})
+
+
+def is_notebook(path: str) -> bool:
+    return path.endswith(SUFFIX)
+
+
+@dataclass(frozen=True)
+class CellLine:
+    """Where a line of the joined module sits in the notebook (both 1-based)."""
+
+    cell: int
+    line: int
+
+    def __str__(self) -> str:
+        return f"cell {self.cell}:{self.line}"
+
+
+@dataclass
+class Notebook:
+    """A parsed notebook and its joined code."""
+
+    raw: bytes
+    data: dict[str, Any]
+    code: str  # the joined module
+    masked: list[str]  # token number → the original line it replaced
+
+
+def notebook_source(path: str, raw: bytes) -> Source:
+    """The joined code of a notebook as a Source (the engine and fixer read it like a file)."""
+    code = load(raw).code
+    return Source(path, code.encode("utf-8"), code, "utf-8", False)
+
+
+def load(raw: bytes) -> Notebook:
+    """Parse and validate (nbformat), then join the code cells; SourceError when invalid."""
+    try:
+        text = raw.decode("utf-8-sig")
+        data = json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SourceError(f"not a notebook (invalid JSON: {exc})") from None
+    _validate(text)
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise SourceError("not a notebook (no list of cells)")
+    lines: list[str] = []
+    masked: list[str] = []
+    python = _is_python(data)
+    for number, cell in enumerate(data["cells"], start=1):
+        if not python or not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        lines.append(_MARKER.format(number))
+        for line in _masked_cell(cell_text(cell), masked):
+            lines.append(line if line.endswith(("\n", "\r")) else line + "\n")
+    return Notebook(raw, data, "".join(lines), masked)
+
+
+def _validate(text: str) -> None:
+    try:
+        import nbformat
+    except ImportError:  # the JSON checks above and the cell walk are all that is needed
+        return
+    try:
+        reads = nbformat.reads
+        notebook = reads(text, as_version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]
+        nbformat.validate(notebook)
+    except Exception as exc:  # noqa: BLE001 - nbformat raises many types for bad input
+        message = " ".join(str(exc).split())[:200]
+        raise SourceError(f"not a valid notebook: {message}") from None
+
+
+def _is_python(data: dict[str, Any]) -> bool:
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    for key in ("kernelspec", "language_info"):
+        info = metadata.get(key) if isinstance(metadata, dict) else None
+        if isinstance(info, dict):
+            language = info.get("language") if key == "kernelspec" else info.get("name")
+            if isinstance(language, str) and language:
+                return language.lower() == "python"
+    return True
+
+
+def cell_text(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _masked_cell(text: str, masked: list[str]) -> list[str]:
+    lines = physical_lines(text)
+    if not lines:
+        return []
+    first = lines[0].strip()
+    if first.startswith("%%"):
+        name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
+        if name not in _PYTHON_CELL_MAGICS:  # %%bash, %%html, %%writefile...: not Python
+            return [_mask(line, masked, indent=False) for line in lines]
+        return [_mask(lines[0], masked)] + _masked_lines(lines[1:], masked)
+    return _masked_lines(lines, masked)
+
+
+def _masked_lines(lines: list[str], masked: list[str]) -> list[str]:
+    """IPython's escapes count only where a statement starts: not inside brackets, strings, or
+    after a backslash continuation (`("a"\n % b)` is Python)."""
+    out = []
+    scanner = _Scanner()
+    for line in lines:
+        out.append(_mask_line(line, masked) if scanner.at_statement_start else line)
+        scanner.feed(line)
+    return out
+
+
+class _Scanner:
+    """Enough of Python's lexer to know whether the next line starts a statement."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.quote = ""  # the open triple quote, if any
+        self.continued = False
+
+    @property
+    def at_statement_start(self) -> bool:
+        return self.depth == 0 and not self.quote and not self.continued
+
+    def feed(self, line: str) -> None:
+        body = line.rstrip("\r\n")
+        i, n = 0, len(body)
+        while i < n:
+            if self.quote:
+                end = body.find(self.quote, i)
+                while end > 0 and body[end - 1] == "\\" and not _even_backslashes(body, end):
+                    end = body.find(self.quote, end + 1)
+                if end < 0:
+                    break
+                i, self.quote = end + 3, ""
+                continue
+            ch = body[i]
+            if ch == "#":
+                break
+            if ch in "\"'":
+                triple = body[i:i + 3]
+                if triple in ('"""', "'''"):
+                    self.quote, i = triple, i + 3
+                    continue
+                i = _string_end(body, i)
+                continue
+            if ch in "([{":
+                self.depth += 1
+            elif ch in ")]}":
+                self.depth = max(0, self.depth - 1)
+            i += 1
+        self.continued = not self.quote and body.endswith("\\")
+
+
+def _string_end(body: str, start: int) -> int:
+    quote, i = body[start], start + 1
+    while i < len(body):
+        if body[i] == "\\":
+            i += 2
+            continue
+        if body[i] == quote:
+            return i + 1
+        i += 1
+    return len(body)
+
+
+def _even_backslashes(body: str, end: int) -> bool:
+    count = 0
+    while end - count - 1 >= 0 and body[end - count - 1] == "\\":
+        count += 1
+    return count % 2 == 0
+
+
+def _mask_line(line: str, masked: list[str]) -> str:
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#"):
+        return line
+    help_query = stripped.endswith("?") and re.fullmatch(r"[\w.\[\]()]+\?\??", stripped)
+    if stripped[0] in "%!?" or help_query:
+        return _mask(line, masked)
+    if re.match(r"^[\w., ]+=\s*[%!]", stripped):  # `files = !ls`, `t = %timeit -o f()`
+        return _mask(line, masked)
+    return line
+
+
+def _mask(line: str, masked: list[str], indent: bool = True) -> str:
+    """`pass` with a token naming the original line (restored by `rewrite`); at the line's
+    indentation, so a magic inside a block leaves the block valid."""
+    body = line.rstrip("\r\n")
+    end = line[len(body):]
+    lead = body[: len(body) - len(body.lstrip())] if indent else ""
+    masked.append(line)
+    return f"{lead}{_MASK.format(len(masked) - 1)}{end}"
+
+
+# --- writing back -------------------------------------------------------------------------------
+
+class NotebookWriteError(Exception):
+    """The new code cannot be put back into the notebook safely; nothing is written."""
+
+
+def rewrite(raw: bytes, new_code: str) -> bytes:
+    """The notebook `raw` with its code cells replaced by the cells of `new_code` (a joined
+    module as `load` makes it, after a rewrite). Every other byte is kept: the JSON is
+    re-serialised in the notebook's own layout, and refused if that layout cannot be
+    reproduced exactly."""
+    notebook = load(raw)
+    if new_code == notebook.code:
+        return raw
+    layout = _Layout.detect(raw, notebook.data)
+    cells = _split(new_code, notebook)
+    data = notebook.data
+    for number, text in cells.items():
+        cell = data["cells"][number - 1]
+        old = cell.get("source", "")
+        if not cell_text(cell).endswith("\n") and text.endswith("\n"):
+            text = text[:-1]
+        if text != cell_text(cell):  # an untouched cell keeps its source as it was split
+            cell["source"] = physical_lines(text) if isinstance(old, list) else text
+    return layout.dump(data)
+
+
+def _split(new_code: str, notebook: Notebook) -> dict[int, str]:
+    cells: dict[int, list[str]] = {}
+    current: Optional[list[str]] = None
+    preamble: list[str] = []
+    for line in physical_lines(new_code):
+        match = _MARKER_RE.match(line.rstrip("\r\n"))
+        if match:
+            current = cells.setdefault(int(match.group(1)), [])
+            continue
+        (preamble if current is None else current).append(_unmask(line, notebook.masked))
+    expected = {int(m.group(1)) for m in map(_MARKER_RE.match, notebook.code.splitlines()) if m}
+    if set(cells) != expected:
+        raise NotebookWriteError("the rewrite moved or removed a cell boundary")
+    if any(line.strip() for line in preamble):
+        if not cells:
+            raise NotebookWriteError("code was added outside every cell")
+        first = min(cells)
+        cells[first] = preamble + cells[first]
+    texts = {n: "".join(lines) for n, lines in cells.items()}
+    if any(_MASK_RE.match(line.rstrip("\r\n")) for t in texts.values()
+           for line in physical_lines(t)):
+        raise NotebookWriteError("a masked IPython line could not be restored")
+    return texts
+
+
+def _unmask(line: str, masked: list[str]) -> str:
+    body = line.rstrip("\r\n")
+    match = _MASK_RE.match(body)
+    if match is None or int(match.group(2)) >= len(masked):
+        return line
+    return masked[int(match.group(2))]
+
+
+@dataclass(frozen=True)
+class _Layout:
+    indent: Optional[str]
+    separators: tuple[str, str]
+    ensure_ascii: bool
+    trailing_newline: bool
+    bom: bool
+
+    @classmethod
+    def detect(cls, raw: bytes, data: dict[str, Any]) -> "_Layout":
+        """The json.dumps settings that give back `raw` exactly (nbformat's: 1-space indent,
+        non-ASCII kept, a final newline); NotebookWriteError when none does."""
+        bom = raw.startswith(b"\xef\xbb\xbf")
+        text = raw.decode("utf-8-sig")
+        match = re.match(r"\{\r?\n([ \t]+)\"", text)
+        indent = match.group(1) if match else None
+        separators = [(",", ": ")] if indent is not None else [(", ", ": "), (",", ":")]
+        ensure_ascii = not any(ord(ch) > 127 for ch in text) and "\\u" in text
+        for pair in separators:
+            layout = cls(indent, pair, ensure_ascii, text.endswith("\n"), bom)
+            if layout.dump(data) == raw:
+                return layout
+        raise NotebookWriteError(
+            "the notebook's JSON layout cannot be reproduced byte for byte (not written by "
+            "Jupyter or nbformat?); not rewritten")
+
+    def dump(self, data: dict[str, Any]) -> bytes:
+        text = json.dumps(data, indent=self.indent, separators=self.separators,
+                          ensure_ascii=self.ensure_ascii)
+        if self.trailing_newline:
+            text += "\n"
+        return (b"\xef\xbb\xbf" if self.bom else b"") + text.encode("utf-8")
+
+
+# --- positions ----------------------------------------------------------------------------------
+
+def cell_positions(code: str) -> list[Optional[CellLine]]:
+    """Joined line (0-based index) → cell and cell line, from the marker lines alone."""
+    out: list[Optional[CellLine]] = []
+    cell, line = 0, 0
+    for text in physical_lines(code):
+        match = _MARKER_RE.match(text.rstrip("\r\n"))
+        if match:
+            cell, line = int(match.group(1)), 0
+            out.append(None)
+            continue
+        line += 1
+        out.append(CellLine(cell, line) if cell else None)
+    return out
+
+
+def in_cells(findings: Sequence["Finding"], texts: Mapping[str, str]) -> list["Finding"]:
+    """Findings in notebooks with their lines counted within their cell (and `cell` set);
+    findings elsewhere unchanged. `texts`: path → joined code of each notebook."""
+    from dataclasses import replace
+
+    from .facts import Span
+
+    maps: dict[str, list[Optional[CellLine]]] = {}
+    out = []
+    for finding in findings:
+        if not is_notebook(finding.path) or finding.path not in texts:
+            out.append(finding)
+            continue
+        if finding.path not in maps:
+            maps[finding.path] = cell_positions(texts[finding.path])
+        origin = maps[finding.path]
+        span = finding.span
+        start = _at(origin, span.line)
+        if start is None:  # WS001 for the whole notebook: its message may name a line
+            out.append(_error_in_cells(finding, origin))
+            continue
+        end = _at(origin, span.end_line)
+        if end is None or end.cell != start.cell:
+            end_line, end_col = start.line, span.col
+        else:
+            end_line, end_col = end.line, span.end_col
+        out.append(replace(finding, span=Span(start.line, span.col, end_line, end_col),
+                           cell=start.cell))
+    return [_message_in_cells(f, texts, maps) for f in out]
+
+
+def _error_in_cells(finding: "Finding", origin: list[Optional[CellLine]]) -> "Finding":
+    """`syntax error: ... (line 12, column 15)` → `... (cell 3, line 4, column 15)`."""
+    from dataclasses import replace
+
+    def cell_of(match: "re.Match[str]") -> str:
+        place = _at(origin, int(match.group(1)))
+        return match.group(0) if place is None else f"(cell {place.cell}, line {place.line}"
+
+    message = re.sub(r"\(line (\d+)", cell_of, finding.message)
+    return finding if message == finding.message else replace(finding, message=message)
+
+
+def _message_in_cells(finding: "Finding", texts: Mapping[str, str],
+                      maps: dict[str, list[Optional[CellLine]]]) -> "Finding":
+    """`nb.ipynb:18` in a message (where the DataLoader is) → `nb.ipynb:cell 4:1`."""
+    from dataclasses import replace
+
+    message = finding.message
+    for path, code in texts.items():
+        if f"{path}:" not in message:
+            continue
+
+        def cell_of(match: "re.Match[str]") -> str:
+            origin = maps.setdefault(path, cell_positions(code))  # noqa: B023 - used at once
+            place = _at(origin, int(match.group(1)))
+            return match.group(0) if place is None else f"{path}:{place}"
+
+        message = re.sub(re.escape(path) + r":(\d+)", cell_of, message)
+    return finding if message == finding.message else replace(finding, message=message)
+
+
+def _at(origin: list[Optional[CellLine]], line: int) -> Optional[CellLine]:
+    return origin[line - 1] if 1 <= line <= len(origin) else None

@@ -1,0 +1,267 @@
+"""`workersafe server` as an editor uses it: the real server process, a real LSP client
+(pygls) over stdio. Every wait is bounded (lsp_client.WAIT, and each test overall)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pygls")
+from ecosystem_util import REMOTE_DATASET  # noqa: E402
+from lsp_client import ROOT, Session, apply_edits, run  # noqa: E402
+from lsprotocol import types  # noqa: E402
+
+DATASET = REMOTE_DATASET
+SAME_FILE_LOADER = textwrap.dedent('''\
+
+
+    def make_loader(urls):
+        from torch.utils.data import DataLoader
+
+        return DataLoader(RemoteImages(urls), num_workers=4)
+    ''')
+TRAIN = textwrap.dedent('''\
+    from torch.utils.data import DataLoader
+
+    from dataset import RemoteImages
+
+
+    def main(urls):
+        loader = DataLoader(RemoteImages(urls), batch_size=8, num_workers=4)
+        for batch in loader:
+            print(len(batch))
+    ''')
+
+
+def has(code: str):  # noqa: ANN201 - a predicate for Session.diagnostics_where
+    return lambda diagnostics: any(d.code == code for d in diagnostics)
+
+
+def clean(diagnostics: list[types.Diagnostic]) -> bool:
+    return not diagnostics
+
+
+def test_diagnostic_quick_fix_clears_it(tmp_path: Path) -> None:
+    (tmp_path / "data.py").write_text(DATASET + SAME_FILE_LOADER)
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        init = await s.start()
+        assert init.server_info is not None and init.server_info.name == "workersafe"
+        uri = s.open("data.py")
+        found = await s.diagnostics_where(uri, has("WS101"))
+        diagnostic = next(d for d in found if d.code == "WS101")
+        assert diagnostic.range.start == types.Position(7, 23)  # requests.Session(
+        assert diagnostic.source == "workersafe"
+        assert diagnostic.code_description is not None
+        assert diagnostic.code_description.href.endswith("/WS101.md")
+        assert diagnostic.related_information, "points at the DataLoader"
+        loader = diagnostic.related_information[0].location
+        assert loader.uri == uri and loader.range.start.line == 19  # return DataLoader(
+
+        actions = await s.code_actions(uri, [diagnostic])
+        titles = [a.title for a in actions]
+        assert "workersafe: ignore with # noqa: WS101" in titles
+        assert "workersafe: fix all in this file" in titles
+        fix = next(a for a in actions if a.is_preferred)
+        assert fix.kind == types.CodeActionKind.QuickFix
+        fix = await s.resolve(fix)
+        assert fix.edit is not None and fix.disabled is None
+        assert s.apply(fix.edit) == [uri]
+        assert "worker_init_fn=" in s.texts[uri] and "def __getstate__" in s.texts[uri]
+        await s.diagnostics_where(uri, clean)
+        s.save(uri)
+        await s.diagnostics_where(uri, clean)
+        compile(s.texts[uri], "data.py", "exec")
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_cross_file_fix_edits_both_files(tmp_path: Path) -> None:
+    (tmp_path / "dataset.py").write_text(DATASET)
+    (tmp_path / "train.py").write_text(TRAIN)
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        dataset = s.open("dataset.py")
+        # confirmed (WS101) through train.py, which is not even open: the workspace index
+        found = await s.diagnostics_where(dataset, has("WS101"))
+        diagnostic = next(d for d in found if d.code == "WS101")
+        assert "train.py" in diagnostic.message
+        related = diagnostic.related_information or []
+        assert [r.location.uri for r in related] == [s.uri("train.py")]
+
+        # an unsaved buffer wins over the disk: num_workers=0 in train.py → no hazard
+        train = s.open("train.py")
+        s.change(train, TRAIN.replace("num_workers=4", "num_workers=0"))
+        await s.diagnostics_where(dataset, clean)
+        s.change(train, TRAIN)
+        found = await s.diagnostics_where(dataset, has("WS101"))
+
+        actions = await s.code_actions(dataset, [d for d in found if d.code == "WS101"])
+        fix = await s.resolve(next(a for a in actions if a.is_preferred))
+        assert fix.edit is not None and fix.edit.changes is not None
+        assert set(fix.edit.changes) == {dataset, train}, "the DataLoader wiring is in train.py"
+        s.apply(fix.edit)
+        assert "worker_init_fn=workersafe_worker_init" in s.texts[train]
+        await s.diagnostics_where(dataset, clean)
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_noqa_action_and_fix_all_without_resolve(tmp_path: Path) -> None:
+    text = DATASET.replace(
+        "        self.urls = urls\n",
+        "        self.urls = urls\n        self.index = requests.Session()  # keep\n"
+    ).replace("return self.session.get(", "return self.index.get(self.urls[0]) or "
+              "self.session.get(") + SAME_FILE_LOADER
+    (tmp_path / "data.py").write_text(text)
+
+    async def session() -> None:
+        s = Session(tmp_path, resolve=False)  # a client that wants the edits up front
+        await s.start()
+        uri = s.open("data.py")
+        found = await s.diagnostics_where(uri, lambda d: len(d) == 2)
+        first = min(found, key=lambda d: d.range.start.line)
+        actions = await s.code_actions(uri, [first])
+        noqa = next(a for a in actions if "noqa" in a.title)
+        assert noqa.edit is not None
+        s.apply(noqa.edit)
+        assert "self.index = requests.Session()  # keep  # noqa: WS101\n" in s.texts[uri]
+        found = await s.diagnostics_where(uri, lambda d: len(d) == 1)
+
+        actions = await s.code_actions(uri, [], only=[types.CodeActionKind.SourceFixAll])
+        assert [a.kind for a in actions] == ["source.fixAll.workersafe"]
+        assert actions[0].edit is not None, "computed up front without resolve support"
+        s.apply(actions[0].edit)
+        await s.diagnostics_where(uri, clean)
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_syntax_error_is_ws001_and_the_server_survives(tmp_path: Path) -> None:
+    (tmp_path / "data.py").write_text(DATASET + SAME_FILE_LOADER)
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        uri = s.open("data.py")
+        await s.diagnostics_where(uri, has("WS101"))
+        s.change(uri, DATASET + "\n    def broken(:\n" + SAME_FILE_LOADER)
+        found = await s.diagnostics_where(uri, has("WS001"))
+        assert found[0].severity == types.DiagnosticSeverity.Warning
+        actions = await s.code_actions(uri, found)
+        assert all("WS001" not in a.title for a in actions)
+        s.change(uri, "\x00 not python at all \udcff")  # bad input of every kind
+        s.change(uri, DATASET + SAME_FILE_LOADER)
+        await s.diagnostics_where(uri, has("WS101"))
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_a_3000_line_file_answers_quickly(tmp_path: Path) -> None:
+    filler = "".join(f"\n\ndef helper_{i}(x):\n    return x + {i}\n" for i in range(750))
+    text = DATASET + filler + SAME_FILE_LOADER
+    assert len(text.splitlines()) >= 3000
+    (tmp_path / "data.py").write_text(text)
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        uri = s.open("data.py")
+        found = await s.diagnostics_where(uri, has("WS101"))
+        s.change(uri, text + "\n")  # warm: the first analysis imported the engine
+        await s.diagnostics_where(uri, has("WS101"))
+        timings = []
+        for n in range(3):
+            started = time.perf_counter()
+            s.change(uri, text + "\n" * (n + 2))
+            await s.diagnostics_where(uri, has("WS101"))
+            timings.append(time.perf_counter() - started - 0.05)  # minus the debounce
+            started = time.perf_counter()
+            await s.code_actions(uri, found)
+            timings.append(time.perf_counter() - started)
+        assert min(timings[0::2]) < 0.5 and min(timings[1::2]) < 0.5, timings
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_exit_without_shutdown_and_closed_stdin(tmp_path: Path) -> None:
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-m", "workersafe", "server"], input=b"",
+                          capture_output=True, timeout=60, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        s.client.exit(None)  # no shutdown first: exit code 1, as the protocol says
+        assert s.client._server is not None
+        await s.wait(s.client._server.wait())
+        await s.wait(s.client.stop())
+        assert s.client._server.returncode == 1
+
+    run(session())
+
+
+def test_apply_edits_helper() -> None:
+    edit = types.TextEdit(types.Range(types.Position(1, 0), types.Position(2, 0)), "B\n")
+    assert apply_edits("a\nb\nc\n", [edit]) == "a\nB\nc\n"
+
+
+def test_refused_fix_is_disabled_with_the_reason(tmp_path: Path) -> None:
+    # a handle that another method replaces (a reconnect) is refused by the fixer
+    text = DATASET.replace("    def __len__(self):\n",
+                           "    def reconnect(self):\n"
+                           "        self.session = requests.Session()\n\n"
+                           "    def __len__(self):\n")
+    (tmp_path / "data.py").write_text(text + SAME_FILE_LOADER)
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        uri = s.open("data.py")
+        found = await s.diagnostics_where(uri, has("WS101"))
+        actions = await s.code_actions(uri, found)
+        fix = await s.resolve(next(a for a in actions if a.is_preferred))
+        assert fix.edit is None and fix.disabled is not None
+        assert "reconnect" in fix.disabled.reason  # the fixer's reason
+        assert any("noqa" in a.title for a in actions)  # ignoring is still offered
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_without_the_extra_server_says_what_to_install(tmp_path: Path) -> None:
+    hide = ("import sys; sys.modules['pygls'] = None; from workersafe.cli import main; "
+            "sys.exit(main(['server']))")
+    done = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True,
+                          timeout=60, env={"PYTHONPATH": str(ROOT / "src")}, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "pip install 'workersafe[lsp]'" in done.stderr
+
+
+def test_bad_configuration_still_serves(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.workersafe]\nselect = 3\n')
+    (tmp_path / "data.py").write_text(DATASET + SAME_FILE_LOADER)
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        uri = s.open("data.py")
+        await s.diagnostics_where(uri, has("WS101"))
+        assert await s.stop() == 0
+
+    run(session())

@@ -1,0 +1,214 @@
+"""Notebooks end to end: `workersafe check` and `fix` on real .ipynb files that nbformat wrote
+(and validates after the fix). Code cells are one module; findings name the cell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+from ecosystem_util import ROOT, workersafe  # noqa: E402
+from notebook_util import (  # noqa: E402
+    DATASET_CELL, LOADER_CELL, code_of, read_valid, write_notebook,
+)
+
+SESSION_AT = "cell 3:8:24"  # markdown title is cell 1, `urls = ...` cell 2, dataset cell 3
+
+
+def _project(tmp_path: Path) -> Path:
+    write_notebook(tmp_path / "explore.ipynb",
+                   ["urls = ['https://example.invalid/a']", DATASET_CELL, LOADER_CELL])
+    return tmp_path / "explore.ipynb"
+
+
+def test_check_links_cells_and_reports_the_cell(tmp_path: Path) -> None:
+    _project(tmp_path)
+    done = workersafe("check", ".", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    line = done.stdout.strip()
+    assert line.startswith(f"explore.ipynb:{SESSION_AT}: WS101 requests.Session created in "
+                           "RemoteImages.__init__"), line
+    assert "(num_workers=4, explore.ipynb:cell 4:3)" in line  # the DataLoader's cell, linked
+
+    rows = json.loads(workersafe("check", "explore.ipynb", "--format", "json",
+                                 cwd=tmp_path).stdout)
+    assert [(r["cell"], r["line"], r["col"], r["end_line"]) for r in rows] == [(3, 8, 24, 8)]
+
+
+def test_sarif_region_is_within_the_cell(tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    _project(tmp_path)
+    log = json.loads(workersafe("check", ".", "--format", "sarif", cwd=tmp_path).stdout)
+    schema = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
+    jsonschema.validate(log, schema)
+    result = log["runs"][0]["results"][0]
+    location = result["locations"][0]
+    assert location["physicalLocation"]["artifactLocation"]["uri"] == "explore.ipynb"
+    assert location["physicalLocation"]["region"]["startLine"] == 8
+    assert location["logicalLocations"] == [{"name": "cell 3", "kind": "notebookCell"}]
+    assert result["properties"] == {"cell": 3}
+
+
+def test_ipython_syntax_is_masked_and_positions_stay(tmp_path: Path) -> None:
+    cells = [
+        "%matplotlib inline\n!pip install requests\nfiles = !ls\n%load_ext autoreload\n"
+        "label = ('%d files'\n         % len(files))  # Python, not a magic",
+        ("markdown", "Some *prose* with `code`."),
+        "%%bash\necho this is not python (\n",
+        "DataLoader?\n" + DATASET_CELL.replace(
+            "        self.urls = urls\n",
+            "        self.urls = urls\n        if urls:\n            %time len(urls)\n"),
+        "%%time\n" + LOADER_CELL.replace("RemoteImages(urls)", "RemoteImages(['u'])"),
+        ("raw", "not code at all ("),
+    ]
+    write_notebook(tmp_path / "magic.ipynb", cells)
+    done = workersafe("check", "magic.ipynb", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "WS001" not in done.stdout
+    # cell 5: `DataLoader?` is line 1, so the session is on line 11 (two lines were added)
+    assert done.stdout.startswith("magic.ipynb:cell 5:11:24: WS101"), done.stdout
+    assert "magic.ipynb:cell 6:4)" in done.stdout  # after the %%time line
+
+
+def test_dataset_module_and_notebook_loader_link(tmp_path: Path) -> None:
+    (tmp_path / "remote.py").write_text(DATASET_CELL + "\n")
+    write_notebook(tmp_path / "train.ipynb", [
+        "from remote import RemoteImages\nurls = ['u']", LOADER_CELL])
+    done = workersafe("check", ".", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.startswith("remote.py:8:24: WS101"), done.stdout
+    assert "train.ipynb:cell 3:3" in done.stdout
+
+
+def test_walk_includes_notebooks_but_not_checkpoints(tmp_path: Path) -> None:
+    _project(tmp_path)
+    checkpoints = tmp_path / ".ipynb_checkpoints"
+    checkpoints.mkdir()
+    write_notebook(checkpoints / "explore-checkpoint.ipynb", [DATASET_CELL, LOADER_CELL])
+    done = workersafe("check", ".", cwd=tmp_path)
+    assert [line.split(":")[0] for line in done.stdout.splitlines()] == ["explore.ipynb"]
+
+
+def test_fix_rewrites_cells_and_keeps_the_format(tmp_path: Path) -> None:
+    notebook = _project(tmp_path)
+    clean = write_notebook(tmp_path / "clean.ipynb", ["print('no handles here')"])
+    before = notebook.read_bytes()
+    clean_before, clean_stat = clean.read_bytes(), clean.stat()
+    old = json.loads(before)
+
+    done = workersafe("fix", ".", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr  # changed a file
+    assert f"explore.ipynb:{SESSION_AT}: WS101 fixed" in done.stdout
+
+    new = read_valid(notebook)  # nbformat validates the notebook written back
+    data = json.loads(notebook.read_bytes())
+    assert (data["nbformat"], data["nbformat_minor"]) == (old["nbformat"], old["nbformat_minor"])
+    assert data["metadata"] == old["metadata"]
+    assert list(data) == list(old)
+    for old_cell, new_cell in zip(old["cells"], data["cells"]):
+        assert list(new_cell) == list(old_cell)  # key order, ids, outputs, counts
+        for key in ("id", "outputs", "execution_count", "metadata", "cell_type"):
+            assert new_cell.get(key) == old_cell.get(key)
+    assert len(data["cells"]) == len(old["cells"])
+    assert data["cells"][1] == old["cells"][1]  # the untouched code cell
+    assert "def _open_session(self):" in new.cells[2].source
+    assert "def workersafe_worker_init(" in new.cells[2].source
+    assert "worker_init_fn=workersafe_worker_init" in new.cells[3].source
+    assert not new.cells[2].source.endswith("\n")  # as nbformat keeps a cell's last line
+    text = notebook.read_text()
+    assert text.endswith("}\n") and text.startswith('{\n "cells": [\n  {\n')  # 1-space indent
+    assert clean.read_bytes() == clean_before and clean.stat().st_mtime_ns == \
+        clean_stat.st_mtime_ns
+
+    again = workersafe("check", ".", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout
+    compile(code_of(notebook), "explore.ipynb", "exec")
+    second = workersafe("fix", ".", cwd=tmp_path)
+    assert second.returncode == 0 and "0 fixed" in second.stdout
+
+
+def test_fix_restores_magics_and_other_layouts(tmp_path: Path) -> None:
+    path = write_notebook(tmp_path / "magic.ipynb", [
+        "%matplotlib inline\nurls = ['u']", DATASET_CELL, "!echo hi\n" + LOADER_CELL])
+    # a notebook written by another tool: 2-space indent, ASCII escapes, no final newline,
+    # sources as single strings
+    data = json.loads(path.read_text())
+    for cell in data["cells"]:
+        cell["source"] = "".join(cell["source"])
+    data["metadata"]["title"] = "Bilder \u00fcber Netz"
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=True))
+    done = workersafe("fix", "magic.ipynb", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    text = path.read_text()
+    assert not text.endswith("\n") and '\n  "cells": [' in text and "\\u00fc" in text
+    fixed = json.loads(text)
+    cells = fixed["cells"]
+    assert all(isinstance(c["source"], str) for c in cells)
+    assert cells[1]["source"] == "%matplotlib inline\nurls = ['u']"
+    assert cells[3]["source"].startswith("!echo hi\n")
+    assert "worker_init_fn=workersafe_worker_init" in cells[3]["source"]
+    assert "pass  # workersafe-magic" not in text
+    nbformat.validate(nbformat.from_dict(fixed))
+
+
+def test_fix_leaves_unfixable_and_invalid_notebooks_byte_identical(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.ipynb"
+    bad.write_bytes(b'{"cells": [ {"cell_type": "code"')
+    invalid = tmp_path / "invalid.ipynb"
+    invalid.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "import requests"}],
+                                   "nbformat": 4}))
+    other = write_notebook(tmp_path / "r.ipynb", [DATASET_CELL, LOADER_CELL])
+    data = json.loads(other.read_text())
+    data["metadata"]["kernelspec"]["language"] = "R"  # not Python: no code to check
+    other.write_text(json.dumps(data, indent=1) + "\n")
+    snapshot = {p: p.read_bytes() for p in (bad, invalid, other)}
+    check = workersafe("check", ".", cwd=tmp_path)
+    assert "broken.ipynb:1:1: WS001 cannot analyse this file: not a notebook" in check.stdout
+    assert "invalid.ipynb:1:1: WS001 cannot analyse this file: not a valid notebook" \
+        in check.stdout
+    assert "r.ipynb" not in check.stdout
+    done = workersafe("fix", ".", cwd=tmp_path)
+    assert "Traceback" not in done.stderr
+    assert {p: p.read_bytes() for p in snapshot} == snapshot
+
+
+def test_stdin_notebook(tmp_path: Path) -> None:
+    path = _project(tmp_path)
+    done = workersafe("check", "--stdin-filename", "nb.ipynb", "-", cwd=tmp_path,
+                      stdin=path.read_text())
+    assert done.stdout.startswith(f"nb.ipynb:{SESSION_AT}: WS101"), done.stdout + done.stderr
+
+
+def test_syntax_error_names_the_cell(tmp_path: Path) -> None:
+    write_notebook(tmp_path / "bad.ipynb", [
+        "urls = []", DATASET_CELL.replace("def __len__(self):", "def __len__(self:"), LOADER_CELL])
+    done = workersafe("check", "bad.ipynb", cwd=tmp_path)
+    assert done.stdout == ("bad.ipynb:1:1: WS001 cannot analyse this file: syntax error: '(' was "
+                           "never closed (cell 3, line 10, column 15)\n"), done.stdout
+
+
+@pytest.mark.parametrize("layout", ["compact", "tabs", "hand-edited"])
+def test_fix_keeps_or_refuses_other_json_layouts(tmp_path: Path, layout: str) -> None:
+    path = _project(tmp_path)
+    data = json.loads(path.read_text())
+    if layout == "compact":
+        text = json.dumps(data, separators=(",", ":"))
+    elif layout == "tabs":
+        text = json.dumps(data, indent="\t") + "\n"
+    else:  # no json.dumps settings give these bytes back: refused, nothing written
+        text = json.dumps(data, indent=1).replace('"cells": [', '"cells":   [') + "\n"
+    path.write_text(text)
+    done = workersafe("fix", ".", cwd=tmp_path)
+    if layout == "hand-edited":
+        assert done.returncode == 2, done.stdout
+        assert "cannot be reproduced byte for byte" in done.stderr
+        assert path.read_text() == text
+        return
+    assert done.returncode == 1, done.stdout + done.stderr
+    new = path.read_text()
+    assert "worker_init_fn=workersafe_worker_init" in new
+    assert json.dumps(json.loads(new), indent="\t" if layout == "tabs" else None,
+                      separators=(",", ":") if layout == "compact" else None) + (
+        "\n" if layout == "tabs" else "") == new
