@@ -35,6 +35,7 @@ class Selection:
         self.start_files = {p for p, t in texts.items() if _START_METHOD in t}
         self._imports: dict[str, set[str]] = {}
         self._callers_searched: set[str] = set()
+        self._verdicts: tuple[set[str], set[str]] = (set(), set())
 
     def first(self) -> list[str]:
         """The files parsed first: a handle and a dataset word in the same file."""
@@ -44,7 +45,8 @@ class Selection:
         """(quiet, loud) among the files read so far: quiet ones named neither (nor set a start
         method: an entry script's start method reaches the loaders its imports build)."""
         loud = self.handle_files | self.dataset_files | self.start_files
-        return set(self.texts) - loud, loud
+        self._verdicts = (set(self.texts) - loud, loud)
+        return self._verdicts
 
     def complete(self, facts: dict[str, FileFacts], parse: ParseMany) -> None:
         """Parse more files (adding to `facts`) until every file that could add to a finding
@@ -111,7 +113,11 @@ class Selection:
         self._callers_searched |= names
         if pattern is None:
             return set()
-        return {p for p, text in self.texts.items() if p not in facts and pattern.search(text)}
+        found = {p for p, text in self.texts.items() if p not in facts and pattern.search(text)}
+        quiet, loud = self._verdicts  # a caller is read again next time, though it names
+        quiet -= found  # no handle and no dataset
+        loud |= found
+        return found
 
     def _imported_by(self, path: str) -> set[str]:
         if path not in self._imports:
