@@ -442,9 +442,13 @@ def _findings_of(cand: Candidate) -> Iterator[Finding]:
 
 
 def _finding(cand: Candidate, code: str, message: str) -> Finding:
+    # A loader given its dataset through a parameter (`def val(net, dataset)`) cannot be
+    # wired by name there: then no loader is, and the fix opens lazily (right for every loader).
+    wire = cand.wire and not any(r.kind == "param" for u in cand.loaders
+                                 for r in u.loader.datasets)
     loaders = tuple(sorted({(u.facts.path, u.loader.span.line, u.loader.span.col)
                             for u in cand.loaders if u.loader.num_workers != 0})) \
-        if cand.wire else ()
+        if wire else ()
     return Finding(cand.path, cand.site.span, code, message, replace(cand.plan, loaders=loaders))
 
 
