@@ -68,6 +68,21 @@ def test_flake8_plugin_does_not_import_libcst_for_plain_files(tmp_path: Path) ->
     assert proc.stdout.split() == ["0", "False"], proc.stderr
 
 
+def test_flake8_plugin_imports_only_what_one_file_needs(tmp_path: Path) -> None:
+    """flake8 imports the plugin on every run, and a file passing the prefilter pulls in the
+    analysis: no TOML parser (no pyproject.toml here), no cache, no file selection, no libcst."""
+    target = tmp_path / "ds.py"
+    shutil.copy(FIXTURES / "lint" / "alias_from_import_as.py", target)  # one WS101
+    unwanted = ["tomllib", "tomli", "libcst", "workersafe.cache", "workersafe.selection"]
+    code = ("import sys\nfrom flake8.main.cli import main\n"
+            f"rc = main(['--isolated', '--select=WS', {str(target)!r}])\n"
+            f"print(rc, [m for m in {unwanted!r} if m in sys.modules])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert "WS101" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "1 []", proc.stdout + proc.stderr
+
+
 def test_second_run_reads_facts_from_cache(tmp_path: Path) -> None:
     project = tmp_path / "p"
     shutil.copytree(PROJECTS / "dataset_and_train_split", project)

@@ -10,11 +10,6 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Optional
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.9/3.10
-    import tomli as tomllib
-
 from .paths import CACHE_DIR_NAME, ancestors
 from .registry import DEFAULT_REGISTRY, Registry
 from .ruletable import DEFAULT_SELECT, default_on
@@ -142,7 +137,12 @@ def find_pyproject(start: str) -> Optional[str]:
 
 
 def load_pyproject_data(path: str) -> dict[str, Any]:
-    """A pyproject.toml as read; an unreadable or invalid one is a ConfigError."""
+    """A pyproject.toml as read; an unreadable or invalid one is a ConfigError. (The TOML
+    parser is imported here: the flake8 plugin loads this module, and seldom reads TOML.)"""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.9/3.10
+        import tomli as tomllib
     try:
         with open(path, "rb") as handle:
             data: dict[str, Any] = tomllib.load(handle)

@@ -9,7 +9,6 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
-from .cache import FactsCache, QuietFiles
 from .config import Config
 from .discovery import SourceFile, discover, module_name
 from .facts import FileFacts, Span
@@ -19,14 +18,17 @@ from .noqa import NoqaFilter, file_is_ignored
 from .prefilter import Prefilter
 from .rules import evaluate
 from .ruletable import UNREADABLE
-from .selection import Selection
-from .reading import read_source
 from .source import Source, SourceError, decode
 
 if TYPE_CHECKING:
     import ast
 
+    from .cache import FactsCache, QuietFiles
     from .index import Index
+    from .registry import Registry
+
+# The cache and the file selection are imported where used: one file alone (the flake8
+# plugin, editors) needs neither, and flake8 pays every import on every run.
 
 
 @dataclass
@@ -70,7 +72,7 @@ class Engine:
         self.registry = self.config.registry()
         extra_words = tuple(b.rsplit(".", 1)[-1] for b in self.config.dataset_bases)
         self.filter = Prefilter(self.registry, extra_words)
-        self.cache = FactsCache(self.cache_dir, self.registry) if self.cache_dir else None
+        self.cache = _facts_cache(self.cache_dir, self.registry) if self.cache_dir else None
 
     # --- public API ---------------------------------------------------------------------------
 
@@ -90,6 +92,8 @@ class Engine:
     def _quiet_files(self) -> Optional[QuietFiles]:
         if not (self.skip_quiet and self.cache and self.prefilter and self.link):
             return None
+        from .cache import QuietFiles
+
         return QuietFiles(self.cache, "-".join(self.filter.dataset_words))
 
     def check_sources(self, files: list[SourceFile], sources: dict[str, Source],
@@ -165,13 +169,15 @@ class Engine:
         errors: list[Finding] = []
         for file in files:
             try:
-                sources[file.path] = read_source(file.path)
+                sources[file.path] = _read(file.path)
             except SourceError as exc:
                 errors.append(self._error_finding(file.path, str(exc)))
         return sources, errors
 
     def _analyse(self, files: list[SourceFile], texts: "_Texts", stats: Stats
                  ) -> tuple[dict[str, FileFacts], Optional[tuple[set[str], set[str]]]]:
+        from .selection import Selection
+
         by_path = {f.path: f for f in files if f.path in texts or f.path in texts.unread}
         selection = Selection(self.filter, by_path, texts) if self.link and self.prefilter \
             else None
@@ -250,6 +256,18 @@ class Engine:
         return Finding(path, Span(1, 0, 1, 0), UNREADABLE, f"cannot analyse this file: {message}")
 
 
+def _read(path: str) -> Source:
+    from .reading import read_source  # with the notebook reader: not for one file alone
+
+    return read_source(path)
+
+
+def _facts_cache(cache_dir: str, registry: Registry) -> FactsCache:
+    from .cache import FactsCache as Cache
+
+    return Cache(cache_dir, registry)
+
+
 class _Texts(dict[str, str]):
     """path → text of the files read; a file left unread (known quiet) is read when asked for,
     and its source joins `sources` (its findings need its `# noqa` comments)."""
@@ -263,7 +281,7 @@ class _Texts(dict[str, str]):
         if path not in self.unread:
             raise KeyError(path)
         try:
-            source = read_source(path)
+            source = _read(path)
         except SourceError:
             return ""  # changed since it was recorded quiet and now unreadable: nothing in it
         self.sources[path] = source

@@ -3,20 +3,21 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from .config import Config
 from .discovery import SourceFile
 from .facts import FileFacts
 from .registry import Registry
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 # Below this much source a pool costs more (an interpreter start per worker) than it saves.
 MIN_PARALLEL_BYTES = 400_000
@@ -33,7 +34,11 @@ def parse_files(files: Sequence[SourceFile], texts: dict[str, str], config: Conf
         registry = config.registry()
         return {f.path: _facts(f, texts[f.path], registry) for f in files}, 1
     # The parent parses too: the pool has one process fewer, and the parent's share starts at
-    # once, while the pool's interpreters are still starting (~0.1 s each).
+    # once, while the pool's interpreters are still starting (~0.1 s each). (multiprocessing is
+    # imported only here: a run that parses in this process does not pay for it.)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     pending = deque(_balanced_batches(files, texts, workers * 16))  # largest first
     context = multiprocessing.get_context("spawn")
     out: dict[str, FileFacts] = {}

@@ -7,10 +7,11 @@ fact refers to, or name something a parsed fact is interested in."""
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Iterable, Optional
 
 from .discovery import SourceFile, module_aliases, module_of_import
-from .facts import ClassFacts, FileFacts
+from .facts import FileFacts
 from .prefilter import Prefilter, class_bases, import_statements, words_pattern
 
 # The engine's parser: files → their facts (cached, maybe parallel).
@@ -33,6 +34,8 @@ class Selection:
         self.dataset_files = {p for p, t in texts.items() if prefilter.mentions_dataset(t)}
         self.start_files = {p for p, t in texts.items() if _START_METHOD in t}
         self._imports: dict[str, set[str]] = {}
+        self._callers_searched: set[str] = set()
+        self._verdicts: tuple[set[str], set[str]] = (set(), set())
 
     def first(self) -> list[str]:
         """The files parsed first: a handle and a dataset word in the same file."""
@@ -42,7 +45,8 @@ class Selection:
         """(quiet, loud) among the files read so far: quiet ones named neither (nor set a start
         method: an entry script's start method reaches the loaders its imports build)."""
         loud = self.handle_files | self.dataset_files | self.start_files
-        return set(self.texts) - loud, loud
+        self._verdicts = (set(self.texts) - loud, loud)
+        return self._verdicts
 
     def complete(self, facts: dict[str, FileFacts], parse: ParseMany) -> None:
         """Parse more files (adding to `facts`) until every file that could add to a finding
@@ -58,6 +62,7 @@ class Selection:
                   if any(set(bases) & dataset_names for _, bases in class_bases(texts[p]))}
         wanted |= _dataset_files_importing_handles(
             dataset_files - handle_files, handle_files, by_module, self._imported_by)
+        wanted |= {p for p in dataset_files - handle_files if _loader_of_parameter(texts[p])}
         while True:
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
                                       handle_files)
@@ -69,6 +74,7 @@ class Selection:
                 wanted |= {p for p in dataset_files | handle_files
                            if p not in facts and self._imported_by(p) & modules}
             wanted |= self._start_method_reach(facts, by_module)
+            wanted |= self._callers(facts)
             wanted -= set(facts)
             if not wanted:
                 return
@@ -81,6 +87,11 @@ class Selection:
         reach, and every other importer of those loaders: a start method reaches a loader only
         if every entry importing it sets one (the linker needs those that set none: they fork)."""
         loader_files = {p for p, f in facts.items() if f.loaders}
+        if any(c.held and c.method("__getstate__") for f in facts.values() for c in f.classes):
+            # A dataset that decides its pickle may be safe by spawn: also the loaders no
+            # parsed file names it in (it may be built by name from a config), if an entry
+            # script sets a start method.
+            loader_files |= {p for p in self.dataset_files if "DataLoader(" in self.texts[p]}
         chains = _import_chains(self.start_files - set(facts), loader_files, self._imported_by,
                                 by_module)
         if not chains - set(facts):
@@ -88,6 +99,25 @@ class Selection:
         reached = chains & loader_files
         return chains | _importers(reached, self.by_path, self.texts, self._imported_by,
                                    by_module)
+
+    def _callers(self, facts: dict[str, FileFacts]) -> set[str]:
+        """Files that may call a function whose parameter reaches a loader (`def val(net,
+        dataset): DataLoader(dataset, ...)`): what they pass is the loader's dataset."""
+        names = {ref.target.split("#")[0].rpartition(".")[2]
+                 for f in facts.values() for loader in f.loaders for ref in loader.datasets
+                 if ref.kind == "param"}
+        names |= {ref.target.split("#")[0].rpartition(".")[2]
+                  for f in facts.values() for func in f.functions for ref in func.returns
+                  if ref.kind == "param"}
+        pattern = words_pattern(names - self._callers_searched)
+        self._callers_searched |= names
+        if pattern is None:
+            return set()
+        found = {p for p, text in self.texts.items() if p not in facts and pattern.search(text)}
+        quiet, loud = self._verdicts  # a caller is read again next time, though it names
+        quiet -= found  # no handle and no dataset
+        loud |= found
+        return found
 
     def _imported_by(self, path: str) -> set[str]:
         if path not in self._imports:
@@ -110,9 +140,11 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
                 demanded.add(name)
                 sources[name] = facts
 
+    naming = _BaseWords(dataset_words)
     for facts in every:
         imports = facts.import_map()
-        relevant = [c for c in facts.classes if _relevant_class(c, dataset_words)]
+        relevant = [c for c in facts.classes if c.held or c.class_held
+                    or any(naming(base) for base in c.bases)]
         if relevant or facts.loaders:
             demand(facts.star_imports, facts)
         for cls in relevant:
@@ -122,8 +154,11 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
                 if path in handle_files:  # a module-level handle may live there
                     demand([name], facts)
             demand((r.target for _, refs in cls.attr_refs for r in refs), facts)
+            demand((t for _, t in cls.param_types), facts)  # `reader: FeatureReader`
+            demand((c.callee for c in cls.held_calls if not c.callee.startswith("self.")), facts)
         for loader in facts.loaders:
             demand((r.target for r in loader.datasets), facts)
+            demand((r.target for d in loader.datasets for a in d.arg_refs for r in a.refs), facts)
             demand(loader.worker_inits, facts)
     _follow_factories(every, demand, demanded)
     wanted: set[str] = set()
@@ -152,10 +187,35 @@ def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]
         changed = len(demanded) != before
 
 
-def _relevant_class(cls: ClassFacts, dataset_words: set[str]) -> bool:
-    if cls.held or cls.class_held:
-        return True
-    return any(word in base for base in cls.bases for word in dataset_words)
+_LOADER_FIRST_ARG = re.compile(r"DataLoader\(\s*(?:dataset\s*=\s*)?(\w+)\s*[,)]")
+
+
+def _loader_of_parameter(text: str) -> bool:
+    """A text test: a DataLoader whose dataset is a parameter of a function defined there
+    (`def val(net, dataset): DataLoader(dataset, ...)`); its callers say what it is."""
+    if "DataLoader(" not in text:
+        return False
+    for match in _LOADER_FIRST_ARG.finditer(text):
+        if re.search(rf"def \w+\([^)]*\b{match.group(1)}\b", text):
+            return True
+    return False
+
+
+class _BaseWords(dict[str, bool]):
+    """base → whether it contains one of `words` (a substring test), each base tested once:
+    the words include every dataset-like class name of the project (often thousands), and the
+    same few bases recur in every file."""
+
+    def __init__(self, words: set[str]) -> None:
+        super().__init__()
+        self.words = words
+
+    def __missing__(self, base: str) -> bool:
+        found = self[base] = any(word in base for word in self.words)
+        return found
+
+    def __call__(self, base: str) -> bool:
+        return self[base]
 
 
 def _dataset_class_names(texts: dict[str, str], paths: set[str], words: tuple[str, ...]
