@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 6  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 7  # bump whenever a dataclass below changes: old caches are then ignored
 
 
 @dataclass(frozen=True)
