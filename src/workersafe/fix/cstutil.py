@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from typing import Iterable, Iterator, Optional
+from typing import Iterable, Iterator, Mapping, Optional, Sequence, TypeVar, Union, cast
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -166,7 +166,7 @@ class RenameSelfAttrs(cst.CSTTransformer):
 class ReplaceNames(cst.CSTTransformer):
     """Bare name loads → an expression (e.g. `token` → `self.token`)."""
 
-    def __init__(self, mapping: dict[str, cst.BaseExpression]) -> None:
+    def __init__(self, mapping: Mapping[str, cst.BaseExpression]) -> None:
         self.mapping = mapping
         self.skip: set[int] = set()
 
@@ -183,16 +183,53 @@ class ReplaceNames(cst.CSTTransformer):
         return self.mapping[original.value]
 
 
+_NodeT = TypeVar("_NodeT", bound=cst.CSTNode)
+
+
 class ReplaceNodes(cst.CSTTransformer):
     """Replace nodes by identity (several at once, in one pass)."""
 
-    def __init__(self, replacements: dict[cst.CSTNode, object]) -> None:
+    def __init__(self, replacements: Mapping[cst.CSTNode, cst.CSTNode]) -> None:
         self.replacements = replacements
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def]
-        if original_node in self.replacements:
-            return self.replacements[original_node]
-        return updated_node
+    def on_leave(self, original_node: _NodeT, updated_node: _NodeT
+                 ) -> Union[_NodeT, cst.RemovalSentinel, cst.FlattenSentinel[_NodeT]]:
+        replacement = self.replacements.get(original_node)
+        if replacement is None:
+            return updated_node
+        # a replacement may be of another node type (a call for a name): libcst accepts it
+        return cast(_NodeT, replacement)
+
+
+StatementLine = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
+
+
+def as_statement(node: object) -> StatementLine:
+    """A node known to be a whole statement (a class/function body member, a transformed
+    statement), narrowed for the type checker."""
+    if not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        raise TypeError(f"expected a statement, got {type(node).__name__}")
+    return node
+
+
+def statements(nodes: Iterable[object]) -> list[cst.BaseStatement]:
+    return [as_statement(node) for node in nodes]
+
+
+def transform(statement: cst.BaseStatement, transformer: cst.CSTTransformer
+              ) -> cst.BaseStatement:
+    """`statement.visit(transformer)` for transformers that replace, never remove."""
+    return as_statement(statement.visit(transformer))
+
+
+def leading_lines(statement: cst.BaseStatement) -> Sequence[cst.EmptyLine]:
+    """The blank and comment lines above a statement."""
+    return as_statement(statement).leading_lines
+
+
+def with_leading_lines(statement: cst.BaseStatement, lines: Sequence[cst.EmptyLine]
+                       ) -> cst.BaseStatement:
+    return as_statement(statement).with_changes(leading_lines=lines)
 
 
 def module_bindings(module: cst.Module) -> set[str]:

@@ -10,7 +10,10 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from .cstutil import ReplaceNames, bound_names, single, walk
+from .cstutil import (
+    ReplaceNames, bound_names, leading_lines, single, statements, transform, walk,
+    with_leading_lines,
+)
 from .plan import Unfixable
 from .templates import module_accessor
 
@@ -31,7 +34,7 @@ _CACHES = ("functools.cache", "functools.lru_cache", "cache", "lru_cache")
 
 
 def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan:
-    body = list(module.body)
+    body = statements(module.body)
     index = next((i for i, s in enumerate(body) if _assigns(s, name)), None)
     if index is None:
         factory = next((s for s in body if isinstance(s, cst.FunctionDef)
@@ -40,13 +43,15 @@ def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan
             return _plan_factory(body, factory, handle)
         raise Unfixable(f"{name} is not created by a plain module-level `{name} = ...` "
                         "(inside a block)")
-    value = single(body[index]).value  # type: ignore[union-attr]
+    created = single(body[index])
+    assert isinstance(created, cst.Assign)  # what _assigns found
+    value = created.value
     root = _root_name(value.func if isinstance(value, cst.Call) else value)
     assigned = {t.value for s in body for t in _assigned_names(s)}
     if root in assigned and root != name:
         raise Unfixable(f"{name} is derived from {root}, another module-level handle: "
                         "turn that one into an accessor by hand")
-    moved = [body[index]]
+    moved: list[cst.BaseStatement] = [body[index]]
     for statement in body[index + 1:]:
         if not _configures_name(statement, name):
             break
@@ -156,7 +161,7 @@ def rewrite_module(module: cst.Module, plan: ModulePlan) -> cst.Module:
     for statement in module.body:
         if id(statement) not in moved_ids:
             new_body.append(statement if plan.factory
-                            else statement.visit(_ReadsToCall(plan.name, call)))
+                            else transform(statement, _ReadsToCall(plan.name, call)))
             continue
         if statement is not plan.statements[0]:
             continue
@@ -164,15 +169,15 @@ def rewrite_module(module: cst.Module, plan: ModulePlan) -> cst.Module:
             assert isinstance(statement, cst.FunctionDef)
             members = module_accessor(plan.accessor, plan.private, plan.pid_name, plan.handle,
                                       _factory_body(statement, plan.private))
-            members[0] = members[0].with_changes(leading_lines=statement.leading_lines)
+            members[0] = with_leading_lines(members[0], leading_lines(statement))
             new_body.extend(members)
             new_body.append(_SPACER)
             continue
-        renamed = [s.visit(ReplaceNames({plan.name: private})) for s in plan.statements]
-        renamed[0] = renamed[0].with_changes(leading_lines=[])
+        renamed = [transform(s, ReplaceNames({plan.name: private})) for s in plan.statements]
+        renamed[0] = with_leading_lines(renamed[0], [])
         members = module_accessor(plan.accessor, plan.private, plan.pid_name, plan.handle,
                                   renamed)
-        members[0] = members[0].with_changes(leading_lines=statement.leading_lines)
+        members[0] = with_leading_lines(members[0], leading_lines(statement))
         new_body.extend(members)
         new_body.append(_SPACER)
     return module.with_changes(body=_space_after_functions(new_body))
@@ -190,11 +195,11 @@ def _space_after_functions(body: list[cst.BaseStatement]) -> list[cst.BaseStatem
             pending = True
             continue
         if pending:
-            blanks = sum(1 for line in statement.leading_lines if line.comment is None)
+            above = leading_lines(statement)
+            blanks = sum(1 for line in above if line.comment is None)
             if blanks < 2:
                 extra = [cst.EmptyLine(indent=False)] * (2 - blanks)
-                statement = statement.with_changes(leading_lines=[*extra,
-                                                                  *statement.leading_lines])
+                statement = with_leading_lines(statement, [*extra, *above])
             pending = False
         out.append(statement)
     return out
@@ -225,7 +230,8 @@ def importer_plan(module: cst.Module, source_module: str, name: str, accessor: s
                 continue
             for alias in small.names:
                 if isinstance(alias.name, cst.Name) and alias.name.value == name:
-                    local = alias.asname.name.value if alias.asname else name  # type: ignore
+                    asname = alias.asname.name if alias.asname else None
+                    local = asname.value if isinstance(asname, cst.Name) else name
                     return statement, local
     return None
 
@@ -244,7 +250,7 @@ def rewrite_importer(module: cst.Module, statement: cst.SimpleStatementLine, nam
         for s in statement.body
     ])
     call = cst.Call(cst.Name(accessor))
-    body = [new_statement if s is statement else s.visit(_ReadsToCall(local, call))
+    body = [new_statement if s is statement else transform(s, _ReadsToCall(local, call))
             for s in module.body]
     return module.with_changes(body=body)
 

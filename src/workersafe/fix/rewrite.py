@@ -8,17 +8,21 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
 from ..discovery import module_of_import
 from ..engine import CheckResult, Engine
+from ..facts import Span
 from ..findings import Finding
 from ..link import Project
 from .classfix import find_class, plan_class_attr, rewrite_class
 from .cstguard import libcst_problem
-from .cstutil import Located, ReplaceNodes, bound_names, dotted, module_bindings
+from .cstutil import (
+    Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings, statements,
+    with_leading_lines,
+)
 from .handles import HandleNames
 from .initplan import find_method, plan_attr
 from .modulefix import (
@@ -108,7 +112,7 @@ class Rewriter:
 
     def _groups(self) -> dict[tuple[str, str], Group]:
         groups: dict[tuple[str, str], Group] = {}
-        seen: set[tuple] = set()
+        seen: set[tuple[str, Span]] = set()
         for finding in self.result.findings:
             plan = finding.plan
             key = (finding.path, finding.span)
@@ -139,12 +143,14 @@ class Rewriter:
     # --- module-level handles ---------------------------------------------------------------
 
     def _plan_module_fixes(self) -> None:
-        by_handle: dict[tuple[str, str], list[Finding]] = {}
+        by_handle: dict[tuple[str, str, str], list[Finding]] = {}
         for finding in self.module_findings:
-            by_handle.setdefault((finding.path, finding.plan.attr), []).append(finding)
-        for (path, name), findings in by_handle.items():
+            if finding.plan is not None:
+                key = (finding.path, finding.plan.attr, finding.plan.handle)
+                by_handle.setdefault(key, []).append(finding)
+        for (path, name, handle), findings in by_handle.items():
             try:
-                accessor = self._plan_module_fix(path, name, findings[0].plan.handle)
+                accessor = self._plan_module_fix(path, name, handle)
             except Unfixable as exc:
                 self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in findings]
                 continue
@@ -184,7 +190,7 @@ class Rewriter:
             self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
         return plan.accessor
 
-    def _import_resolver(self, path: str):  # type: ignore[no-untyped-def]
+    def _import_resolver(self, path: str) -> Callable[[cst.ImportFrom], str]:
         facts = self.result.facts.get(path)
         module = facts.module if facts else ""
         is_package = path.endswith("__init__.py")
@@ -238,6 +244,8 @@ class Rewriter:
         plans: dict[str, AttrPlan] = {}
         for finding in group.findings:
             plan = finding.plan
+            if plan is None:
+                continue
             if plan.attr in plans or any(plan.attr in p.attrs for p in plans.values()):
                 continue
             if plan.kind == "class":
@@ -336,12 +344,12 @@ class Rewriter:
         setstate = find_method(cls, "__setstate__")
         if setstate is not None:  # replaced by ours, which restores __dict__ and reopens
             start, end = edit.located.lines_of(setstate)
-            allowed.update(range(start - len(setstate.leading_lines), end + 1))
+            allowed.update(range(start - len(leading_lines(setstate)), end + 1))
         for plan in group.plans:
             moved_nodes = [plan.class_statement] if plan.class_statement else plan.statements
             for moved in [*moved_nodes, *plan.moved_imports]:
                 start, end = edit.located.lines_of(moved)
-                allowed.update(range(start - len(moved.leading_lines), end + 1))
+                allowed.update(range(start - len(leading_lines(moved)), end + 1))
         if group.strategy == "lazy":
             self._need_module_import(edit, "os")
             return
@@ -384,7 +392,7 @@ class Rewriter:
                     or path in self.module_fixes or path in self.importer_fixes):
                 continue
             module = edit.located.module
-            body = list(module.body)
+            body = statements(module.body)
             new_body: list[cst.BaseStatement] = []
             last_fixed_class = _last_index(body, [c for c, _ in edit.branches])
             for index, node in enumerate(body):
@@ -606,18 +614,18 @@ def _insert_import(body: list[cst.BaseStatement], new: cst.BaseStatement
         after = [i for i in stdlib if _import_root(body[i]) > name]
         at = after[0] if after and after[0] <= stdlib[-1] else stdlib[-1] + 1
         if at == stdlib[0]:  # becomes the first of the group: take over its leading lines
-            new = new.with_changes(leading_lines=body[at].leading_lines)
-            body = body[:at] + [body[at].with_changes(leading_lines=[])] + body[at + 1:]
+            new = with_leading_lines(new, leading_lines(body[at]))
+            body = body[:at] + [with_leading_lines(body[at], [])] + body[at + 1:]
         return body[:at] + [new] + body[at:]
     if start < block:  # only third-party or local imports: a group of its own, first
         first = body[start]
-        new = new.with_changes(leading_lines=first.leading_lines)
-        rest = first.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+        new = with_leading_lines(new, leading_lines(first))
+        rest = with_leading_lines(first, [cst.EmptyLine(indent=False)])
         return body[:start] + [new, rest] + body[start + 1:]
     if start < len(body):
         following = body[start]
-        return body[:start] + [new.with_changes(leading_lines=following.leading_lines),
-                               following.with_changes(leading_lines=[
+        return body[:start] + [with_leading_lines(new, leading_lines(following)),
+                               with_leading_lines(following, [
                                    cst.EmptyLine(indent=False)])] + body[start + 1:]
     return body + [new]
 

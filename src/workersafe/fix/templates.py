@@ -6,6 +6,8 @@ from typing import Sequence
 
 import libcst as cst
 
+from .cstutil import as_statement, statements, with_leading_lines
+
 WORKER_INIT_NAME = "workersafe_worker_init"
 BLANK = cst.EmptyLine(indent=False)
 
@@ -47,8 +49,7 @@ def getstate_methods(dropped: Sequence[str], reopen: Sequence[str]) -> list[cst.
     )
     cls = cst.parse_module(code).body[0]
     assert isinstance(cls, cst.ClassDef)
-    body = list(cls.body.body)
-    return [member.with_changes(leading_lines=[BLANK]) for member in body]
+    return [with_leading_lines(member, [BLANK]) for member in statements(cls.body.body)]
 
 
 def lazy_property(attr: str, private: str, pid_attr: str, opener: str, handle: str
@@ -65,7 +66,7 @@ def lazy_property(attr: str, private: str, pid_attr: str, opener: str, handle: s
     )
     cls = cst.parse_module(code).body[0]
     assert isinstance(cls, cst.ClassDef)
-    return cls.body.body[0].with_changes(leading_lines=[BLANK])
+    return with_leading_lines(as_statement(cls.body.body[0]), [BLANK])
 
 
 def worker_init_function(name: str, branches: Sequence[tuple[str, Sequence[str]]]
