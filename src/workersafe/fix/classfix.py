@@ -59,9 +59,9 @@ def plan_class_attr(module: cst.Module, cls: cst.ClassDef, attr: str, handle: st
 
 def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str) -> cst.ClassDef:
     """The class with every plan applied (one strategy for the whole class)."""
-    for existing in ("__getstate__", "__reduce__", "__reduce_ex__"):
-        if find_method(cls, existing) is not None:
-            raise Unfixable(f"the class already defines {existing}: merge by hand")
+    existing = custom_pickling(cls)
+    if existing:
+        raise Unfixable(f"the class already defines {existing}: merge by hand")
     body = statements(cls.body.body)
     setstate = find_method(cls, "__setstate__")
     if setstate is not None:
@@ -111,6 +111,14 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str) -> cs
     insert_at = _after_init(body)
     body = body[:insert_at] + new_members + body[insert_at:]
     return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
+def custom_pickling(cls: cst.ClassDef) -> str:
+    """The pickling method the class defines that the fix cannot extend, or ""."""
+    for name in ("__getstate__", "__reduce__", "__reduce_ex__"):
+        if find_method(cls, name) is not None:
+            return name
+    return ""
 
 
 def _names_in_use(cls: cst.ClassDef) -> set[str]:

@@ -100,6 +100,21 @@ def bound_names(statements: Iterable[cst.CSTNode]) -> set[str]:
     return bound
 
 
+def shadowed_at(module: cst.Module, node: cst.CSTNode, name: str) -> bool:
+    """Whether a function (or lambda) around `node` binds `name` itself (a parameter, an
+    assignment), so that `name` there is not the module-level binding."""
+    for scope in walk(module):
+        if isinstance(scope, cst.FunctionDef):
+            local = set(function_params(scope)) | bound_names(scope.body.children)
+        elif isinstance(scope, cst.Lambda):
+            local = {p.name.value for p in scope.params.params}
+        else:
+            continue
+        if name in local and any(sub is node for sub in walk(scope)):
+            return True
+    return False
+
+
 def _target_names(node: cst.CSTNode) -> set[str]:
     if isinstance(node, cst.Name):
         return {node.value}

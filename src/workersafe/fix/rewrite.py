@@ -17,11 +17,11 @@ from ..engine import CheckResult, Engine
 from ..facts import Span
 from ..findings import Finding
 from ..link import Project
-from .classfix import find_class, plan_class_attr, rewrite_class
+from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_class
 from .cstguard import libcst_problem
 from .cstutil import (
-    Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings, statements,
-    with_leading_lines,
+    Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings, shadowed_at,
+    statements, walk, with_leading_lines,
 )
 from .handles import HandleNames
 from .initplan import find_method, plan_attr
@@ -71,6 +71,8 @@ class FileEdit:
     imports: list[cst.BaseStatement] = field(default_factory=list)
     # `from data import Volumes` → `from data import Volumes, workersafe_worker_init`
     joined_imports: dict[cst.SimpleStatementLine, list[str]] = field(default_factory=dict)
+    # new imports placed right after an existing module-level import statement
+    imports_after: dict[cst.CSTNode, list[cst.BaseStatement]] = field(default_factory=dict)
     wiring: dict[cst.Call, list[cst.BaseExpression]] = field(default_factory=dict)
 
 
@@ -235,12 +237,19 @@ class Rewriter:
         cls = find_class(edit.located.module, group.class_name)
         if cls is None:
             raise Unfixable("the class is not defined at module level")
+        own = custom_pickling(cls)
+        if own:
+            raise Unfixable(f"{group.class_name} already defines {own}: merge by hand")
         facts_cls = self.project.classes.get(group.qualname)
         for base in self.project.mro(facts_cls)[1:] if facts_cls else []:
-            if base.qualname in fixed_classes or base.method("__getstate__") \
-                    or base.method("__setstate__"):
-                raise Unfixable(f"its base class {base.name} also pickles or reopens handles: "
+            if base.qualname in fixed_classes:
+                raise Unfixable(f"its base class {base.name} also has handles fixed in this run: "
                                 f"fix {base.name} first, then merge by hand")
+            for method in ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__"):
+                if base.method(method):
+                    raise Unfixable(f"its base class {base.name} defines {method}, which the "
+                                    f"fix of {group.class_name} would have to extend: merge "
+                                    "by hand")
         plans: dict[str, AttrPlan] = {}
         for finding in group.findings:
             plan = finding.plan
@@ -274,6 +283,10 @@ class Rewriter:
         keys = group.loader_keys
         if not keys:
             return "no DataLoader using the dataset was found"
+        unfollowed = self._unfollowed_loader(keys)
+        if unfollowed:
+            return (f"the DataLoader at {unfollowed} gets a dataset the analysis cannot follow "
+                    "(a function parameter or a computed value), so it could not be wired")
         for path, line, col in keys:
             if path not in self.result.sources:
                 return f"the DataLoader at {path}:{line} is not among the files being fixed"
@@ -286,15 +299,27 @@ class Rewriter:
             if _in_lightning_class(edit.located, call):
                 return (f"the DataLoader at {path}:{line} is built in a Lightning module, which "
                         "only adds its own worker seeding when worker_init_fn is unset")
-            if path != group.path and self._import_for(group, path) is None:
+            if path != group.path and self._import_for(group, path, call) is None:
                 return (f"{path} does not import {group.class_name} from its module "
                         f"{group.module or '(unknown)'}")
             group.loaders.append((path, call))
         return ""
 
-    def _import_for(self, group: Group, path: str) -> Optional[cst.BaseExpression]:
-        """How `path` can name the worker-init function of `group`'s module, adding an import
-        next to the one that brings in the dataset class; None when it cannot."""
+    def _unfollowed_loader(self, wired: list[tuple[str, int, int]]) -> str:
+        """A DataLoader with workers whose dataset the analysis did not resolve: it may get
+        this dataset (through a parameter, a container, a call) and would be left unwired."""
+        for path, facts in sorted(self.result.facts.items()):
+            for loader in facts.loaders:
+                key = (path, loader.span.line, loader.span.col)
+                if loader.datasets or loader.num_workers == 0 or key in wired:
+                    continue
+                return f"{path}:{loader.span.line}"
+        return ""
+
+    def _import_for(self, group: Group, path: str, call: cst.Call
+                    ) -> Optional[cst.BaseExpression]:
+        """How `path` can name the worker-init function of `group`'s module at `call`, adding
+        an import next to the one that brings in the dataset class; None when it cannot."""
         facts = self.result.facts.get(path)
         if facts is None or not group.module:
             return None
@@ -302,7 +327,17 @@ class Rewriter:
         function = self._worker_init_name(group.path)
         for local, qualified in facts.imports:
             if qualified == group.module:  # `import data` → data.workersafe_worker_init
-                return cst.parse_expression(f"{local}.{function}")
+                if not shadowed_at(edit.located.module, call, local.split(".")[0]):
+                    return cst.parse_expression(f"{local}.{function}")
+                # `data` is a parameter or local there: import the function under a free name
+                alias = _free_name(edit.located.module, function)
+                asname = f" as {alias}" if alias != function else ""
+                new = statement(f"from {group.module} import {function}{asname}\n")
+                anchor = _module_import_binding(edit.located.module, local.split(".")[0])
+                added = edit.imports_after.setdefault(anchor, []) if anchor else edit.imports
+                if not any(s.deep_equals(new) for s in added):
+                    added.append(new)
+                return cst.Name(alias)
             if qualified == f"{group.module}.{group.class_name}":
                 node = _import_statement_binding(edit.located.module, local)
                 if node is None:
@@ -357,7 +392,8 @@ class Rewriter:
         edit.worker_init_name = function
         edit.branches.append((group.class_name, [p.opener for p in group.plans]))
         for path, call in group.loaders:
-            reference = cst.Name(function) if path == group.path else self._import_for(group, path)
+            reference = (cst.Name(function) if path == group.path
+                         else self._import_for(group, path, call))
             assert reference is not None
             target = self._edit(path)
             wiring = target.wiring.setdefault(call, [])
@@ -388,7 +424,7 @@ class Rewriter:
     def _render(self) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         for path, edit in self.files.items():
-            if not (edit.replacements or edit.imports or edit.joined_imports
+            if not (edit.replacements or edit.imports or edit.joined_imports or edit.imports_after
                     or path in self.module_fixes or path in self.importer_fixes):
                 continue
             module = edit.located.module
@@ -397,6 +433,7 @@ class Rewriter:
             last_fixed_class = _last_index(body, [c for c, _ in edit.branches])
             for index, node in enumerate(body):
                 new_body.append(node)
+                new_body += edit.imports_after.get(node, [])
                 if index == last_fixed_class:
                     function = worker_init_function(edit.worker_init_name, edit.branches)
                     new_body.append(function.with_changes(leading_lines=[BLANK, BLANK]))
@@ -445,6 +482,21 @@ def _import_statement_binding(module: cst.Module, local: str) -> Optional[cst.Si
                     bound = target.value if isinstance(target, cst.Name) else ""
                     if bound == local:
                         return node
+    return None
+
+
+def _module_import_binding(module: cst.Module, local: str) -> Optional[cst.SimpleStatementLine]:
+    """The module-level `import x` / `import x.y` / `import m as x` statement binding `local`."""
+    for node in module.body:
+        if not isinstance(node, cst.SimpleStatementLine):
+            continue
+        for small in node.body:
+            if not isinstance(small, cst.Import):
+                continue
+            for alias in small.names:
+                target = alias.asname.name if alias.asname else alias.name
+                if dotted(target).split(".")[0] == local:
+                    return node
     return None
 
 
@@ -587,6 +639,15 @@ def _last_index(body: list[cst.BaseStatement], class_names: list[str]) -> int:
         if isinstance(node, cst.ClassDef) and node.name.value in class_names:
             last = index
     return last
+
+
+def _free_name(module: cst.Module, wanted: str) -> str:
+    """`wanted`, or a variant of it, that no name in the module spells."""
+    used = {n.value for n in walk(module) if isinstance(n, cst.Name)}
+    name, counter = wanted, 2
+    while name in used:
+        name, counter = f"{wanted}_{counter}", counter + 1
+    return name
 
 
 def _insert_imports(body: list[cst.BaseStatement], imports: list[cst.BaseStatement]
