@@ -57,8 +57,10 @@ def plan_class_attr(module: cst.Module, cls: cst.ClassDef, attr: str, handle: st
 
 # --- rewriting ------------------------------------------------------------------------------
 
-def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str) -> cst.ClassDef:
-    """The class with every plan applied (one strategy for the whole class)."""
+def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base: str = ""
+                  ) -> cst.ClassDef:
+    """The class with every plan applied (one strategy for the whole class). `base`: the
+    strategy a base class was fixed with in the same run, whose pickling methods ours extend."""
     existing = custom_pickling(cls)
     if existing:
         raise Unfixable(f"the class already defines {existing}: merge by hand")
@@ -107,7 +109,7 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str) -> cs
         else:
             body = _replace_in_method(body, plan, strategy)
     reopen = [p.opener for p in plans] if strategy == "worker-init" else []
-    new_members += getstate_methods(dropped, reopen)
+    new_members += getstate_methods(dropped, reopen, base)
     insert_at = _after_init(body)
     body = body[:insert_at] + new_members + body[insert_at:]
     return cls.with_changes(body=cls.body.with_changes(body=body))

@@ -47,6 +47,7 @@ class Group:
     loaders: list[tuple[str, cst.Call]] = field(default_factory=list)
     loader_keys: list[tuple[str, int, int]] = field(default_factory=list)
     qualname: str = ""
+    base_strategy: str = ""  # a base class fixed in the same run: its strategy (one chain)
 
 
 @dataclass(frozen=True)
@@ -100,17 +101,23 @@ class Rewriter:
         groups = self._groups()
         self._plan_module_fixes()
         fixed_classes = {g.qualname for g in groups.values()}
-        for group in groups.values():
+        done: dict[str, Group] = {}
+        for group in sorted(groups.values(), key=self._depth):  # bases before subclasses
             try:
-                self._plan_group(group, fixed_classes)
+                self._plan_group(group, fixed_classes, done)
                 self._apply_group(group)
             except Unfixable as exc:
                 self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in group.findings]
                 continue
+            done[group.qualname] = group
             note = f"{group.strategy}" + (f"; {group.note}" if group.note else "")
             self.outcomes += [Outcome(f, "fixed", note) for f in group.findings]
         self._finish_wiring()
         return self._render(), self.outcomes
+
+    def _depth(self, group: Group) -> int:
+        cls = self.project.classes.get(group.qualname)
+        return len(self.project.mro(cls)) if cls else 0
 
     def _groups(self) -> dict[tuple[str, str], Group]:
         groups: dict[tuple[str, str], Group] = {}
@@ -232,7 +239,8 @@ class Rewriter:
             self.files[path] = FileEdit(Located(module))
         return self.files[path]
 
-    def _plan_group(self, group: Group, fixed_classes: set[str]) -> None:
+    def _plan_group(self, group: Group, fixed_classes: set[str], done: dict[str, Group]
+                    ) -> None:
         edit = self._edit(group.path)
         cls = find_class(edit.located.module, group.class_name)
         if cls is None:
@@ -243,8 +251,15 @@ class Rewriter:
         facts_cls = self.project.classes.get(group.qualname)
         for base in self.project.mro(facts_cls)[1:] if facts_cls else []:
             if base.qualname in fixed_classes:
-                raise Unfixable(f"its base class {base.name} also has handles fixed in this run: "
-                                f"fix {base.name} first, then merge by hand")
+                fixed_base = done.get(base.qualname)
+                if fixed_base is None:
+                    raise Unfixable(f"its base class {base.name} also holds handles, which "
+                                    "could not be fixed: fix the base class first")
+                if group.base_strategy:
+                    raise Unfixable(f"more than one base class holds handles ({base.name}): "
+                                    "merge by hand")
+                group.base_strategy = fixed_base.strategy
+                continue
             for method in ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__"):
                 if base.method(method):
                     raise Unfixable(f"its base class {base.name} defines {method}, which the "
@@ -274,7 +289,9 @@ class Rewriter:
             if self.strategy != "lazy":
                 group.note = "a class attribute becomes a per-process instance attribute"
             return
-        if self.strategy == "worker-init":
+        if group.base_strategy == "lazy" and self.strategy != "lazy":
+            group.strategy, group.note = "lazy", "as its base class, fixed with lazy"
+        elif self.strategy == "worker-init":
             why_not = self._wiring_problem(group)
             if why_not:
                 group.strategy, group.note = "lazy", f"worker-init not possible: {why_not}"
@@ -338,7 +355,7 @@ class Rewriter:
                 if not any(s.deep_equals(new) for s in added):
                     added.append(new)
                 return cst.Name(alias)
-            if qualified == f"{group.module}.{group.class_name}":
+            if qualified.rpartition(".")[0] == group.module:  # `from data import Cls` (any name)
                 node = _import_statement_binding(edit.located.module, local)
                 if node is None:
                     return None
@@ -366,7 +383,7 @@ class Rewriter:
         edit = self._edit(group.path)
         cls = find_class(edit.located.module, group.class_name)
         assert cls is not None
-        new_cls = rewrite_class(cls, group.plans, group.strategy)
+        new_cls = rewrite_class(cls, group.plans, group.strategy, group.base_strategy)
         edit.replacements[cls] = new_cls
         instance_plans = [p for p in group.plans if p.class_statement is None]
         self.fixed_classes.append(FixedClass(

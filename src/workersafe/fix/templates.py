@@ -24,7 +24,13 @@ def open_method(name: str, handle: str, body: Sequence[cst.BaseStatement],
     return template.with_changes(body=template.body.with_changes(body=[doc, *body]))
 
 
-def getstate_methods(dropped: Sequence[str], reopen: Sequence[str]) -> list[cst.BaseStatement]:
+def getstate_methods(dropped: Sequence[str], reopen: Sequence[str], base: str = ""
+                     ) -> list[cst.BaseStatement]:
+    """`__getstate__` (and `__setstate__` when `reopen`). `base`: the strategy a base class
+    was fixed with in the same run ("" when none): then its methods are extended (one chain)."""
+    restore = ("super().__setstate__(state)" if base == "worker-init"
+               else "self.__dict__.update(state)")
+    copy = "super().__getstate__()" if base else "self.__dict__.copy()"
     if len(dropped) == 1:
         drop = f'        state.pop("{dropped[0]}", None)\n'
     else:
@@ -34,7 +40,7 @@ def getstate_methods(dropped: Sequence[str], reopen: Sequence[str]) -> list[cst.
     setstate = (
         "\n"
         "    def __setstate__(self, state):\n"
-        "        self.__dict__.update(state)\n"
+        f"        {restore}\n"
         f"{reopen_lines}"
     ) if reopen else ""
     code = (
@@ -42,7 +48,7 @@ def getstate_methods(dropped: Sequence[str], reopen: Sequence[str]) -> list[cst.
         "    def __getstate__(self):\n"
         '        """Pickle without the open handles (workersafe): '
         'spawn workers make their own."""\n'
-        "        state = self.__dict__.copy()\n"
+        f"        state = {copy}\n"
         f"{drop}"
         "        return state\n"
         f"{setstate}"
