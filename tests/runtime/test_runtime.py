@@ -221,6 +221,13 @@ PROGRAM_LIST += (
         ),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # fix v3: a base class and its subclass both hold handles (one chain)
+        "base_subclass_handles",
+        "WS101",
+        "sqlite3.connect(",
+        (Before(SPAWN_2, SQLITE_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(
         "session_retry_adapter",
         "WS101",

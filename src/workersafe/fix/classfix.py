@@ -84,13 +84,14 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
     for plan in plans:
         if plan.opener in names_in_use:
             raise Unfixable(f"the class already has a member named {plan.opener}")
-        for local in plan.keeps:
-            attr = f"_{local.lstrip('_')}"
-            while attr in names_in_use:
-                attr = f"_ws{attr}"
-            plan.keeps[local] = attr
-            plan.renames[local] = attr
-            names_in_use.add(attr)
+        for kept in (plan.keeps, plan.exports):
+            for local in kept:
+                attr = f"_{local.lstrip('_')}"
+                while attr in names_in_use:
+                    attr = f"_ws{attr}"
+                kept[local] = attr
+                plan.renames[local] = attr
+                names_in_use.add(attr)
         opener_body = _prepared(plan, strategy, names_in_use)
         doc = f"Create this process's {plan.handle} (workersafe: once per DataLoader worker)."
         new_members.append(open_method(plan.opener, plan.handle, opener_body, doc)
@@ -184,8 +185,10 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
         first = next(i for i, s in enumerate(old) if id(s) in moved)
         replacement: list[cst.BaseStatement] = [
             cst.parse_statement(f"self.{attr} = {local}\n") for local, attr in plan.keeps.items()]
-        if strategy == "worker-init" or plan.results:
+        if strategy == "worker-init" or plan.results or plan.exports:
             replacement.append(cst.parse_statement(f"self.{plan.opener}()\n"))
+        replacement += [cst.parse_statement(f"{local} = self.{attr}\n")
+                        for local, attr in plan.exports.items()]
         if replacement:
             replacement[0] = with_leading_lines(replacement[0], leading_lines(old[first]))
         kept: list[cst.BaseStatement] = []

@@ -84,19 +84,19 @@ def bound_names(statements: Iterable[cst.CSTNode]) -> set[str]:
     for statement in statements:
         for node in walk(statement):
             if isinstance(node, (cst.AssignTarget,)):
-                bound |= _target_names(node.target)
+                bound |= target_names(node.target)
             elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-                bound |= _target_names(node.target)
+                bound |= target_names(node.target)
             elif isinstance(node, (cst.For, cst.CompFor)):
-                bound |= _target_names(node.target)
+                bound |= target_names(node.target)
             elif isinstance(node, cst.AsName):
-                bound |= _target_names(node.name)
+                bound |= target_names(node.name)
             elif isinstance(node, cst.ImportAlias) and node.asname is None:
                 bound.add(dotted(node.name).split(".", 1)[0])
             elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
                 bound.add(node.name.value)
             elif isinstance(node, cst.NamedExpr):
-                bound |= _target_names(node.target)
+                bound |= target_names(node.target)
     return bound
 
 
@@ -115,13 +115,13 @@ def shadowed_at(module: cst.Module, node: cst.CSTNode, name: str) -> bool:
     return False
 
 
-def _target_names(node: cst.CSTNode) -> set[str]:
+def target_names(node: cst.CSTNode) -> set[str]:
     if isinstance(node, cst.Name):
         return {node.value}
     if isinstance(node, (cst.Tuple, cst.List)):
-        return {n for e in node.elements for n in _target_names(e.value)}
+        return {n for e in node.elements for n in target_names(e.value)}
     if isinstance(node, cst.StarredElement):
-        return _target_names(node.value)
+        return target_names(node.value)
     return set()
 
 
