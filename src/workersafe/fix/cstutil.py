@@ -243,7 +243,7 @@ def leading_lines(statement: cst.BaseStatement) -> Sequence[cst.EmptyLine]:
 
 
 def with_leading_lines(statement: cst.BaseStatement, lines: Sequence[cst.EmptyLine]
-                       ) -> cst.BaseStatement:
+                       ) -> StatementLine:
     return as_statement(statement).with_changes(leading_lines=lines)
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
 from .cstutil import (
-    ReplaceNames, bound_names, leading_lines, single, statements, transform, walk,
-    with_leading_lines,
+    ReplaceNames, bound_names, dotted, leading_lines, loaded_names, single, statements,
+    transform, walk, with_leading_lines,
 )
 from .plan import Unfixable
 from .templates import module_accessor
@@ -180,7 +180,59 @@ def rewrite_module(module: cst.Module, plan: ModulePlan) -> cst.Module:
         members[0] = with_leading_lines(members[0], leading_lines(statement))
         new_body.extend(members)
         new_body.append(_SPACER)
-    return module.with_changes(body=_space_after_functions(new_body))
+    module = module.with_changes(body=_space_after_functions(new_body))
+    return _drop_unused_functools(module) if plan.factory else module
+
+
+def _drop_unused_functools(module: cst.Module) -> cst.Module:
+    """After the cache decorator is gone: module-level `import functools` / `from functools
+    import cache` that nothing else reads any more are removed (other imports are kept)."""
+    imports = [s for s in module.body if is_functools_import(s)]
+    if not imports:
+        return module
+    ids = {id(s) for s in imports}
+    read = set().union(*(loaded_names(s) for s in module.body if id(s) not in ids))
+    body: list[cst.BaseStatement] = []
+    above: Optional[Sequence[cst.EmptyLine]] = None  # the lines above a removed import
+    for statement in module.body:
+        if id(statement) not in ids:
+            if above is not None:  # they stay, with the comments above this statement
+                own = [line for line in leading_lines(statement) if line.comment is not None]
+                statement = with_leading_lines(statement, [*above, *own])
+                above = None
+            body.append(statement)
+            continue
+        assert isinstance(statement, cst.SimpleStatementLine)
+        small = statement.body[0]
+        names = small.names if isinstance(small, (cst.Import, cst.ImportFrom)) else ()
+        assert not isinstance(names, cst.ImportStar)
+        kept = [a for a in names if _alias_binding(a) in read]
+        if not kept:
+            if body or len(module.body) > 1:
+                above = leading_lines(statement)
+                continue
+        elif len(kept) < len(names):
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            statement = statement.with_changes(body=[small.with_changes(names=kept)])
+        body.append(statement)
+    return module.with_changes(body=body)
+
+
+def is_functools_import(statement: cst.BaseStatement) -> bool:
+    """A line that is only `import functools` or `from functools import ...` (not *)."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    small = statement.body[0]
+    if isinstance(small, cst.Import):
+        return all(dotted(a.name) == "functools" for a in small.names)
+    return (isinstance(small, cst.ImportFrom) and small.module is not None
+            and dotted(small.module) == "functools" and not small.relative
+            and not isinstance(small.names, cst.ImportStar))
+
+
+def _alias_binding(alias: cst.ImportAlias) -> str:
+    target = alias.asname.name if alias.asname else alias.name
+    return dotted(target)
 
 
 _SPACER = cst.SimpleStatementLine(body=[cst.Pass()])  # marks "two blank lines follow"

@@ -26,7 +26,8 @@ from .cstutil import (
 from .handles import HandleNames
 from .initplan import find_method, plan_attr
 from .modulefix import (
-    importer_plan, mentions, plan_module_handle, rewrite_importer, rewrite_module,
+    importer_plan, is_functools_import, mentions, plan_module_handle, rewrite_importer,
+    rewrite_module,
 )
 from .outcome import Outcome
 from .plan import AttrPlan, Unfixable
@@ -188,6 +189,15 @@ class Rewriter:
                 raise Unfixable(f"{other} reads {name} through its module: rewrite that by hand")
         self.module_fixes.setdefault(path, []).append((name, handle))
         self._allow_name_lines(path, name)
+        if plan.factory:  # its cache decorator goes, and the functools import if now unused
+            self._allow_name_lines(path, "functools")
+            body = statements(edit.located.module.body)
+            for index, node in enumerate(body):
+                if is_functools_import(node):  # with the blank lines around it
+                    start, end = edit.located.lines_of(node)
+                    after = len(leading_lines(body[index + 1])) if index + 1 < len(body) else 0
+                    self.allowed_lines.setdefault(path, set()).update(
+                        range(start - len(leading_lines(node)), end + after + 1))
         self._need_module_import(edit, "os")
         for other, local, _ in importers:
             self.importer_fixes.setdefault(other, []).append((home_module, name, plan.accessor))
