@@ -228,6 +228,13 @@ PROGRAM_LIST += (
         (Before(SPAWN_2, SQLITE_PICKLE),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # fix v3: the block creating the handle binds a local the rest of __init__ reads
+        "sqlite_block_local",
+        "WS101",
+        "sqlite3.connect(",
+        (Before(SPAWN_2, SQLITE_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(
         "session_retry_adapter",
         "WS101",
