@@ -20,7 +20,8 @@ from .prefilter import Prefilter
 from .rules import evaluate
 from .ruletable import UNREADABLE
 from .selection import Selection
-from .source import Source, SourceError, decode, read_source
+from .reading import read_source
+from .source import Source, SourceError, decode
 
 if TYPE_CHECKING:
     import ast

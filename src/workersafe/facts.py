@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 5  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 6  # bump whenever a dataclass below changes: old caches are then ignored
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,17 @@ class HeldHandle:
 
 
 @dataclass(frozen=True)
+class HeldCall:
+    """An attribute set from a call whose result may be a handle (a function or method the
+    linker looks up: `self.env = self._connect(p)`, `self.envs.append(open_db(p))`)."""
+
+    attr: str
+    method: str
+    callee: str  # "self.m" for a method of the class, else the qualified function name
+    span: Span
+
+
+@dataclass(frozen=True)
 class MethodFacts:
     name: str
     attrs_read: Tuple[str, ...] = ()  # `self.x` / `Cls.x` read (not only assigned)
@@ -51,6 +62,11 @@ class MethodFacts:
     guarded_attrs: Tuple[str, ...] = ()  # attrs re-created under a pid check
     guarded_calls: Tuple[str, ...] = ()  # `self.m()` called under a pid check
     calls_super_init: bool = False
+    # in source order: "call:m" (`self.m()`, "call:__init__" for the base's), "open:a",
+    # "close:a" (`self.a.close()`), "reset:a" (`self.a = None` / `del self.a`)
+    effects: Tuple[str, ...] = ()
+    returns_handle: Optional[HandleSite] = None  # `return lmdb.open(p)`
+    returns_call: str = ""  # `return self._connect(p)` → "self._connect", `return f()` → "m.f"
 
 
 @dataclass(frozen=True)
@@ -65,6 +81,9 @@ class ClassFacts:
     init_params: Tuple[str, ...] = ()  # `__init__` parameters after self, in order
     param_attrs: Tuple[Tuple[str, str], ...] = ()  # (param, attr) for `self.attr = param`
     attr_refs: Tuple[Tuple[str, Tuple[DatasetRef, ...]], ...] = ()  # `self.train_ds = DS()`
+    held_calls: Tuple[HeldCall, ...] = ()  # `self.env = open_env(p)`: resolved when linking
+    # (param, qualified class) from `reader: Reader` or `assert isinstance(reader, Reader)`
+    param_types: Tuple[Tuple[str, str], ...] = ()
 
     def method(self, name: str) -> Optional[MethodFacts]:
         return next((m for m in self.methods if m.name == name), None)
@@ -83,9 +102,30 @@ class HandleArg:
 class DatasetRef:
     """What a DataLoader's dataset argument (or a factory's return value) refers to."""
 
-    kind: str  # "call" (Cls(...) or factory(...)), "name" (module variable), "attr" (self.x)
+    kind: str  # "call" (Cls(...) or factory(...)), "name" (module variable), "attr" (self.x),
+    # "param" (a parameter of a module-level function: target "<function>#<index>#<name>")
     target: str  # qualified name of the class, function or variable
     handle_args: Tuple[HandleArg, ...] = ()
+    arg_refs: Tuple[ArgRef, ...] = ()  # what else the call is given: `DS(Reader(p))`
+
+
+@dataclass(frozen=True)
+class ArgRef:
+    """An argument of a call that may be a dataset (or holder object), or a constant int."""
+
+    position: int  # -1 when passed by keyword
+    keyword: str
+    refs: Tuple[DatasetRef, ...] = ()
+    int_value: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A call of a function with arguments that may be datasets: `val(net, test_dataset)`."""
+
+    target: str  # qualified name of the called function
+    args: Tuple[ArgRef, ...]
+    span: Span
 
 
 @dataclass(frozen=True)
@@ -98,6 +138,7 @@ class LoaderCall:
     context: str  # "fork", "spawn", "forkserver", "" (platform default), "?" unknown
     worker_inits: Tuple[str, ...] = ()  # worker_init_fn and what it chains (partials unwrapped)
     path: str = ""
+    num_workers_param: str = ""  # num_workers is this parameter ("<function>#<index>#<name>")
 
 
 @dataclass(frozen=True)
@@ -109,6 +150,10 @@ class FunctionFacts:
     returns: Tuple[DatasetRef, ...] = ()
     method_calls: Tuple[str, ...] = ()  # `.m(...)` called anywhere inside
     attr_handle_assigns: Tuple[str, ...] = ()  # `<expr>.attr = <handle>` inside
+    returns_handle: Optional[HandleSite] = None  # `def open_env(p): return lmdb.open(p)`
+    returns_call: str = ""  # `return other(p)`: the qualified callee
+    cached: bool = False
+    globals_read: Tuple[str, ...] = ()  # bare names read inside (the functions it calls)
 
 
 @dataclass(frozen=True)
@@ -118,6 +163,8 @@ class ModuleHandle:
     name: str
     site: HandleSite
     via_call: bool = False  # `@functools.cache def get_client(): return boto3.client(...)`
+    # a process-global cache (`_CACHE[path] = zipfile.ZipFile(path)`) filled by this function
+    filled_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -129,6 +176,7 @@ class FileFacts:
     classes: Tuple[ClassFacts, ...] = ()
     functions: Tuple[FunctionFacts, ...] = ()
     loaders: Tuple[LoaderCall, ...] = ()
+    calls: Tuple[CallSite, ...] = ()
     module_handles: Tuple[ModuleHandle, ...] = ()
     module_vars: Tuple[Tuple[str, Tuple[DatasetRef, ...]], ...] = ()
     globals_read_outside_classes: Tuple[str, ...] = ()

@@ -11,8 +11,10 @@ from .facts import Span
 # Where the handle lives, which picks the rewrite:
 # "instance": created in a method and kept on self (WS101/WS111/WS201);
 # "module": a module-level variable (WS102/WS112); "class": a class attribute (WS103/WS113);
-# "passed": created by the caller and passed to the constructor (WS104, not rewritten).
-FixKind = Literal["instance", "module", "class", "passed"]
+# "passed": created by the caller and passed to the constructor (WS104, not rewritten);
+# not rewritten either: "holder" (inside a holder object or sub-dataset passed in), "returned"
+# (returned by a function the dataset calls), "cache" (a process-global handle cache).
+FixKind = Literal["instance", "module", "class", "passed", "holder", "returned", "cache"]
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,16 @@ attributes). With one file it degrades to same-file knowledge."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 from .discovery import module_aliases
-from .facts import ClassFacts, DatasetRef, FileFacts, FunctionFacts, LoaderCall, ModuleHandle
+from .facts import (
+    ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts, HandleSite, LoaderCall,
+    ModuleHandle,
+)
 from .frameworks import star_reexport
 from .torchnames import DATASET_BASES
 
@@ -21,6 +25,28 @@ SPAWN_LIKE = ("spawn", "forkserver")
 
 # Re-exports followed for one name, at most: real chains are a handful long.
 _MAX_RESOLVE_DEPTH = 64
+# Calls followed for what a function returns (`open_env` → `_open` → `lmdb.open`), at most.
+_MAX_RETURN_DEPTH = 4
+
+# (file, loader, the reference that constructs the class) for each loader reaching a class
+LoaderUse = tuple[FileFacts, LoaderCall, DatasetRef]
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How a class that no loader names directly is reached: kept by `outer` in `attr`
+    (a holder object or sub-dataset built in its `__init__`), or `passed` to its
+    constructor (`param`)."""
+
+    outer: str  # the class name of the outer dataset (or holder)
+    attr: str
+    passed: bool = False
+    param: str = ""
+
+    def describe(self) -> str:
+        if self.passed:
+            return f"(passed to {self.outer}({self.param}) as self.{self.attr})"
+        return f"(held by {self.outer}.{self.attr})"
 
 
 @dataclass
@@ -49,6 +75,10 @@ class Project:
         # `mylib.ds` for helpers/mylib/ds.py, `src.data` for src/data.py: → the module name
         self.aliases = module_aliases((f.path, f.module) for f in self.files)
         self._entries: Optional[dict[str, list[Optional[FileFacts]]]] = None
+        self._call_sites: Optional[dict[str, list[tuple[FileFacts, CallSite]]]] = None
+        # class qualname → how it is reached through another class (see `loaders_by_class`)
+        self.reached: dict[str, list[Reach]] = {}
+        self.has_caches = any(h.filled_by for f in self.files for h in f.module_handles)
 
     # --- names ----------------------------------------------------------------------------
 
@@ -226,6 +256,9 @@ class Project:
             home, attr = found
             refs = dict(home.module_vars).get(attr, ())
             return [c for r in refs for c in self.classes_of_ref(r, home, depth + 1)]
+        if ref.kind == "param":
+            return [c for home, arg in self.arguments_for(ref.target)
+                    for r in arg.refs for c in self.classes_of_ref(r, home, depth + 1)]
         if ref.kind == "attr":
             owner_name, _, attr = ref.target.rpartition(".")
             owner = self.classes.get(owner_name)
@@ -237,15 +270,151 @@ class Project:
             return [c for r in assigned for c in self.classes_of_ref(r, home, depth + 1)]
         return []
 
-    def loaders_by_class(self) -> dict[str, list[tuple[FileFacts, LoaderCall, DatasetRef]]]:
-        out: dict[str, list[tuple[FileFacts, LoaderCall, DatasetRef]]] = {}
+    # --- call sites → parameters ----------------------------------------------------------
+
+    def arguments_for(self, param: str) -> list[tuple[FileFacts, ArgRef]]:
+        """What callers pass for a function parameter ("<function>#<index>#<name>")."""
+        function = param.split("#")[0]
+        return [(facts, arg) for facts, site in self.call_sites().get(function, ())
+                for arg in site.args if self._is_arg_for(arg, param)]
+
+    def call_sites(self) -> dict[str, list[tuple[FileFacts, CallSite]]]:
+        if self._call_sites is None:
+            self._call_sites = {}
+            for facts in self.files:
+                for site in facts.calls:
+                    target = self.resolve(site.target, facts)
+                    if target in self.functions:
+                        self._call_sites.setdefault(target, []).append((facts, site))
+        return self._call_sites
+
+    # --- loaders → classes ---------------------------------------------------------------------
+
+    def loaders_by_class(self) -> dict[str, list[LoaderUse]]:
+        """Loader uses per class: the classes a loader's dataset may be (through factories,
+        containers, call sites), then what those keep — holders and sub-datasets built in
+        `__init__` or passed to it — reached by the same loaders (see `reached`)."""
+        out: dict[str, list[LoaderUse]] = {}
         for facts, loader in self.loaders():
             for ref in loader.datasets:
-                for cls, constructing in self.classes_of_ref(ref, facts):
-                    entries = out.setdefault(cls.qualname, [])
-                    if not any(e[1] is loader and e[2] == constructing for e in entries):
-                        entries.append((facts, loader, constructing))
+                for used, cls, constructing in self._loader_classes(facts, loader, ref):
+                    _add_use(out, cls.qualname, (facts, used, constructing))
+        self.reached = {}
+        queue = list(out)
+        while queue:
+            outer = self.classes[queue.pop()]
+            for inner, reach in list(self._kept_classes(outer, out[outer.qualname])):
+                kept = DatasetRef("kept", f"{outer.qualname}.{reach.attr}")
+                added = [_add_use(out, inner.qualname, (facts, loader, kept))
+                         for facts, loader, _ in out[outer.qualname]]
+                reaches = self.reached.setdefault(inner.qualname, [])
+                if reach not in reaches:
+                    reaches.append(reach)
+                if any(added):
+                    queue.append(inner.qualname)
         return out
+
+    def _loader_classes(self, facts: FileFacts, loader: LoaderCall, ref: DatasetRef
+                        ) -> Iterator[tuple[LoaderCall, ClassFacts, DatasetRef]]:
+        """The classes a loader's dataset argument may be; a parameter's through each call
+        site, with `num_workers` from the same call when the loader takes it from a
+        parameter of the same function (`make_loader(ds, 0)`)."""
+        if ref.kind != "param":
+            for cls, constructing in self.classes_of_ref(ref, facts):
+                yield loader, cls, constructing
+            return
+        function = ref.target.split("#")[0]
+        for home, site in self.call_sites().get(function, ()):
+            used = loader
+            if loader.num_workers_param.split("#")[0] == function:
+                workers = [a for a in site.args if self._is_arg_for(a, loader.num_workers_param)]
+                if workers and workers[0].int_value is not None:
+                    used = dataclasses.replace(loader, num_workers=workers[0].int_value,
+                                               num_workers_text=str(workers[0].int_value))
+            for arg in site.args:
+                if self._is_arg_for(arg, ref.target):
+                    for r in arg.refs:
+                        for cls, constructing in self.classes_of_ref(r, home, 1):
+                            yield used, cls, constructing
+
+    @staticmethod
+    def _is_arg_for(arg: ArgRef, param: str) -> bool:
+        _, index_text, name = param.split("#")
+        return arg.keyword == name if arg.keyword else arg.position == int(index_text) >= 0
+
+    def _kept_classes(self, outer: ClassFacts, uses: list[LoaderUse]
+                      ) -> Iterator[tuple[ClassFacts, Reach]]:
+        """Project classes an instance of `outer` keeps and uses after construction: built in
+        a method (`self.db = Reader(p)`, `self.dbs.append(Inner(p))`), or passed to
+        `__init__` (`DS(Reader(p))` at a caller, `reader: Reader`, an isinstance assert)."""
+        mro = self.mro(outer)
+        read_later = {a for member in mro for m in member.methods if m.name != "__init__"
+                      for a in m.attrs_read}
+        for member in mro:
+            home = self.class_file[member.qualname]
+            for attr, refs in member.attr_refs:
+                if attr not in read_later:
+                    continue
+                for ref in refs:
+                    for inner, _ in self.classes_of_ref(ref, home):
+                        if inner.qualname != outer.qualname:
+                            yield inner, Reach(outer.name, attr)
+        init_owner = next((m for m in mro if m.method("__init__") is not None), None)
+        if init_owner is None:
+            return
+        home = self.class_file[init_owner.qualname]
+        attrs = dict(init_owner.param_attrs)
+        params = init_owner.init_params
+        for param, annotated in init_owner.param_types:
+            typed = self.classes.get(self.resolve(annotated, home))
+            kept_as = attrs.get(param)
+            if typed is not None and kept_as in read_later and typed.qualname != outer.qualname:
+                yield typed, Reach(outer.name, kept_as or "", True, param)
+        for facts, _, constructing in uses:
+            for arg in constructing.arg_refs:
+                param = arg.keyword or (params[arg.position]
+                                        if 0 <= arg.position < len(params) else "")
+                kept_as = attrs.get(param)
+                if kept_as is None or kept_as not in read_later:
+                    continue
+                for ref in arg.refs:
+                    for passed, _ in self.classes_of_ref(ref, facts):
+                        if passed.qualname != outer.qualname:
+                            yield passed, Reach(outer.name, kept_as, True, param)
+
+    # --- what calls return ---------------------------------------------------------------------
+
+    def returned_handle(self, callee: str, cls: Optional[ClassFacts], facts: FileFacts,
+                        depth: int = 0) -> Optional[tuple[HandleSite, bool, FileFacts]]:
+        """The handle a call returns (`open_env(p)`, `self._connect(p)`), followed through
+        further calls a few levels deep: its creating call, whether a cached function returns
+        it (one object per process, shared: WS102), and the file creating it. None when it
+        returns no handle we know."""
+        if depth > _MAX_RETURN_DEPTH:
+            return None
+        if callee.startswith("self."):
+            name = callee[len("self."):]
+            for member in self.mro(cls) if cls is not None else ():
+                method = member.method(name)
+                if method is None:
+                    continue
+                home = self.class_file[member.qualname]
+                if method.returns_handle is not None:
+                    return method.returns_handle, False, home
+                if method.returns_call:
+                    return self.returned_handle(method.returns_call, cls, home, depth + 1)
+                return None
+            return None
+        func = self.functions.get(self.resolve(callee, facts))
+        if func is None:
+            return None
+        home = self.by_module.get(func.qualname.rpartition(".")[0], facts)
+        if func.returns_handle is not None:
+            return func.returns_handle, func.cached, home
+        if func.returns_call and not func.returns_call.startswith("self."):
+            found = self.returned_handle(func.returns_call, None, home, depth + 1)
+            return (found[0], found[1] or func.cached, found[2]) if found else None
+        return None
 
     # --- start methods ---------------------------------------------------------------------
 
@@ -316,6 +485,43 @@ class Project:
                 module = module.rpartition(".")[0]
         return out
 
+    def class_start_methods(self, facts: FileFacts) -> tuple[str, ...]:
+        """How workers may start for code in `facts` that no loader was linked to: the
+        start methods of the entry scripts whose imports reach it."""
+        entries = self.entries(facts) or [facts]
+        if entries == [facts] and not facts.loaders and not facts.start_method:
+            # Imported by no checked file: loaded by name (`construct_class_by_name`,
+            # importlib), so by whichever entry builds loaders: the start methods of them all.
+            found = [m for f, loader in self.loaders() for m, _ in self.start_methods(loader, f)]
+            if found:
+                return tuple(dict.fromkeys(found))
+        methods: list[str] = []
+        for entry in entries:
+            named = entry.start_method
+            found = [named] if named and named != "?" else list(self.default_start)
+            methods.extend(m for m in found if m not in methods)
+        return tuple(methods)
+
+    def calls_through(self, names: Iterable[str], facts: FileFacts
+                      ) -> tuple[list[tuple[str, FileFacts]], set[str]]:
+        """Bare names read (with the file they are read in), and those read inside the
+        project functions they call, a few calls deep; with those functions' names."""
+        found = [(name, facts) for name in names]
+        functions: set[str] = set()
+        frontier = list(found)
+        for _ in range(_MAX_RETURN_DEPTH):
+            following: list[tuple[str, FileFacts]] = []
+            for name, home in frontier:
+                func = self.functions.get(self.resolve(name, home))
+                if func is None or func.qualname in functions:
+                    continue
+                functions.add(func.qualname)
+                inside = self.by_module.get(func.qualname.rpartition(".")[0], home)
+                following.extend((read, inside) for read in func.globals_read)
+            found.extend(following)
+            frontier = following
+        return found, functions
+
     def worker_init_functions(self, loader: LoaderCall, facts: FileFacts) -> list[FunctionFacts]:
         found = (self.functions.get(self.resolve(name, facts)) for name in loader.worker_inits)
         return [f for f in found if f is not None]
@@ -336,3 +542,11 @@ class Project:
                     if handle.name == attr:
                         return home, handle
         return None
+
+
+def _add_use(out: dict[str, list[LoaderUse]], qualname: str, use: LoaderUse) -> bool:
+    entries = out.setdefault(qualname, [])
+    if any(e[1] is use[1] and e[2] == use[2] for e in entries):
+        return False
+    entries.append(use)
+    return True

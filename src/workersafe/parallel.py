@@ -16,6 +16,7 @@ from typing import Iterator, Sequence
 from .config import Config
 from .discovery import SourceFile
 from .facts import FileFacts
+from .registry import Registry
 
 # Below this much source a pool costs more (an interpreter start per worker) than it saves.
 MIN_PARALLEL_BYTES = 400_000
@@ -40,7 +41,7 @@ def parse_files(files: Sequence[SourceFile], texts: dict[str, str], config: Conf
     helpers = workers - 1
     pool = ProcessPoolExecutor(max_workers=helpers, mp_context=context,
                                initializer=_ignore_sigint)
-    in_flight: list[Future] = []  # type: ignore[type-arg]
+    in_flight: list[Future[dict[str, FileFacts]]] = []
 
     def refill() -> None:  # the pool takes the largest batches, two per process queued
         while pending and len(in_flight) < 2 * helpers:
@@ -147,7 +148,7 @@ def _parse_batch(items: list[tuple[SourceFile, str]], config: Config) -> dict[st
     return {file.path: _facts(file, text, registry) for file, text in items}
 
 
-def _facts(file: SourceFile, text: str, registry) -> FileFacts:  # type: ignore[no-untyped-def]
+def _facts(file: SourceFile, text: str, registry: Registry) -> FileFacts:
     from .parse import file_facts
 
     return file_facts(text, file.path, file.module, file.is_package, registry)

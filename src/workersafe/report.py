@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 from urllib.parse import quote
 
 from . import __version__
@@ -103,7 +103,7 @@ def sarif(findings: Sequence[Finding]) -> str:
     return json.dumps(log, indent=2) + "\n"
 
 
-def _sarif_cell(finding: Finding) -> dict:  # type: ignore[type-arg]
+def _sarif_cell(finding: Finding) -> dict[str, Any]:
     """A notebook's finding: the region counts lines within the cell this names."""
     if finding.cell is None:
         return {}

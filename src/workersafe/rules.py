@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Optional
 
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, LoaderCall, MethodFacts,
                     Span)
 from .findings import Finding, FixPlan
-from .link import SPAWN_LIKE, Project
+from .link import SPAWN_LIKE, Project, Reach
 from .registry import Registry
 from .ruletable import latent_of
 
@@ -52,6 +52,9 @@ class Candidate:
     loaders: list[UsedLoader] = field(default_factory=list)
     any_loader: bool = False  # some loader uses a dataset holding it (even a safe one)
     torch_dataset: bool = False
+    wire: bool = True  # the fix may wire the loaders (False: the loader's dataset is another)
+    spawn_only: bool = False  # no loader found, but every entry starts workers by spawn and
+    # the class decides what is pickled: nothing is shared (for the latent code)
 
 
 @dataclass
@@ -66,6 +69,8 @@ class ClassView:
     worker_reads: set[str]
     parent_uses: set[str]
     guarded: set[str]
+    closed_at_fork: set[str] = field(default_factory=set)  # last construction effect: a close
+    via: Optional[Reach] = None  # reached only through another class (a holder, sub-dataset)
 
 
 def evaluate(project: Project, registry: Registry) -> list[Finding]:
@@ -77,10 +82,18 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
         if not is_torch and not uses:
             continue
         view = class_view(project, cls)
+        reaches = project.reached.get(cls.qualname, [])
+        if reaches and all(ref.kind == "kept" for _, _, ref in uses):
+            view.via = reaches[0]
+        spawn_only = not uses and _pickling_decided(view) and all(
+            m in SPAWN_LIKE for m in project.class_start_methods(view.facts))
         for cand, parent_use, attr, kind in _candidates_of(project, registry, view):
+            if view.via is not None:
+                _reached_through(cand, view.via, is_torch)
             merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
             merged.torch_dataset |= is_torch
             merged.any_loader |= bool(uses)
+            merged.spawn_only |= spawn_only
             for facts, loader, _ in uses:
                 merged.loaders.extend(used_loaders(project, registry, view, facts, loader,
                                                    cand.site.handle, attr, parent_use, kind))
@@ -111,7 +124,56 @@ def class_view(project: Project, cls: ClassFacts) -> ClassView:
     parent_uses = {a for n in parent_methods if n in methods for a in methods[n][1].attrs_used}
     guarded = _guarded_attrs(mro, methods)
     return ClassView(cls, project.class_file[cls.qualname], methods, init_run, worker_methods,
-                     worker_reads, parent_uses, guarded)
+                     worker_reads, parent_uses, guarded, _closed_at_fork(mro, methods))
+
+
+def _closed_at_fork(mro: list[ClassFacts], methods: Methods) -> set[str]:
+    """Attributes whose last open/close while constructing is a close: `__init__`'s effects
+    in order, through the `self.m()` it calls and the base `__init__`s (a lazy open in a
+    helper, closed again by the last call of the inherited `__init__`)."""
+    state: dict[str, str] = {}
+    index = {member.qualname: i for i, member in enumerate(mro)}
+
+    def run_init(start: int, depth: int) -> None:
+        for member in mro[start:]:
+            init = member.method("__init__")
+            if init is not None:
+                run(init, index[member.qualname], depth)
+                return
+
+    def run(method: MethodFacts, owner: int, depth: int) -> None:
+        if depth > 16:
+            return
+        for effect in method.effects:
+            kind, _, name = effect.partition(":")
+            if kind == "call":
+                if name == "__init__":
+                    run_init(owner + 1, depth + 1)
+                elif name in methods:
+                    member, called = methods[name]
+                    run(called, index.get(member.qualname, owner), depth + 1)
+            elif kind in ("open", "close"):
+                state[name] = kind
+
+    run_init(0, 0)
+    return {attr for attr, last in state.items() if last == "close"}
+
+
+def _pickling_decided(view: ClassView) -> bool:
+    """The class decides what its pickle holds (the fix adds a `__getstate__`)."""
+    return "__getstate__" in view.methods or "__reduce__" in view.methods
+
+
+def _reached_through(cand: Candidate, via: Reach, is_torch: bool) -> None:
+    """A holder object or sub-dataset the loader's dataset keeps: say so; a holder passed in
+    is WS104; the fix is per class, never wired to a loader whose dataset is the outer one."""
+    cand.what = f"{cand.what} {via.describe()}"
+    cand.wire = False
+    if via.passed and cand.code == "WS101":
+        cand.code = "WS104"
+    if not is_torch or via.passed:
+        plan = cand.plan
+        cand.plan = replace(plan, kind="holder")
 
 
 def _init_run(mro: list[ClassFacts], methods: Methods) -> set[tuple[str, str]]:
@@ -163,7 +225,8 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView
             htype = registry.lookup(held.site.handle)
             if htype is None or (member.qualname, held.method) not in view.init_run:
                 continue
-            if held.closed or held.attr not in view.worker_reads or held.attr in view.guarded:
+            if held.closed or held.attr not in view.worker_reads or held.attr in view.guarded \
+                    or held.attr in view.closed_at_fork:
                 continue
             attrs = tuple(h.attr for h in member.held
                           if h.site == held.site and h.method == held.method)
@@ -182,7 +245,48 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView
                              f"created as class attribute {member.name}.{held.attr}",
                              view.cls.name, plan, not htype.fork_safe)
             yield cand, held.attr in view.parent_uses, held.attr, "class"
+    yield from _returned_candidates(project, registry, view, mro)
     yield from _module_candidates(project, registry, view)
+    if project.has_caches:
+        yield from _cache_candidates(project, registry, view)
+
+
+def _returned_candidates(project: Project, registry: Registry, view: ClassView,
+                         mro: list[ClassFacts]) -> Iterator[tuple[Candidate, bool, str, str]]:
+    """Handles kept from a call that returns one (`self.env = open_env(p)`): WS101 at the
+    call; a cached factory's one object per process is WS102 at its creating call."""
+    direct = {h.attr for member in mro for h in member.held}
+    for member in mro:
+        home = project.class_file[member.qualname]
+        for kept in member.held_calls:
+            attr = kept.attr
+            if (member.qualname, kept.method) not in view.init_run or attr in direct \
+                    or attr not in view.worker_reads or attr in view.guarded \
+                    or attr in view.closed_at_fork:
+                continue
+            found = project.returned_handle(kept.callee, view.cls, home)
+            if found is None:
+                continue
+            site, cached, where = found
+            htype = registry.lookup(site.handle)
+            if htype is None:
+                continue
+            callee = kept.callee.rsplit(".", 1)[-1]
+            if cached:
+                cand = Candidate("WS102", site, where.path,
+                                 f"returned by the cached {callee}() and kept in "
+                                 f"{member.name}.{attr}", view.cls.name,
+                                 FixPlan("returned", site.handle, member.qualname, attr,
+                                         (attr,), kept.method),
+                                 not htype.fork_safe)
+                yield cand, attr in view.parent_uses, attr, "instance"
+                continue
+            cand = Candidate("WS101", HandleSite(site.handle, kept.span), home.path,
+                             f"returned by {callee}() in {member.name}.{kept.method}",
+                             view.cls.name, FixPlan("returned", site.handle, member.qualname,
+                                                    attr, (attr,), kept.method),
+                             not htype.fork_safe)
+            yield cand, attr in view.parent_uses, attr, "instance"
 
 
 def _module_candidates(project: Project, registry: Registry, view: ClassView
@@ -197,7 +301,7 @@ def _module_candidates(project: Project, registry: Registry, view: ClassView
                 continue
             home, handle = found
             htype = registry.lookup(handle.site.handle)
-            if htype is None or (home.path, handle.name) in seen:
+            if htype is None or (home.path, handle.name) in seen or handle.filled_by:
                 continue
             seen.add((home.path, handle.name))
             parent_use = _module_parent_use(view, global_name, project)
@@ -207,6 +311,43 @@ def _module_candidates(project: Project, registry: Registry, view: ClassView
                              f"created at module level ({handle.name})", view.cls.name, plan,
                              not htype.fork_safe)
             yield cand, parent_use, handle.name, "module"
+
+
+def _cache_candidates(project: Project, registry: Registry, view: ClassView
+                      ) -> Iterator[tuple[Candidate, bool, str, str]]:
+    """A process-global handle cache (`_CACHE[path] = zipfile.ZipFile(path)` in a function)
+    that construction fills in the parent and worker methods read, directly or through the
+    functions they call: the workers share the parent's handles (WS102). A cache the parent
+    never fills is filled per process: safe."""
+    parent = {n for _, n in view.init_run} | {"__len__"}
+    filled: set[str] = set()
+    for name in parent & set(view.methods):
+        owner, method = view.methods[name]
+        filled |= project.calls_through(method.globals_read, project.class_file[owner.qualname])[1]
+    if not filled:
+        return
+    seen: set[tuple[str, str]] = set()
+    for name in sorted(view.worker_methods):
+        owner, method = view.methods[name]
+        reads, _ = project.calls_through(method.globals_read, project.class_file[owner.qualname])
+        for read, facts in reads:
+            found = project.module_handle(read, facts)
+            if found is None or not found[1].filled_by or found[1].filled_by not in filled:
+                continue
+            home, handle = found
+            htype = registry.lookup(handle.site.handle)
+            if htype is None or (home.path, handle.name) in seen:
+                continue
+            seen.add((home.path, handle.name))
+            filler = handle.filled_by.rpartition(".")[2]
+            cand = Candidate("WS102", handle.site, home.path,
+                             f"kept in the process-global cache {handle.name} (filled by "
+                             f"{filler}() while {view.cls.name} is constructed)",
+                             view.cls.name, FixPlan("cache", handle.site.handle,
+                                                    view.cls.qualname, handle.name,
+                                                    (handle.name,)),
+                             not htype.fork_safe)
+            yield cand, True, handle.name, "module"
 
 
 def _module_parent_use(view: ClassView, name: str, project: Project) -> bool:
@@ -292,7 +433,8 @@ def _findings_of(cand: Candidate) -> Iterator[Finding]:
     if crashes:
         yield _finding(cand, "WS201", _spawn_message(cand, crashes))
     latent = latent_of(cand.code)
-    if not cand.any_loader and cand.fork_unsafe and cand.torch_dataset and latent:
+    if not cand.any_loader and cand.fork_unsafe and cand.torch_dataset and latent \
+            and not cand.spawn_only:
         message = (f"{cand.site.handle} {cand.what} would be shared by DataLoader workers "
                    f"(no DataLoader using {cand.holder} found in the checked files): "
                    f"create it per worker")
@@ -300,8 +442,13 @@ def _findings_of(cand: Candidate) -> Iterator[Finding]:
 
 
 def _finding(cand: Candidate, code: str, message: str) -> Finding:
+    # A loader given its dataset through a parameter (`def val(net, dataset)`) cannot be
+    # wired by name there: then no loader is, and the fix opens lazily (right for every loader).
+    wire = cand.wire and not any(r.kind == "param" for u in cand.loaders
+                                 for r in u.loader.datasets)
     loaders = tuple(sorted({(u.facts.path, u.loader.span.line, u.loader.span.col)
-                            for u in cand.loaders if u.loader.num_workers != 0}))
+                            for u in cand.loaders if u.loader.num_workers != 0})) \
+        if wire else ()
     return Finding(cand.path, cand.site.span, code, message, replace(cand.plan, loaders=loaders))
 
 

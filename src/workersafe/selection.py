@@ -7,6 +7,7 @@ fact refers to, or name something a parsed fact is interested in."""
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Iterable, Optional
 
 from .discovery import SourceFile, module_aliases, module_of_import
@@ -33,6 +34,8 @@ class Selection:
         self.dataset_files = {p for p, t in texts.items() if prefilter.mentions_dataset(t)}
         self.start_files = {p for p, t in texts.items() if _START_METHOD in t}
         self._imports: dict[str, set[str]] = {}
+        self._callers_searched: set[str] = set()
+        self._verdicts: tuple[set[str], set[str]] = (set(), set())
 
     def first(self) -> list[str]:
         """The files parsed first: a handle and a dataset word in the same file."""
@@ -42,7 +45,8 @@ class Selection:
         """(quiet, loud) among the files read so far: quiet ones named neither (nor set a start
         method: an entry script's start method reaches the loaders its imports build)."""
         loud = self.handle_files | self.dataset_files | self.start_files
-        return set(self.texts) - loud, loud
+        self._verdicts = (set(self.texts) - loud, loud)
+        return self._verdicts
 
     def complete(self, facts: dict[str, FileFacts], parse: ParseMany) -> None:
         """Parse more files (adding to `facts`) until every file that could add to a finding
@@ -58,6 +62,7 @@ class Selection:
                   if any(set(bases) & dataset_names for _, bases in class_bases(texts[p]))}
         wanted |= _dataset_files_importing_handles(
             dataset_files - handle_files, handle_files, by_module, self._imported_by)
+        wanted |= {p for p in dataset_files - handle_files if _loader_of_parameter(texts[p])}
         while True:
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
                                       handle_files)
@@ -69,6 +74,7 @@ class Selection:
                 wanted |= {p for p in dataset_files | handle_files
                            if p not in facts and self._imported_by(p) & modules}
             wanted |= self._start_method_reach(facts, by_module)
+            wanted |= self._callers(facts)
             wanted -= set(facts)
             if not wanted:
                 return
@@ -81,6 +87,11 @@ class Selection:
         reach, and every other importer of those loaders: a start method reaches a loader only
         if every entry importing it sets one (the linker needs those that set none: they fork)."""
         loader_files = {p for p, f in facts.items() if f.loaders}
+        if any(c.held and c.method("__getstate__") for f in facts.values() for c in f.classes):
+            # A dataset that decides its pickle may be safe by spawn: also the loaders no
+            # parsed file names it in (it may be built by name from a config), if an entry
+            # script sets a start method.
+            loader_files |= {p for p in self.dataset_files if "DataLoader(" in self.texts[p]}
         chains = _import_chains(self.start_files - set(facts), loader_files, self._imported_by,
                                 by_module)
         if not chains - set(facts):
@@ -88,6 +99,25 @@ class Selection:
         reached = chains & loader_files
         return chains | _importers(reached, self.by_path, self.texts, self._imported_by,
                                    by_module)
+
+    def _callers(self, facts: dict[str, FileFacts]) -> set[str]:
+        """Files that may call a function whose parameter reaches a loader (`def val(net,
+        dataset): DataLoader(dataset, ...)`): what they pass is the loader's dataset."""
+        names = {ref.target.split("#")[0].rpartition(".")[2]
+                 for f in facts.values() for loader in f.loaders for ref in loader.datasets
+                 if ref.kind == "param"}
+        names |= {ref.target.split("#")[0].rpartition(".")[2]
+                  for f in facts.values() for func in f.functions for ref in func.returns
+                  if ref.kind == "param"}
+        pattern = words_pattern(names - self._callers_searched)
+        self._callers_searched |= names
+        if pattern is None:
+            return set()
+        found = {p for p, text in self.texts.items() if p not in facts and pattern.search(text)}
+        quiet, loud = self._verdicts  # a caller is read again next time, though it names
+        quiet -= found  # no handle and no dataset
+        loud |= found
+        return found
 
     def _imported_by(self, path: str) -> set[str]:
         if path not in self._imports:
@@ -122,8 +152,11 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
                 if path in handle_files:  # a module-level handle may live there
                     demand([name], facts)
             demand((r.target for _, refs in cls.attr_refs for r in refs), facts)
+            demand((t for _, t in cls.param_types), facts)  # `reader: FeatureReader`
+            demand((c.callee for c in cls.held_calls if not c.callee.startswith("self.")), facts)
         for loader in facts.loaders:
             demand((r.target for r in loader.datasets), facts)
+            demand((r.target for d in loader.datasets for a in d.arg_refs for r in a.refs), facts)
             demand(loader.worker_inits, facts)
     _follow_factories(every, demand, demanded)
     wanted: set[str] = set()
@@ -150,6 +183,20 @@ def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]
                 if f"{facts.module}.{name}" in demanded or name in demanded:
                     demand((r.target for r in refs), facts)
         changed = len(demanded) != before
+
+
+_LOADER_FIRST_ARG = re.compile(r"DataLoader\(\s*(?:dataset\s*=\s*)?(\w+)\s*[,)]")
+
+
+def _loader_of_parameter(text: str) -> bool:
+    """A text test: a DataLoader whose dataset is a parameter of a function defined there
+    (`def val(net, dataset): DataLoader(dataset, ...)`); its callers say what it is."""
+    if "DataLoader(" not in text:
+        return False
+    for match in _LOADER_FIRST_ARG.finditer(text):
+        if re.search(rf"def \w+\([^)]*\b{match.group(1)}\b", text):
+            return True
+    return False
 
 
 def _relevant_class(cls: ClassFacts, dataset_words: set[str]) -> bool:

@@ -60,16 +60,3 @@ def _declared_encoding(raw: bytes) -> str:
     if b"coding" not in head and not raw.startswith(b"\xef\xbb\xbf"):
         return "utf-8"
     return tokenize.detect_encoding(io.BytesIO(raw).readline)[0]
-
-
-def read_source(path: str) -> Source:
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
-    if path.endswith(".ipynb"):  # a notebook: its code cells joined into one module
-        from .notebook import notebook_source
-
-        return notebook_source(path, raw)
-    return decode(path, raw)

@@ -36,3 +36,9 @@ TORCH_STAR_NAMES = frozenset(
     {"Dataset", "IterableDataset", "DataLoader", "Subset", "random_split", "ConcatDataset",
      "ChainDataset", "StackDataset", "get_worker_info", "TensorDataset"}
 )
+# Calls whose value names the current process or DataLoader worker: a test or a dict key built
+# from one keeps a handle per process (`if os.getpid() != self.pid`, `{info.id: open(p)}`).
+PROCESS_IDENTITY = frozenset({
+    "os.getpid", f"{TORCH_DATA}.get_worker_info", f"{TORCH_DATA}._utils.worker.get_worker_info",
+    "multiprocessing.current_process", "torch.multiprocessing.current_process",
+})

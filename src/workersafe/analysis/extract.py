@@ -13,6 +13,7 @@ from ..facts import (
 from ..registry import Registry
 from .positions import Positions
 from .state import ClassState, FunctionState, Handle
+from .values import IDENTITY_WORDS
 from .walker import FactWalker
 
 
@@ -20,6 +21,7 @@ def extract_facts(tree: ast.Module, text: str, path: str, module_name: str, is_p
                   registry: Registry) -> FileFacts:
     """The facts of one module; `text` is the source `tree` was parsed from (for positions)."""
     walker = FactWalker(path, module_name, is_package, registry, Positions(text))
+    walker.ev.identity_possible = any(word in text for word in IDENTITY_WORDS)
     walker.walk(tree)
     return _facts(walker)
 
@@ -36,10 +38,13 @@ def _facts(walker: FactWalker) -> FileFacts:
         imports=tuple(sorted(state.module_scope.names.items())),
         star_imports=tuple(state.module_scope.star_modules),
         classes=tuple(_class_facts(c, walker) for c in walker.classes),
-        functions=tuple(_function_facts(f) for f in walker.functions),
+        functions=tuple(_function_facts(f, walker) for f in walker.functions),
         loaders=tuple(walker.loaders),
+        calls=tuple(walker.calls),
         module_handles=tuple(ModuleHandle(name, ev.site(h), via_call)
-                             for name, (h, via_call) in handles.items()),
+                             for name, (h, via_call) in handles.items())
+        + tuple(ModuleHandle(name, ev.site(h), filled_by=filler)
+                for name, (h, filler) in state.module_caches.items() if name not in handles),
         module_vars=tuple((n, tuple(r)) for n, r in walker.module_refs().items()),
         globals_read_outside_classes=tuple(sorted(walker.globals_outside)),
         start_method=walker.start_method,
@@ -58,16 +63,27 @@ def _class_facts(cls: ClassState, walker: FactWalker) -> ClassFacts:
         MethodFacts(m.name, tuple(sorted(m.attrs_read)), tuple(sorted(m.attrs_used)),
                     tuple(sorted(m.self_calls)), tuple(sorted(m.globals_read)),
                     tuple(sorted(m.guarded_attrs)), tuple(sorted(m.guarded_calls)),
-                    m.calls_super_init)
+                    m.calls_super_init, tuple(m.effects),
+                    site(m.returns_handle) if m.returns_handle is not None else None,
+                    m.returns_call)
         for m in cls.methods
     )
     return ClassFacts(
         cls.name, cls.qualname, cls.bases, cls.span, methods, held, class_held,
         cls.init_params, tuple(cls.param_attrs),
         tuple((attr, tuple(refs)) for attr, refs in cls.attr_refs.items()),
+        tuple(cls.held_calls), tuple(cls.param_types),
     )
 
 
-def _function_facts(func: FunctionState) -> FunctionFacts:
+def _function_facts(func: FunctionState, walker: FactWalker) -> FunctionFacts:
+    returned = func.returned_handle
+    # The names a function reads matter only for a process-global handle cache (a function
+    # reading it, or calling one that does): looked at only in a file that has one.
+    reads: tuple[str, ...] = ()
+    if walker.state.module_caches and func.node is not None:
+        reads = tuple(sorted({n.id for n in ast.walk(func.node) if isinstance(n, ast.Name)}))
     return FunctionFacts(func.name, func.qualname, tuple(func.returns),
-                         tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)))
+                         tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)),
+                         walker.ev.site(returned) if returned and not returned.closed else None,
+                         func.returns_call, func.cached, reads)

@@ -9,7 +9,9 @@ from typing import Optional
 
 from ..facts import LoaderCall
 from ..torchnames import PARTIAL
-from .values import Evaluator, bool_value, call_args, dict_literal, int_value, is_none, string
+from .values import (
+    Evaluator, bool_value, call_args, dict_literal, int_value, is_name, is_none, string,
+)
 
 # DataLoader's parameters in order, as far as a positional argument can reach one we read.
 LOADER_POSITIONAL = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")
@@ -26,7 +28,18 @@ def read_loader(call: ast.Call, ev: Evaluator) -> LoaderCall:
     init_node = args.get("worker_init_fn")
     worker_inits = worker_init_names(init_node, ev) if init_node is not None else ()
     return LoaderCall(ev.positions.span(call), tuple(refs), num_workers, text, persistent,
-                      context, worker_inits)
+                      context, worker_inits, num_workers_param=_param_of(args.get("num_workers"),
+                                                                         ev))
+
+
+def _param_of(node: Optional[ast.expr], ev: Evaluator) -> str:
+    """The function parameter `num_workers=n` passes on (the callers' arguments decide)."""
+    if type(node) is ast.Call and is_name(node.func, "int") and len(node.args) == 1:
+        node = node.args[0]  # num_workers=int(workers)
+    if type(node) is not ast.Name:
+        return ""
+    refs = ev.state.env.refs(node.id) or []
+    return next((r.target for r in refs if r.kind == "param"), "")
 
 
 def loader_arguments(call: ast.Call, ev: Evaluator) -> dict[str, ast.expr]:

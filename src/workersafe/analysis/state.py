@@ -8,7 +8,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from ..facts import DatasetRef, Span
+from ..facts import DatasetRef, HeldCall, Span
 from ..registry import Registry
 from .names import Scope, dotted, qualify
 
@@ -37,6 +37,7 @@ class Value:
     int_value: Optional[int] = None  # a constant int (for `num_workers=n`)
     kwargs: Optional[dict[str, ast.expr]] = None  # a dict literal (for `**loader_kwargs`)
     context: str = ""  # a multiprocessing context's start method (for `get_context(...)`)
+    identity: bool = False  # a process or worker identity (`os.getpid()`, `info.id`)
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Binding:
     int_value: Optional[int] = None  # None unless assigned exactly once, to a constant int
     kwargs: Optional[dict[str, ast.expr]] = None
     context: str = ""
+    identity: bool = False
 
 
 class Env:
@@ -70,9 +72,16 @@ class Env:
             binding.kwargs = value.kwargs
         if value.context:
             binding.context = value.context
+        binding.identity |= value.identity
 
     def assign_refs(self, name: str, refs: list[DatasetRef]) -> None:
-        self.bindings.setdefault(name, Binding()).refs = list(refs)
+        """Add what the name may be: the union over its assignments (both branches of an
+        `if`, each `append`), not the last one in source order."""
+        binding = self.bindings.setdefault(name, Binding())
+        if binding.refs is None:
+            binding.refs = list(refs)
+        else:
+            binding.refs.extend(r for r in refs if r not in binding.refs)
         self._ref_names.setdefault(name)
 
     def all_refs(self) -> dict[str, list[DatasetRef]]:
@@ -103,6 +112,9 @@ class Env:
     def context(self, name: str) -> str:
         return next((b.context for b in self._chain(name) if b.context), "")
 
+    def identity(self, name: str) -> bool:
+        return any(b.identity for b in self._chain(name))
+
 
 @dataclass
 class MethodState:
@@ -115,6 +127,9 @@ class MethodState:
     guarded_attrs: set[str] = field(default_factory=set)
     guarded_calls: set[str] = field(default_factory=set)
     calls_super_init: bool = False
+    effects: list[str] = field(default_factory=list)
+    returns_handle: Optional[Handle] = None
+    returns_call: str = ""
 
 
 @dataclass
@@ -130,6 +145,9 @@ class ClassState:
     attr_refs: dict[str, list[DatasetRef]] = field(default_factory=dict)
     init_params: tuple[str, ...] = ()
     param_attrs: list[tuple[str, str]] = field(default_factory=list)
+    held_calls: list[HeldCall] = field(default_factory=list)
+    param_types: list[tuple[str, str]] = field(default_factory=list)
+    identity_attrs: set[str] = field(default_factory=set)  # `self._pid = os.getpid()`
 
     def held_in(self, method: str, attr: str) -> Optional[Handle]:
         return next((h for (m, a, _), h in self.held.items() if m == method and a == attr), None)
@@ -145,6 +163,9 @@ class FunctionState:
     method: Optional[MethodState] = None  # set when this function is a method of a class
     returns: list[DatasetRef] = field(default_factory=list)
     returned_handle: Optional[Handle] = None
+    returns_call: str = ""
+    params: tuple[str, ...] = ()
+    node: Optional[ast.AST] = None  # a module-level function's definition
     method_calls: set[str] = field(default_factory=set)
     attr_handle_assigns: set[str] = field(default_factory=set)
     globals_declared: set[str] = field(default_factory=set)
@@ -165,6 +186,8 @@ class State:
         self.frames: list[Frame] = []  # innermost last
         # module-level name → (handle, whether it is returned by a cached function)
         self.module_handles: dict[str, tuple[Handle, bool]] = {}
+        # module-level container → (handle, the function storing it: `_CACHE[k] = open(k)`)
+        self.module_caches: dict[str, tuple[Handle, str]] = {}
         self.pid_guard_depth = 0
 
     def qual(self, name: str) -> str:

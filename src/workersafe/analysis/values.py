@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 from typing import Iterable, NamedTuple, Optional
 
-from ..facts import DatasetRef, HandleArg, HandleSite
+from ..facts import ArgRef, DatasetRef, HandleArg, HandleSite
 from ..registry import DERIVED_CALLABLE_SUFFIXES
-from ..torchnames import GET_CONTEXT, WRAPPERS
+from ..torchnames import GET_CONTEXT, PROCESS_IDENTITY, WRAPPERS
 from .positions import Positions
 from .state import Handle, State, Value
 
@@ -18,6 +18,13 @@ _BUILTINS = frozenset({"list", "tuple", "dict", "set", "len", "range", "print", 
                        "isinstance", "getattr", "str", "int", "float"})
 _SEQUENCES = (ast.List, ast.Tuple, ast.Set)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
+# `.items()` / `.values()` of a dict of datasets, `.copy()` of a list of them: the same datasets
+_SAME_ELEMENTS = frozenset({"items", "values", "copy"})
+# Words a file must contain for any expression in it to be a process identity.
+IDENTITY_WORDS = ("getpid", "get_worker_info", "current_process")
+# Where a process identity may hide inside an expression (not lambdas, not displays).
+_IDENTITY_PARTS = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.IfExp, ast.Subscript, ast.Call,
+                   ast.Attribute, ast.Name, ast.NamedExpr)
 
 
 class Arg(NamedTuple):
@@ -132,6 +139,8 @@ class Evaluator:
         self.state = state
         self.registry = state.registry
         self.positions = positions
+        # the file names a process identity at all (else no expression in it is one)
+        self.identity_possible = True
 
     # --- handles ----------------------------------------------------------------------------
 
@@ -234,10 +243,27 @@ class Evaluator:
             return self.refs_of(expr.body) + self.refs_of(expr.orelse)
         if isinstance(expr, ast.BoolOp):
             return [r for v in expr.values for r in self.refs_of(v)]
+        if isinstance(expr, _COMPREHENSIONS):
+            return self.refs_of(expr.elt)
+        if isinstance(expr, ast.DictComp):
+            return self.refs_of(expr.value)
+        if isinstance(expr, ast.Dict):
+            return [r for v in expr.values for r in self.refs_of(v)]
+        if isinstance(expr, ast.Starred):
+            return self.refs_of(expr.value)
         return []
 
     def _refs_of_call(self, call: ast.Call) -> list[DatasetRef]:
-        name = self.state.q(call.func)
+        func = call.func
+        if type(func) is ast.Attribute and func.attr in _SAME_ELEMENTS and not call.args:
+            return self.refs_of(func.value)
+        if type(func) is ast.Subscript or (
+                type(func) is ast.Name and self.state.env.refs(func.id) is not None):
+            # `DATASETS[name](cfg)`, `cls = DATASETS[name]; cls(cfg)`: each class it may be
+            args = tuple(self.arg_refs(call))
+            return [DatasetRef("call", r.target, arg_refs=args)
+                    for r in self.refs_of(func) if r.kind == "name"]
+        name = self.state.q(func)
         if name is None:
             return []
         wrapper = WRAPPERS.get(name)
@@ -249,9 +275,28 @@ class Evaluator:
             return self.refs_of(arg) if arg is not None else []
         if name.startswith(("torch.", "builtins.")) or name in _BUILTINS:
             return []
-        if self.registry.lookup(name) is not None:
+        if self.registry.lookup(name) is not None or name in PROCESS_IDENTITY:
             return []
-        return [DatasetRef("call", name, tuple(self._handle_args(call)))]
+        # What else a constructor is given (a holder object passed in): class-like names only
+        short = name.rpartition(".")[2]
+        passed = tuple(self.arg_refs(call)) if short[:1].isupper() and call.args else ()
+        return [DatasetRef("call", name, tuple(self._handle_args(call)), passed)]
+
+    def arg_refs(self, call: ast.Call) -> list[ArgRef]:
+        """The arguments that may be datasets (or holder objects), or are constant ints."""
+        found = []
+        for index, arg in enumerate(call_args(call)):
+            if arg.star:
+                continue
+            value = arg.value
+            refs = self.refs_of(value)
+            number = int_value(value)
+            if number is None and type(value) is ast.Name:
+                number = self.state.env.int_value(value.id)[1]
+            if refs or number is not None:
+                keyword = arg.keyword or ""
+                found.append(ArgRef(-1 if keyword else index, keyword, tuple(refs), number))
+        return found
 
     def _handle_args(self, call: ast.Call) -> list[HandleArg]:
         found = []
@@ -277,7 +322,32 @@ class Evaluator:
     def value_of(self, expr: ast.expr) -> Value:
         """What `name = expr` binds the name to."""
         return Value(self.refs_of(expr), int_value(expr), dict_literal(expr),
-                     self.context_of_call(expr))
+                     self.context_of_call(expr), self.is_identity(expr))
+
+    def is_identity(self, expr: ast.AST) -> bool:
+        """Whether the expression reads the current process's or worker's identity:
+        `os.getpid()`, `get_worker_info()` (and `.id` of it), a name bound to one, or an
+        attribute of self the class sets from one. Spelling does not count: `self.pidfile`
+        is not an identity."""
+        if not self.identity_possible:
+            return False
+        kind = type(expr)
+        if kind is ast.Call:
+            assert isinstance(expr, ast.Call)
+            if self.state.q(expr.func) in PROCESS_IDENTITY:
+                return True
+        elif kind is ast.Name:
+            assert isinstance(expr, ast.Name)
+            return self.state.env.identity(expr.id)
+        elif kind is ast.Attribute:
+            assert isinstance(expr, ast.Attribute)
+            cls = self.state.current_class()
+            if cls is not None and is_self(expr.value):
+                return expr.attr in cls.identity_attrs
+        for child in ast.iter_child_nodes(expr):
+            if isinstance(child, _IDENTITY_PARTS) and self.is_identity(child):
+                return True
+        return False
 
 
 def _is_string(node: ast.AST) -> bool:

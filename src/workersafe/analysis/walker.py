@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional, Sequence
 
-from ..facts import DatasetRef, LoaderCall
+from ..facts import CallSite, DatasetRef, HeldCall, LoaderCall
 from ..registry import Registry
 from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
 from .loader_args import read_loader
@@ -20,7 +20,8 @@ from .state import (
     ClassState, Env, Frame, FunctionState, Handle, MethodState, State,
 )
 from .values import (
-    Evaluator, call_args, elements, first_arg, is_name, is_self, is_super, self_attr, string,
+    Evaluator, call_args, elements, first_arg, is_name, is_none, is_self, is_super, self_attr,
+    string,
 )
 
 # Deeper code is reported (WS001), not analysed: nobody writes it, and libcst (which `fix`
@@ -38,6 +39,16 @@ class TooDeep(Exception):
 
 # Appending a handle to `self.x` keeps it on the instance as surely as `self.x = handle`.
 CONTAINER_ADDERS = frozenset({"append", "add", "extend", "insert", "setdefault", "update"})
+# Calls whose value is never a handle a project function returns (not worth a link-time look).
+_NOT_HANDLE_CALLEES = frozenset({"super", "len", "list", "dict", "tuple", "set", "int", "str",
+                                 "float", "bool", "range", "sorted", "print", "isinstance"})
+# Libraries whose functions are never a project function a dataset is passed to.
+_LIBRARY_ROOTS = frozenset({
+    "os", "sys", "re", "json", "math", "random", "time", "logging", "pickle", "itertools",
+    "functools", "collections", "pathlib", "shutil", "glob", "warnings", "argparse", "typing",
+    "copy", "numpy", "torch", "torchvision", "PIL", "cv2", "pandas", "scipy", "sklearn",
+    "builtins", "tqdm", "yaml", "h5py", "lmdb", "io", "struct", "subprocess",
+})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -57,6 +68,8 @@ class FactWalker:
         self.classes: list[ClassState] = []
         self.functions: list[FunctionState] = []
         self.loaders: list[LoaderCall] = []
+        self.calls: list[CallSite] = []
+        self.loop_items: dict[str, str] = {}  # loop variable → the self attribute it iterates
         self.globals_outside: set[str] = set()
         self.start_method = ""
         self.store_nodes: set[int] = set()  # id() of assignment targets: not reads
@@ -156,6 +169,10 @@ class FactWalker:
                 args = node.args
                 owner.init_params = tuple(a.arg for a in (*args.posonlyargs, *args.args)[1:]) \
                     + tuple(a.arg for a in args.kwonlyargs)
+                for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+                    annotated = state.q(arg.annotation) if arg.annotation is not None else None
+                    if annotated:
+                        owner.param_types.append((arg.arg, annotated))
             func = FunctionState(node.name, f"{owner.qualname}.{node.name}", False, False, env,
                                  method)
         else:
@@ -166,6 +183,8 @@ class FactWalker:
                                  module_level, env)
             if module_level:
                 self.functions.append(func)
+                func.params = _bind_params(node.args, qual, env)
+                func.node = node
         self._push(func)
         self.walk_all(node.decorator_list)
         self.visit_arguments(node.args)
@@ -214,12 +233,72 @@ class FactWalker:
     # --- pid guards -------------------------------------------------------------------------
 
     def visit_If(self, node: ast.If) -> None:
-        guarded = _mentions_pid(node.test)
+        guarded = self.ev.is_identity(node.test)
         self.state.pid_guard_depth += guarded
         self.walk(node.test)
         self.walk_all(node.body)
         self.walk_all(node.orelse)
         self.state.pid_guard_depth -= guarded
+
+    def visit_For(self, node: ast.For) -> None:
+        self._bind_loop_target(node.target, node.iter)
+        attr = self_attr(node.iter)
+        if attr is None or type(node.target) is not ast.Name:
+            self.children(node)
+            return
+        # `for conn in self.conns: conn.close()` closes what self.conns holds
+        name = node.target.id
+        outer = self.loop_items.get(name)
+        self.loop_items[name] = attr
+        self.children(node)
+        if outer is None:
+            del self.loop_items[name]
+        else:
+            self.loop_items[name] = outer
+
+    def visit_ListComp(self, node: ast.ListComp) -> None:
+        """Generators first: they bind the names the element uses."""
+        self.walk_all(node.generators)
+        self.walk(node.elt)
+
+    def visit_DictComp(self, node: ast.DictComp) -> None:
+        self.walk_all(node.generators)
+        self.walk(node.key)
+        self.walk(node.value)
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        self._bind_loop_target(node.target, node.iter)
+        self.children(node)
+
+    def _bind_loop_target(self, target: ast.expr, iterable: ast.expr) -> None:
+        """`for ds in datasets:` — ds may be each dataset the iterable holds."""
+        names = [target] if type(target) is ast.Name else elements(target)
+        refs = None
+        for name in names:
+            if type(name) is ast.Name:
+                refs = self.ev.refs_of(iterable) if refs is None else refs
+                if refs:
+                    self.state.env.assign_refs(name.id, refs)
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        """`assert isinstance(reader, Reader)` in `__init__` types the parameter."""
+        test, cls = node.test, self.state.current_class()
+        method = self.state.current_method()
+        if cls is not None and method is not None and method.name == "__init__" \
+                and type(test) is ast.Call and is_name(test.func, "isinstance") \
+                and len(test.args) == 2 and type(test.args[0]) is ast.Name:
+            checked = self.state.q(test.args[1])
+            if checked:
+                cls.param_types.append((test.args[0].id, checked))
+        self.children(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        method = self.state.current_method()
+        for target in node.targets:
+            attr = self_attr(target)
+            if attr is not None and method is not None:
+                method.effects.append(f"reset:{attr}")
+        self.children(node)
 
     # --- names and attributes ---------------------------------------------------------------
 
@@ -299,11 +378,19 @@ class FactWalker:
 
     def visit_Return(self, node: ast.Return) -> None:
         func = self.state.enclosing_function()
-        if func is not None and node.value is not None and func.is_module_level:
-            func.returns.extend(self.ev.refs_of(node.value))
-            handle = self.ev.handle_of(node.value)
-            if handle is not None:
-                func.returned_handle = handle
+        value = node.value
+        if func is not None and value is not None and (func.is_module_level or func.method):
+            handle = self.ev.handle_of(value)
+            callee = self._callee(value) if handle is None else ""
+            if func.method is not None:
+                if handle is not None and not handle.closed:
+                    func.method.returns_handle = handle
+                func.method.returns_call = func.method.returns_call or callee
+            else:
+                func.returns.extend(self.ev.refs_of(value))
+                if handle is not None:
+                    func.returned_handle = handle
+                func.returns_call = func.returns_call or callee
         if node.value is not None:
             self.walk(node.value)
 
@@ -313,12 +400,28 @@ class FactWalker:
             self.loaders.append(read_loader(node, self.ev))
         elif name in SET_START_METHOD and (node.args or node.keywords):
             self.start_method = string(first_arg(node)) or "?"
+        elif name is not None and node.args and name not in _NOT_HANDLE_CALLEES \
+                and name.partition(".")[0] not in _LIBRARY_ROOTS \
+                and self._function_call(node.func):
+            args = self.ev.arg_refs(node)
+            if any(a.refs for a in args):  # `val(net, test_dataset)`: linked to val's params
+                self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
         if type(node.func) is ast.Attribute:
             self._method_call(node, node.func)
         self.walk(node.func)
         self.walk_all(node.args)
         for keyword in node.keywords:
             self.walk(keyword.value)
+
+    def _function_call(self, func: ast.expr) -> bool:
+        """A call of a function by name (`val(...)`, `mod.val(...)` with `mod` imported),
+        not a method of some object: only those are linked to parameters."""
+        if type(func) is ast.Name:
+            return True
+        root = _root(func)
+        return type(root) is ast.Name and not is_self(root) \
+            and self.state.scope.lookup(root.id) is not None \
+            and root.id not in self.state.env.bindings
 
     def _method_call(self, node: ast.Call, func: ast.Attribute) -> None:
         state = self.state
@@ -331,30 +434,51 @@ class FactWalker:
         if method is not None:
             if is_self(receiver):
                 method.self_calls.add(method_name)
+                method.effects.append(f"call:{method_name}")
                 if state.pid_guard_depth:
                     method.guarded_calls.add(method_name)
             if method_name == "__init__":
                 if is_super(receiver):
                     method.calls_super_init = True
+                    method.effects.append("call:__init__")
                 else:
                     first = first_arg(node)
                     if cls is not None and first is not None and is_self(first):
                         method.calls_super_init = True  # Base.__init__(self, ...)
+                        method.effects.append("call:__init__")
         if method_name in self.closers:
             self._record_close(receiver)
-        elif method_name in CONTAINER_ADDERS and cls is not None and method is not None:
-            attr = self_attr(receiver)
-            if attr is not None:
-                for arg in call_args(node):
-                    handle = self.ev.handle_of(arg.value)
-                    if handle is not None:
-                        self._hold(cls, method, attr, handle)
+        elif method_name in CONTAINER_ADDERS:
+            self._add_to_container(node, receiver)
+
+    def _add_to_container(self, node: ast.Call, receiver: ast.expr) -> None:
+        """`self.envs.append(lmdb.open(p))` holds a handle; `datasets.append(DS(p))` and
+        `self.dbs.append(Inner(p))` collect datasets."""
+        state = self.state
+        cls, method = state.current_class(), state.current_method()
+        attr = self_attr(receiver)
+        for arg in call_args(node):
+            handle = self.ev.handle_of(arg.value)
+            if handle is not None:
+                if attr is not None and cls is not None and method is not None:
+                    self._hold(cls, method, attr, handle)
+                continue
+            refs = self.ev.refs_of(arg.value)
+            if attr is not None and cls is not None and method is not None:
+                self._held_call(cls, method, attr, arg.value)
+                if refs:
+                    cls.attr_refs.setdefault(attr, []).extend(refs)
+            elif refs and type(receiver) is ast.Name:
+                state.env.assign_refs(receiver.id, refs)
 
     def _record_close(self, receiver: ast.expr) -> None:
         cls, method = self.state.current_class(), self.state.current_method()
         attr = self_attr(receiver)
+        if attr is None and type(receiver) is ast.Name:
+            attr = self.loop_items.get(receiver.id)
         if attr is not None and cls is not None and method is not None:
             cls.closed.add((method.name, attr))
+            method.effects.append(f"close:{attr}")
 
     # --- assignment -------------------------------------------------------------------------
 
@@ -373,7 +497,16 @@ class FactWalker:
             attr = self_attr(target.value) if cls and method else None
             handle = self.ev.handle_of(value) if attr else None
             if attr and handle and cls and method:
-                self._hold(cls, method, attr, handle)
+                # `self.h[worker_id] = open(p)`: one handle per process
+                per_process = self.ev.is_identity(target.slice)
+                self._hold(cls, method, attr, handle, per_process)
+            refs = self.ev.refs_of(value) if handle is None else []
+            if refs and attr and cls:
+                cls.attr_refs.setdefault(attr, []).extend(refs)
+            elif refs and type(target.value) is ast.Name:  # datasets[name] = DS(p)
+                state.env.assign_refs(target.value.id, refs)
+            if handle is None and attr is None and type(target.value) is ast.Name:
+                self._cache_store(target.value.id, value)
         elif isinstance(target, ast.Name):
             self._name_assign(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -393,8 +526,18 @@ class FactWalker:
         attr = target.attr
         if cls is not None and method is not None and is_self(target.value):
             held = self.ev.handles_in(value)
+            # `{worker_id: tarfile.open(p)}`: a handle per process, re-opened for a new key
+            per_process = type(value) is ast.Dict and any(
+                k is not None and self.ev.is_identity(k) for k in value.keys)
             for each in held:
-                self._hold(cls, method, attr, each)
+                self._hold(cls, method, attr, each, per_process)
+            if not held:
+                if is_none(value):
+                    method.effects.append(f"reset:{attr}")
+                elif self.ev.is_identity(value):
+                    cls.identity_attrs.add(attr)
+                else:
+                    self._held_call(cls, method, attr, value)
             if not held and type(value) is ast.Name and value.id in cls.init_params \
                     and method.name == "__init__":
                 cls.param_attrs.append((value.id, attr))
@@ -407,17 +550,43 @@ class FactWalker:
                 and self.ev.handle_of(value) is not None:
             func.attr_handle_assigns.add(attr)  # e.g. worker_init_fn: info.dataset.s = ...
 
-    def _hold(self, cls: ClassState, method: MethodState, attr: str, handle: Handle) -> None:
+    def _hold(self, cls: ClassState, method: MethodState, attr: str, handle: Handle,
+              per_process: bool = False) -> None:
         if handle.closed:
             return
-        if self.state.pid_guard_depth:
+        if self.state.pid_guard_depth or per_process:
             method.guarded_attrs.add(attr)
+        method.effects.append(f"open:{attr}")
         cls.held.setdefault((method.name, attr, id(handle.call)), handle)
+
+    def _held_call(self, cls: ClassState, method: MethodState, attr: str,
+                   value: ast.expr) -> None:
+        """`self.env = open_env(p)` / `self._connect(p)`: the linker looks up what it returns."""
+        callee = self._callee(value)
+        if callee:
+            cls.held_calls.append(HeldCall(attr, method.name, callee, self.positions.span(value)))
+            if self.state.pid_guard_depth:
+                method.guarded_attrs.add(attr)
+
+    def _callee(self, value: ast.expr) -> str:
+        """"self.m" for `self.m(...)`, the qualified name for `f(...)` / `mod.f(...)`, else ""."""
+        if type(value) is not ast.Call:
+            return ""
+        func = value.func
+        method = self_attr(func)
+        if method is not None:
+            return f"self.{method}"
+        name = self.state.q(func)
+        if name is None or name in _NOT_HANDLE_CALLEES or name.startswith(("torch.", "builtins.")):
+            return ""
+        return name
 
     def _name_assign(self, name: str, value: ast.expr) -> None:
         state = self.state
         handle = self.ev.handle_of(value)
         func = state.enclosing_function()
+        if handle is None and func is None and not state.frames:
+            handle = self._module_alias(value)
         if handle is not None:
             if func is None and not state.frames:
                 state.module_handles[name] = (handle, False)
@@ -429,6 +598,29 @@ class FactWalker:
             else:
                 self._locals()[name] = handle
         state.env.assign(name, self.ev.value_of(value))
+
+    def _cache_store(self, name: str, value: ast.expr) -> None:
+        """`_CACHE[path] = zipfile.ZipFile(path)` in a function, `_CACHE` a module-level
+        container: a process-global handle cache, filled by that function."""
+        state = self.state
+        func = state.enclosing_function()
+        if func is None or name in func.env.bindings or name not in state.module_env.bindings:
+            return
+        handle = self.ev.handle_of(value)
+        outer = next((f for f in state.frames if isinstance(f, FunctionState)), func)
+        if handle is not None and not handle.closed and not state.pid_guard_depth:
+            state.module_caches.setdefault(name, (handle, outer.qualname))
+
+    def _module_alias(self, value: ast.expr) -> Optional[Handle]:
+        """`db = client.capstone` (`client[...]`) at module level: derived from the module
+        handle `client`, so its creating call."""
+        base = value
+        while isinstance(base, (ast.Attribute, ast.Subscript)):
+            base = base.value
+        if base is value or not isinstance(base, ast.Name):
+            return None
+        pair = self.state.module_handles.get(base.id)
+        return pair[0].as_derived() if pair is not None and not pair[1] else None
 
     def _locals(self) -> dict[str, Handle]:
         """Where a local handle is bound: the innermost function, or the module."""
@@ -462,20 +654,20 @@ def _decorator_callee(node: ast.expr) -> ast.expr:
     return node.func if type(node) is ast.Call else node
 
 
-def _mentions_pid(node: ast.expr) -> bool:
-    """A test that reads a process id: `os.getpid() != self.pid`, `if self._pid is None`."""
-    for current in ast.walk(node):
-        if isinstance(current, ast.Name):
-            text = current.id
-        elif isinstance(current, ast.Attribute):
-            text = current.attr
-        elif isinstance(current, ast.keyword):
-            text = current.arg or ""
-        else:
-            continue
-        if "pid" in text.lower():
-            return True
-    return False
+def _root(node: ast.expr) -> ast.expr:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node
+
+
+def _bind_params(args: ast.arguments, qual: str, env: Env) -> tuple[str, ...]:
+    """Each parameter of a module-level function may be what its callers pass."""
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    for index, name in enumerate(positional):
+        env.assign_refs(name, [DatasetRef("param", f"{qual}#{index}#{name}")])
+    for arg in args.kwonlyargs:
+        env.assign_refs(arg.arg, [DatasetRef("param", f"{qual}#-1#{arg.arg}")])
+    return tuple(positional)
 
 
 # Fields that never hold syntax the hooks read: names, contexts, operators, annotations.
@@ -491,3 +683,5 @@ _HOOKS: dict[type, Callable[[FactWalker, ast.AST], None]] = {
 }
 _HOOKS[ast.AsyncFunctionDef] = _HOOKS[ast.FunctionDef]
 _HOOKS[ast.AsyncWith] = _HOOKS[ast.With]
+_HOOKS[ast.AsyncFor] = _HOOKS[ast.For]
+_HOOKS[ast.SetComp] = _HOOKS[ast.GeneratorExp] = _HOOKS[ast.ListComp]

@@ -495,6 +495,12 @@ def _not_supported(kind: str) -> str:
                  "rule WS103`)",
         "passed": "the handle is created by the caller: pass what is needed to build it "
                   "(a URL, a path) and create it in the dataset (see `workersafe rule WS104`)",
+        "holder": "the handle is inside another object the dataset keeps: open it per process "
+                  "in that class, lazily (see `workersafe rule WS101`)",
+        "returned": "the handle is returned by a function the dataset calls: call it per "
+                    "process, lazily (see `workersafe rule WS101`)",
+        "cache": "a process-global handle cache filled while the dataset is built: fill it "
+                 "per process, or key it by os.getpid() (see `workersafe rule WS102`)",
     }.get(kind, "no automatic fix for this finding")
 
 

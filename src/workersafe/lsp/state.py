@@ -14,7 +14,8 @@ from ..discovery import DiscoveryError, SourceFile, discover, module_name
 from ..engine import CheckResult, Engine
 from ..findings import Finding
 from ..fixes import FindingKey, Rewrite, finding_key, rewrite
-from ..source import Source, SourceError, decode, read_source
+from ..reading import read_source
+from ..source import Source, SourceError, decode
 
 log = logging.getLogger("workersafe.lsp")
 

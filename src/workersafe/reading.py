@@ -1,0 +1,23 @@
+"""Reading a file a run checks: a Python file decoded (`source.py`), a notebook's code cells
+joined into one module (`notebook.py`). Above both, so neither imports the other's caller."""
+
+from __future__ import annotations
+
+from .notebook import is_notebook, notebook_source
+from .source import Source, SourceError, decode
+
+
+def source_of(path: str, raw: bytes) -> Source:
+    """The text the engine and fixer read for `raw`, the bytes of `path`."""
+    if is_notebook(path):  # a notebook: its code cells joined into one module
+        return notebook_source(path, raw)
+    return decode(path, raw)
+
+
+def read_source(path: str) -> Source:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    return source_of(path, raw)
