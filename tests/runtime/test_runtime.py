@@ -221,6 +221,20 @@ PROGRAM_LIST += (
         ),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # fix v3: a base class and its subclass both hold handles (one chain)
+        "base_subclass_handles",
+        "WS101",
+        "sqlite3.connect(",
+        (Before(SPAWN_2, SQLITE_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(  # fix v3: the block creating the handle binds a local the rest of __init__ reads
+        "sqlite_block_local",
+        "WS101",
+        "sqlite3.connect(",
+        (Before(SPAWN_2, SQLITE_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(
         "session_retry_adapter",
         "WS101",

@@ -15,8 +15,8 @@ from typing import Optional
 import libcst as cst
 
 from .cstutil import (
-    BUILTIN_NAMES, RenameSelfAttrs, ReplaceNames, bound_names, loaded_names, self_attr, single,
-    walk,
+    BUILTIN_NAMES, RenameSelfAttrs, ReplaceNames, bound_names, leading_lines,
+    loaded_names, self_attr, single, statements, transform, walk, with_leading_lines,
 )
 from .initplan import assigns_name, find_method
 from .plan import AttrPlan, Unfixable
@@ -33,7 +33,7 @@ def find_class(module: cst.Module, name: str) -> Optional[cst.ClassDef]:
 
 def plan_class_attr(module: cst.Module, cls: cst.ClassDef, attr: str, handle: str) -> AttrPlan:
     """A class attribute handle: it becomes a lazily created per-process instance attribute."""
-    statement = next((s for s in cls.body.body if assigns_name(s, attr)), None)
+    statement = next((s for s in statements(cls.body.body) if assigns_name(s, attr)), None)
     if statement is None:
         raise Unfixable(f"{cls.name.value}.{attr} is not a plain `{attr} = ...` class attribute")
     for node in walk(module):
@@ -57,12 +57,14 @@ def plan_class_attr(module: cst.Module, cls: cst.ClassDef, attr: str, handle: st
 
 # --- rewriting ------------------------------------------------------------------------------
 
-def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str) -> cst.ClassDef:
-    """The class with every plan applied (one strategy for the whole class)."""
-    for existing in ("__getstate__", "__reduce__", "__reduce_ex__"):
-        if find_method(cls, existing) is not None:
-            raise Unfixable(f"the class already defines {existing}: merge by hand")
-    body = list(cls.body.body)
+def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base: str = ""
+                  ) -> cst.ClassDef:
+    """The class with every plan applied (one strategy for the whole class). `base`: the
+    strategy a base class was fixed with in the same run, whose pickling methods ours extend."""
+    existing = custom_pickling(cls)
+    if existing:
+        raise Unfixable(f"the class already defines {existing}: merge by hand")
+    body = statements(cls.body.body)
     setstate = find_method(cls, "__setstate__")
     if setstate is not None:
         if not _only_restores(setstate):
@@ -82,16 +84,17 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str) -> cs
     for plan in plans:
         if plan.opener in names_in_use:
             raise Unfixable(f"the class already has a member named {plan.opener}")
-        for local in plan.keeps:
-            attr = f"_{local.lstrip('_')}"
-            while attr in names_in_use:
-                attr = f"_ws{attr}"
-            plan.keeps[local] = attr
-            plan.renames[local] = attr
-            names_in_use.add(attr)
-        statements = _prepared(plan, strategy, names_in_use)
+        for kept in (plan.keeps, plan.exports):
+            for local in kept:
+                attr = f"_{local.lstrip('_')}"
+                while attr in names_in_use:
+                    attr = f"_ws{attr}"
+                kept[local] = attr
+                plan.renames[local] = attr
+                names_in_use.add(attr)
+        opener_body = _prepared(plan, strategy, names_in_use)
         doc = f"Create this process's {plan.handle} (workersafe: once per DataLoader worker)."
-        new_members.append(open_method(plan.opener, plan.handle, statements, doc)
+        new_members.append(open_method(plan.opener, plan.handle, opener_body, doc)
                            .with_changes(leading_lines=[BLANK]))
         if strategy == "lazy":
             pid = f"_{plan.attrs[0].lstrip('_')}_pid"  # one per group: they open together
@@ -107,10 +110,18 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str) -> cs
         else:
             body = _replace_in_method(body, plan, strategy)
     reopen = [p.opener for p in plans] if strategy == "worker-init" else []
-    new_members += getstate_methods(dropped, reopen)
+    new_members += getstate_methods(dropped, reopen, base)
     insert_at = _after_init(body)
     body = body[:insert_at] + new_members + body[insert_at:]
     return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
+def custom_pickling(cls: cst.ClassDef) -> str:
+    """The pickling method the class defines that the fix cannot extend, or ""."""
+    for name in ("__getstate__", "__reduce__", "__reduce_ex__"):
+        if find_method(cls, name) is not None:
+            return name
+    return ""
 
 
 def _names_in_use(cls: cst.ClassDef) -> set[str]:
@@ -149,11 +160,11 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str]) -> list[cst
                 f"    self.__dict__.pop(name, None)\n"))
     for index, statement in enumerate(plan.statements):
         if mapping:
-            statement = statement.visit(ReplaceNames(mapping))
+            statement = transform(statement, ReplaceNames(mapping))
         if renames:
-            statement = statement.visit(RenameSelfAttrs(renames))
+            statement = transform(statement, RenameSelfAttrs(renames))
         if index == 0 and strategy != "lazy":  # lazy: comments above move with the code
-            statement = statement.with_changes(leading_lines=[])
+            statement = with_leading_lines(statement, [])
         statements.append(statement)
     return statements
 
@@ -162,7 +173,7 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
                        ) -> list[cst.BaseStatement]:
     """The moved statements leave the method; the opener call (and the locals it needs, kept
     on self) takes the place of the first of them."""
-    out = []
+    out: list[cst.BaseStatement] = []
     moved = {id(s) for s in plan.statements}
     gone = moved | {id(s) for s in plan.moved_imports}
     for member in body:
@@ -170,25 +181,27 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
                 and member.name.value == plan.method.name.value):
             out.append(member)
             continue
-        old = list(member.body.body)
+        old = statements(member.body.body)
         first = next(i for i, s in enumerate(old) if id(s) in moved)
-        keeps = [cst.parse_statement(f"self.{attr} = {local}\n")
-                 for local, attr in plan.keeps.items()]
-        calls_opener = strategy == "worker-init" or bool(plan.results)
-        replacement = keeps + ([cst.parse_statement(f"self.{plan.opener}()\n")]
-                               if calls_opener else [])
+        replacement: list[cst.BaseStatement] = [
+            cst.parse_statement(f"self.{attr} = {local}\n") for local, attr in plan.keeps.items()]
+        if strategy == "worker-init" or plan.results or plan.exports:
+            replacement.append(cst.parse_statement(f"self.{plan.opener}()\n"))
+        replacement += [cst.parse_statement(f"{local} = self.{attr}\n")
+                        for local, attr in plan.exports.items()]
         if replacement:
-            replacement[0] = replacement[0].with_changes(leading_lines=old[first].leading_lines)
-        statements: list[cst.BaseStatement] = []
+            replacement[0] = with_leading_lines(replacement[0], leading_lines(old[first]))
+        kept: list[cst.BaseStatement] = []
         for index, statement in enumerate(old):
             if index == first:
-                statements += replacement
+                kept += replacement
             elif id(statement) not in gone:
-                statements.append(statement)
-        if not statements:
-            statements = [cst.parse_statement("pass\n")]
-        out.append(member.with_changes(body=member.body.with_changes(body=statements)))
-        plan.method = out[-1]  # later plans on the same method see the rewritten method
+                kept.append(statement)
+        if not kept:
+            kept = [cst.parse_statement("pass\n")]
+        rewritten = member.with_changes(body=member.body.with_changes(body=kept))
+        out.append(rewritten)
+        plan.method = rewritten  # later plans on the same method see the rewritten method
     return out
 
 
@@ -197,10 +210,10 @@ def _only_restores(method: cst.FunctionDef) -> bool:
     params = [p.name.value for p in method.params.params]
     if len(params) != 2 or not isinstance(method.body, cst.IndentedBlock):
         return False
-    statements = [s for s in method.body.body if not _is_docstring(s)]
-    if len(statements) != 1:
+    body = [s for s in method.body.body if not _is_docstring(s)]
+    if len(body) != 1:
         return False
-    code = cst.Module([]).code_for_node(statements[0]).strip().replace(" ", "")
+    code = cst.Module([]).code_for_node(body[0]).strip().replace(" ", "")
     state = params[1]
     return code in (f"self.__dict__.update({state})", f"self.__dict__={state}",
                     f"vars(self).update({state})")
@@ -221,9 +234,9 @@ def _remove_class_statement(body: list[cst.BaseStatement], statement: cst.BaseSt
                             ) -> list[cst.BaseStatement]:
     index = next(i for i, s in enumerate(body) if s is statement)
     rest = body[index + 1:]
-    if rest and statement.leading_lines:  # the comments above it stay where they were
-        rest[0] = rest[0].with_changes(leading_lines=[*statement.leading_lines,
-                                                      *rest[0].leading_lines])
+    if rest and leading_lines(statement):  # the comments above it stay where they were
+        rest[0] = with_leading_lines(rest[0], [*leading_lines(statement),
+                                               *leading_lines(rest[0])])
     out = body[:index] + rest
     return out or [cst.parse_statement("pass\n")]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import builtins
-from typing import Iterable, Iterator, Optional
+from typing import Iterable, Iterator, Mapping, Optional, Sequence, TypeVar, Union, cast
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -84,29 +84,44 @@ def bound_names(statements: Iterable[cst.CSTNode]) -> set[str]:
     for statement in statements:
         for node in walk(statement):
             if isinstance(node, (cst.AssignTarget,)):
-                bound |= _target_names(node.target)
+                bound |= target_names(node.target)
             elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-                bound |= _target_names(node.target)
+                bound |= target_names(node.target)
             elif isinstance(node, (cst.For, cst.CompFor)):
-                bound |= _target_names(node.target)
+                bound |= target_names(node.target)
             elif isinstance(node, cst.AsName):
-                bound |= _target_names(node.name)
+                bound |= target_names(node.name)
             elif isinstance(node, cst.ImportAlias) and node.asname is None:
                 bound.add(dotted(node.name).split(".", 1)[0])
             elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
                 bound.add(node.name.value)
             elif isinstance(node, cst.NamedExpr):
-                bound |= _target_names(node.target)
+                bound |= target_names(node.target)
     return bound
 
 
-def _target_names(node: cst.CSTNode) -> set[str]:
+def shadowed_at(module: cst.Module, node: cst.CSTNode, name: str) -> bool:
+    """Whether a function (or lambda) around `node` binds `name` itself (a parameter, an
+    assignment), so that `name` there is not the module-level binding."""
+    for scope in walk(module):
+        if isinstance(scope, cst.FunctionDef):
+            local = set(function_params(scope)) | bound_names(scope.body.children)
+        elif isinstance(scope, cst.Lambda):
+            local = {p.name.value for p in scope.params.params}
+        else:
+            continue
+        if name in local and any(sub is node for sub in walk(scope)):
+            return True
+    return False
+
+
+def target_names(node: cst.CSTNode) -> set[str]:
     if isinstance(node, cst.Name):
         return {node.value}
     if isinstance(node, (cst.Tuple, cst.List)):
-        return {n for e in node.elements for n in _target_names(e.value)}
+        return {n for e in node.elements for n in target_names(e.value)}
     if isinstance(node, cst.StarredElement):
-        return _target_names(node.value)
+        return target_names(node.value)
     return set()
 
 
@@ -166,7 +181,7 @@ class RenameSelfAttrs(cst.CSTTransformer):
 class ReplaceNames(cst.CSTTransformer):
     """Bare name loads → an expression (e.g. `token` → `self.token`)."""
 
-    def __init__(self, mapping: dict[str, cst.BaseExpression]) -> None:
+    def __init__(self, mapping: Mapping[str, cst.BaseExpression]) -> None:
         self.mapping = mapping
         self.skip: set[int] = set()
 
@@ -183,16 +198,53 @@ class ReplaceNames(cst.CSTTransformer):
         return self.mapping[original.value]
 
 
+_NodeT = TypeVar("_NodeT", bound=cst.CSTNode)
+
+
 class ReplaceNodes(cst.CSTTransformer):
     """Replace nodes by identity (several at once, in one pass)."""
 
-    def __init__(self, replacements: dict[cst.CSTNode, object]) -> None:
+    def __init__(self, replacements: Mapping[cst.CSTNode, cst.CSTNode]) -> None:
         self.replacements = replacements
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def]
-        if original_node in self.replacements:
-            return self.replacements[original_node]
-        return updated_node
+    def on_leave(self, original_node: _NodeT, updated_node: _NodeT
+                 ) -> Union[_NodeT, cst.RemovalSentinel, cst.FlattenSentinel[_NodeT]]:
+        replacement = self.replacements.get(original_node)
+        if replacement is None:
+            return updated_node
+        # a replacement may be of another node type (a call for a name): libcst accepts it
+        return cast(_NodeT, replacement)
+
+
+StatementLine = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
+
+
+def as_statement(node: object) -> StatementLine:
+    """A node known to be a whole statement (a class/function body member, a transformed
+    statement), narrowed for the type checker."""
+    if not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        raise TypeError(f"expected a statement, got {type(node).__name__}")
+    return node
+
+
+def statements(nodes: Iterable[object]) -> list[cst.BaseStatement]:
+    return [as_statement(node) for node in nodes]
+
+
+def transform(statement: cst.BaseStatement, transformer: cst.CSTTransformer
+              ) -> cst.BaseStatement:
+    """`statement.visit(transformer)` for transformers that replace, never remove."""
+    return as_statement(statement.visit(transformer))
+
+
+def leading_lines(statement: cst.BaseStatement) -> Sequence[cst.EmptyLine]:
+    """The blank and comment lines above a statement."""
+    return as_statement(statement).leading_lines
+
+
+def with_leading_lines(statement: cst.BaseStatement, lines: Sequence[cst.EmptyLine]
+                       ) -> StatementLine:
+    return as_statement(statement).with_changes(leading_lines=lines)
 
 
 def module_bindings(module: cst.Module) -> set[str]:

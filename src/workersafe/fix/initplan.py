@@ -21,7 +21,7 @@ import libcst as cst
 from ..findings import FixPlan
 from .cstutil import (
     BUILTIN_NAMES, Located, bound_names, dotted, function_params, loaded_names,
-    root_self_attr, self_attr, single, small_statements, walk,
+    root_self_attr, self_attr, single, small_statements, target_names, walk,
 )
 from .handles import HandleNames
 from .plan import AttrPlan, Unfixable
@@ -76,7 +76,8 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
     attrs = sorted(mover.attrs, key=lambda a: _first_assignment(moved, a))
     plan = AttrPlan(fix.attr, fix.handle, method, moved, attrs,
                     close_first=bool(htype and htype.single_open),
-                    results=sorted(mover.results - mover.attrs))
+                    results=sorted(mover.results - mover.attrs),
+                    exports={name: "" for name in sorted(mover.exports)})
     first = min(mover.moved)
     _check_names(plan, located.module, body[:first], cls, mover.inner_names())
     _check_other_assignments(cls, method, attrs)
@@ -99,6 +100,7 @@ class _Mover:
         self.attrs: set[str] = set()  # attributes holding the handle or derived objects
         self.locals: set[str] = set()  # locals holding them
         self.results: set[str] = set()  # other attributes the moved statements set
+        self.exports: set[str] = set()  # plain locals they bind that the rest of the method reads
         self.params = set(function_params(method))
         self.method_locals = bound_names(list(method.body.body)) - self.params
         module_body = list(located.module.body)
@@ -303,9 +305,12 @@ class _Mover:
             [self.body[i] for i in self.moved])
         for index in kept:
             used = sorted(loaded_names(self.body[index]) & inner)
-            if used:
-                raise Unfixable(f"{used[0]!r}, set with the handle, is read later in "
-                                f"{self.method.name.value} (line {self.line(index)}): fix by hand")
+            for name in used:
+                if not self._exportable(name):
+                    raise Unfixable(f"{name!r}, set with the handle, is read later in "
+                                    f"{self.method.name.value} (line {self.line(index)}): fix "
+                                    "by hand")
+                self.exports.add(name)
         for index in sorted(self.moved):
             earlier = [i for i in kept if i < index]
             set_between = {a for i in earlier for a in _assigned_attrs(self.body[i])}
@@ -320,6 +325,24 @@ class _Mover:
                 if users:
                     raise Unfixable(f"the handle is used at line {self.line(users[0])} before "
                                     f"it is configured at line {self.line(index)}: fix by hand")
+
+    def _exportable(self, name: str) -> bool:
+        """A local the moved statements bind only by plain `name = value` assignments whose
+        values use no handle: the opener can leave it on self for the rest of the method."""
+        moved = [self.body[i] for i in self.moved]
+        if any(name in _other_binding_targets(node) for statement in moved
+               for node in walk(statement)):
+            return False  # bound by a loop, `as`, `:=` or an augmented assignment
+        bindings = [s for statement in moved for s in small_statements(statement)
+                    if name in bound_names([s])]
+        for small in bindings:
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)):
+                return False
+            if loaded_names(small.value) & (self.locals | {name}) \
+                    or _read_attrs(small.value) & self.attrs:
+                return False
+        return bool(bindings) and name not in self.locals
 
     def _derives_only(self, index: int) -> bool:
         small = single(self.body[index])
@@ -443,6 +466,15 @@ def _filled_attrs(statement: cst.CSTNode) -> set[str]:
             if attr is not None:
                 found.add(attr)
     return found
+
+
+def _other_binding_targets(node: cst.CSTNode) -> set[str]:
+    """Names a node binds other than by a plain `=` assignment."""
+    if isinstance(node, (cst.For, cst.CompFor, cst.NamedExpr, cst.AugAssign, cst.AnnAssign)):
+        return target_names(node.target)
+    if isinstance(node, cst.AsName):
+        return target_names(node.name)
+    return set()
 
 
 def _read_attrs(statement: cst.CSTNode) -> set[str]:

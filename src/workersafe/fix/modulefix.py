@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
-from .cstutil import ReplaceNames, bound_names, single, walk
+from .cstutil import (
+    ReplaceNames, bound_names, dotted, leading_lines, loaded_names, single, statements,
+    transform, walk, with_leading_lines,
+)
 from .plan import Unfixable
 from .templates import module_accessor
 
@@ -31,7 +34,7 @@ _CACHES = ("functools.cache", "functools.lru_cache", "cache", "lru_cache")
 
 
 def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan:
-    body = list(module.body)
+    body = statements(module.body)
     index = next((i for i, s in enumerate(body) if _assigns(s, name)), None)
     if index is None:
         factory = next((s for s in body if isinstance(s, cst.FunctionDef)
@@ -40,13 +43,15 @@ def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan
             return _plan_factory(body, factory, handle)
         raise Unfixable(f"{name} is not created by a plain module-level `{name} = ...` "
                         "(inside a block)")
-    value = single(body[index]).value  # type: ignore[union-attr]
+    created = single(body[index])
+    assert isinstance(created, cst.Assign)  # what _assigns found
+    value = created.value
     root = _root_name(value.func if isinstance(value, cst.Call) else value)
     assigned = {t.value for s in body for t in _assigned_names(s)}
     if root in assigned and root != name:
         raise Unfixable(f"{name} is derived from {root}, another module-level handle: "
                         "turn that one into an accessor by hand")
-    moved = [body[index]]
+    moved: list[cst.BaseStatement] = [body[index]]
     for statement in body[index + 1:]:
         if not _configures_name(statement, name):
             break
@@ -156,7 +161,7 @@ def rewrite_module(module: cst.Module, plan: ModulePlan) -> cst.Module:
     for statement in module.body:
         if id(statement) not in moved_ids:
             new_body.append(statement if plan.factory
-                            else statement.visit(_ReadsToCall(plan.name, call)))
+                            else transform(statement, _ReadsToCall(plan.name, call)))
             continue
         if statement is not plan.statements[0]:
             continue
@@ -164,18 +169,70 @@ def rewrite_module(module: cst.Module, plan: ModulePlan) -> cst.Module:
             assert isinstance(statement, cst.FunctionDef)
             members = module_accessor(plan.accessor, plan.private, plan.pid_name, plan.handle,
                                       _factory_body(statement, plan.private))
-            members[0] = members[0].with_changes(leading_lines=statement.leading_lines)
+            members[0] = with_leading_lines(members[0], leading_lines(statement))
             new_body.extend(members)
             new_body.append(_SPACER)
             continue
-        renamed = [s.visit(ReplaceNames({plan.name: private})) for s in plan.statements]
-        renamed[0] = renamed[0].with_changes(leading_lines=[])
+        renamed = [transform(s, ReplaceNames({plan.name: private})) for s in plan.statements]
+        renamed[0] = with_leading_lines(renamed[0], [])
         members = module_accessor(plan.accessor, plan.private, plan.pid_name, plan.handle,
                                   renamed)
-        members[0] = members[0].with_changes(leading_lines=statement.leading_lines)
+        members[0] = with_leading_lines(members[0], leading_lines(statement))
         new_body.extend(members)
         new_body.append(_SPACER)
-    return module.with_changes(body=_space_after_functions(new_body))
+    module = module.with_changes(body=_space_after_functions(new_body))
+    return _drop_unused_functools(module) if plan.factory else module
+
+
+def _drop_unused_functools(module: cst.Module) -> cst.Module:
+    """After the cache decorator is gone: module-level `import functools` / `from functools
+    import cache` that nothing else reads any more are removed (other imports are kept)."""
+    imports = [s for s in module.body if is_functools_import(s)]
+    if not imports:
+        return module
+    ids = {id(s) for s in imports}
+    read = set().union(*(loaded_names(s) for s in module.body if id(s) not in ids))
+    body: list[cst.BaseStatement] = []
+    above: Optional[Sequence[cst.EmptyLine]] = None  # the lines above a removed import
+    for statement in module.body:
+        if id(statement) not in ids:
+            if above is not None:  # they stay, with the comments above this statement
+                own = [line for line in leading_lines(statement) if line.comment is not None]
+                statement = with_leading_lines(statement, [*above, *own])
+                above = None
+            body.append(statement)
+            continue
+        assert isinstance(statement, cst.SimpleStatementLine)
+        small = statement.body[0]
+        names = small.names if isinstance(small, (cst.Import, cst.ImportFrom)) else ()
+        assert not isinstance(names, cst.ImportStar)
+        kept = [a for a in names if _alias_binding(a) in read]
+        if not kept:
+            if body or len(module.body) > 1:
+                above = leading_lines(statement)
+                continue
+        elif len(kept) < len(names):
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            statement = statement.with_changes(body=[small.with_changes(names=kept)])
+        body.append(statement)
+    return module.with_changes(body=body)
+
+
+def is_functools_import(statement: cst.BaseStatement) -> bool:
+    """A line that is only `import functools` or `from functools import ...` (not *)."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    small = statement.body[0]
+    if isinstance(small, cst.Import):
+        return all(dotted(a.name) == "functools" for a in small.names)
+    return (isinstance(small, cst.ImportFrom) and small.module is not None
+            and dotted(small.module) == "functools" and not small.relative
+            and not isinstance(small.names, cst.ImportStar))
+
+
+def _alias_binding(alias: cst.ImportAlias) -> str:
+    target = alias.asname.name if alias.asname else alias.name
+    return dotted(target)
 
 
 _SPACER = cst.SimpleStatementLine(body=[cst.Pass()])  # marks "two blank lines follow"
@@ -190,11 +247,11 @@ def _space_after_functions(body: list[cst.BaseStatement]) -> list[cst.BaseStatem
             pending = True
             continue
         if pending:
-            blanks = sum(1 for line in statement.leading_lines if line.comment is None)
+            above = leading_lines(statement)
+            blanks = sum(1 for line in above if line.comment is None)
             if blanks < 2:
                 extra = [cst.EmptyLine(indent=False)] * (2 - blanks)
-                statement = statement.with_changes(leading_lines=[*extra,
-                                                                  *statement.leading_lines])
+                statement = with_leading_lines(statement, [*extra, *above])
             pending = False
         out.append(statement)
     return out
@@ -225,7 +282,8 @@ def importer_plan(module: cst.Module, source_module: str, name: str, accessor: s
                 continue
             for alias in small.names:
                 if isinstance(alias.name, cst.Name) and alias.name.value == name:
-                    local = alias.asname.name.value if alias.asname else name  # type: ignore
+                    asname = alias.asname.name if alias.asname else None
+                    local = asname.value if isinstance(asname, cst.Name) else name
                     return statement, local
     return None
 
@@ -244,7 +302,7 @@ def rewrite_importer(module: cst.Module, statement: cst.SimpleStatementLine, nam
         for s in statement.body
     ])
     call = cst.Call(cst.Name(accessor))
-    body = [new_statement if s is statement else s.visit(_ReadsToCall(local, call))
+    body = [new_statement if s is statement else transform(s, _ReadsToCall(local, call))
             for s in module.body]
     return module.with_changes(body=body)
 

@@ -31,6 +31,10 @@ class AttrPlan:
     # other attributes the moved statements set (`self.lengths`): the parent needs them, so
     # even the lazy strategy runs the opener in `__init__`
     results: list[str] = field(default_factory=list)
+    # plain locals the moved statements bind and the rest of the method reads: the opener
+    # keeps them on self (local → attribute, chosen with the class's names) and the method
+    # reads them back after calling it
+    exports: dict[str, str] = field(default_factory=dict)
 
     @property
     def opener(self) -> str:

@@ -8,21 +8,26 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import libcst as cst
 
 from ..discovery import module_of_import
 from ..engine import CheckResult, Engine
+from ..facts import Span
 from ..findings import Finding
 from ..link import Project
-from .classfix import find_class, plan_class_attr, rewrite_class
+from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_class
 from .cstguard import libcst_problem
-from .cstutil import Located, ReplaceNodes, bound_names, dotted, module_bindings
+from .cstutil import (
+    Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings, shadowed_at,
+    statements, walk, with_leading_lines,
+)
 from .handles import HandleNames
 from .initplan import find_method, plan_attr
 from .modulefix import (
-    importer_plan, mentions, plan_module_handle, rewrite_importer, rewrite_module,
+    importer_plan, is_functools_import, mentions, plan_module_handle, rewrite_importer,
+    rewrite_module,
 )
 from .outcome import Outcome
 from .plan import AttrPlan, Unfixable
@@ -43,6 +48,7 @@ class Group:
     loaders: list[tuple[str, cst.Call]] = field(default_factory=list)
     loader_keys: list[tuple[str, int, int]] = field(default_factory=list)
     qualname: str = ""
+    base_strategy: str = ""  # a base class fixed in the same run: its strategy (one chain)
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,8 @@ class FileEdit:
     imports: list[cst.BaseStatement] = field(default_factory=list)
     # `from data import Volumes` → `from data import Volumes, workersafe_worker_init`
     joined_imports: dict[cst.SimpleStatementLine, list[str]] = field(default_factory=dict)
+    # new imports placed right after an existing module-level import statement
+    imports_after: dict[cst.CSTNode, list[cst.BaseStatement]] = field(default_factory=dict)
     wiring: dict[cst.Call, list[cst.BaseExpression]] = field(default_factory=dict)
 
 
@@ -94,21 +102,27 @@ class Rewriter:
         groups = self._groups()
         self._plan_module_fixes()
         fixed_classes = {g.qualname for g in groups.values()}
-        for group in groups.values():
+        done: dict[str, Group] = {}
+        for group in sorted(groups.values(), key=self._depth):  # bases before subclasses
             try:
-                self._plan_group(group, fixed_classes)
+                self._plan_group(group, fixed_classes, done)
                 self._apply_group(group)
             except Unfixable as exc:
                 self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in group.findings]
                 continue
+            done[group.qualname] = group
             note = f"{group.strategy}" + (f"; {group.note}" if group.note else "")
             self.outcomes += [Outcome(f, "fixed", note) for f in group.findings]
         self._finish_wiring()
         return self._render(), self.outcomes
 
+    def _depth(self, group: Group) -> int:
+        cls = self.project.classes.get(group.qualname)
+        return len(self.project.mro(cls)) if cls else 0
+
     def _groups(self) -> dict[tuple[str, str], Group]:
         groups: dict[tuple[str, str], Group] = {}
-        seen: set[tuple] = set()
+        seen: set[tuple[str, Span]] = set()
         for finding in self.result.findings:
             plan = finding.plan
             key = (finding.path, finding.span)
@@ -140,12 +154,14 @@ class Rewriter:
     # --- module-level handles ---------------------------------------------------------------
 
     def _plan_module_fixes(self) -> None:
-        by_handle: dict[tuple[str, str], list[Finding]] = {}
+        by_handle: dict[tuple[str, str, str], list[Finding]] = {}
         for finding in self.module_findings:
-            by_handle.setdefault((finding.path, finding.plan.attr), []).append(finding)
-        for (path, name), findings in by_handle.items():
+            if finding.plan is not None:
+                key = (finding.path, finding.plan.attr, finding.plan.handle)
+                by_handle.setdefault(key, []).append(finding)
+        for (path, name, handle), findings in by_handle.items():
             try:
-                accessor = self._plan_module_fix(path, name, findings[0].plan.handle)
+                accessor = self._plan_module_fix(path, name, handle)
             except Unfixable as exc:
                 self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in findings]
                 continue
@@ -174,6 +190,15 @@ class Rewriter:
                 raise Unfixable(f"{other} reads {name} through its module: rewrite that by hand")
         self.module_fixes.setdefault(path, []).append((name, handle))
         self._allow_name_lines(path, name)
+        if plan.factory:  # its cache decorator goes, and the functools import if now unused
+            self._allow_name_lines(path, "functools")
+            body = statements(edit.located.module.body)
+            for index, node in enumerate(body):
+                if is_functools_import(node):  # with the blank lines around it
+                    start, end = edit.located.lines_of(node)
+                    after = len(leading_lines(body[index + 1])) if index + 1 < len(body) else 0
+                    self.allowed_lines.setdefault(path, set()).update(
+                        range(start - len(leading_lines(node)), end + after + 1))
         self._need_module_import(edit, "os")
         for other, local, _ in importers:
             self.importer_fixes.setdefault(other, []).append((home_module, name, plan.accessor))
@@ -185,7 +210,7 @@ class Rewriter:
             self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
         return plan.accessor
 
-    def _import_resolver(self, path: str):  # type: ignore[no-untyped-def]
+    def _import_resolver(self, path: str) -> Callable[[cst.ImportFrom], str]:
         facts = self.result.facts.get(path)
         module = facts.module if facts else ""
         is_package = path.endswith("__init__.py")
@@ -225,20 +250,37 @@ class Rewriter:
             self.files[path] = FileEdit(Located(module))
         return self.files[path]
 
-    def _plan_group(self, group: Group, fixed_classes: set[str]) -> None:
+    def _plan_group(self, group: Group, fixed_classes: set[str], done: dict[str, Group]
+                    ) -> None:
         edit = self._edit(group.path)
         cls = find_class(edit.located.module, group.class_name)
         if cls is None:
             raise Unfixable("the class is not defined at module level")
+        own = custom_pickling(cls)
+        if own:
+            raise Unfixable(f"{group.class_name} already defines {own}: merge by hand")
         facts_cls = self.project.classes.get(group.qualname)
         for base in self.project.mro(facts_cls)[1:] if facts_cls else []:
-            if base.qualname in fixed_classes or base.method("__getstate__") \
-                    or base.method("__setstate__"):
-                raise Unfixable(f"its base class {base.name} also pickles or reopens handles: "
-                                f"fix {base.name} first, then merge by hand")
+            if base.qualname in fixed_classes:
+                fixed_base = done.get(base.qualname)
+                if fixed_base is None:
+                    raise Unfixable(f"its base class {base.name} also holds handles, which "
+                                    "could not be fixed: fix the base class first")
+                if group.base_strategy:
+                    raise Unfixable(f"more than one base class holds handles ({base.name}): "
+                                    "merge by hand")
+                group.base_strategy = fixed_base.strategy
+                continue
+            for method in ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__"):
+                if base.method(method):
+                    raise Unfixable(f"its base class {base.name} defines {method}, which the "
+                                    f"fix of {group.class_name} would have to extend: merge "
+                                    "by hand")
         plans: dict[str, AttrPlan] = {}
         for finding in group.findings:
             plan = finding.plan
+            if plan is None:
+                continue
             if plan.attr in plans or any(plan.attr in p.attrs for p in plans.values()):
                 continue
             if plan.kind == "class":
@@ -258,7 +300,9 @@ class Rewriter:
             if self.strategy != "lazy":
                 group.note = "a class attribute becomes a per-process instance attribute"
             return
-        if self.strategy == "worker-init":
+        if group.base_strategy == "lazy" and self.strategy != "lazy":
+            group.strategy, group.note = "lazy", "as its base class, fixed with lazy"
+        elif self.strategy == "worker-init":
             why_not = self._wiring_problem(group)
             if why_not:
                 group.strategy, group.note = "lazy", f"worker-init not possible: {why_not}"
@@ -267,6 +311,10 @@ class Rewriter:
         keys = group.loader_keys
         if not keys:
             return "no DataLoader using the dataset was found"
+        unfollowed = self._unfollowed_loader(keys)
+        if unfollowed:
+            return (f"the DataLoader at {unfollowed} gets a dataset the analysis cannot follow "
+                    "(a function parameter or a computed value), so it could not be wired")
         for path, line, col in keys:
             if path not in self.result.sources:
                 return f"the DataLoader at {path}:{line} is not among the files being fixed"
@@ -279,15 +327,27 @@ class Rewriter:
             if _in_lightning_class(edit.located, call):
                 return (f"the DataLoader at {path}:{line} is built in a Lightning module, which "
                         "only adds its own worker seeding when worker_init_fn is unset")
-            if path != group.path and self._import_for(group, path) is None:
+            if path != group.path and self._import_for(group, path, call) is None:
                 return (f"{path} does not import {group.class_name} from its module "
                         f"{group.module or '(unknown)'}")
             group.loaders.append((path, call))
         return ""
 
-    def _import_for(self, group: Group, path: str) -> Optional[cst.BaseExpression]:
-        """How `path` can name the worker-init function of `group`'s module, adding an import
-        next to the one that brings in the dataset class; None when it cannot."""
+    def _unfollowed_loader(self, wired: list[tuple[str, int, int]]) -> str:
+        """A DataLoader with workers whose dataset the analysis did not resolve: it may get
+        this dataset (through a parameter, a container, a call) and would be left unwired."""
+        for path, facts in sorted(self.result.facts.items()):
+            for loader in facts.loaders:
+                key = (path, loader.span.line, loader.span.col)
+                if loader.datasets or loader.num_workers == 0 or key in wired:
+                    continue
+                return f"{path}:{loader.span.line}"
+        return ""
+
+    def _import_for(self, group: Group, path: str, call: cst.Call
+                    ) -> Optional[cst.BaseExpression]:
+        """How `path` can name the worker-init function of `group`'s module at `call`, adding
+        an import next to the one that brings in the dataset class; None when it cannot."""
         facts = self.result.facts.get(path)
         if facts is None or not group.module:
             return None
@@ -295,8 +355,18 @@ class Rewriter:
         function = self._worker_init_name(group.path)
         for local, qualified in facts.imports:
             if qualified == group.module:  # `import data` → data.workersafe_worker_init
-                return cst.parse_expression(f"{local}.{function}")
-            if qualified == f"{group.module}.{group.class_name}":
+                if not shadowed_at(edit.located.module, call, local.split(".")[0]):
+                    return cst.parse_expression(f"{local}.{function}")
+                # `data` is a parameter or local there: import the function under a free name
+                alias = _free_name(edit.located.module, function)
+                asname = f" as {alias}" if alias != function else ""
+                new = statement(f"from {group.module} import {function}{asname}\n")
+                anchor = _module_import_binding(edit.located.module, local.split(".")[0])
+                added = edit.imports_after.setdefault(anchor, []) if anchor else edit.imports
+                if not any(s.deep_equals(new) for s in added):
+                    added.append(new)
+                return cst.Name(alias)
+            if qualified.rpartition(".")[0] == group.module:  # `from data import Cls` (any name)
                 node = _import_statement_binding(edit.located.module, local)
                 if node is None:
                     return None
@@ -324,7 +394,7 @@ class Rewriter:
         edit = self._edit(group.path)
         cls = find_class(edit.located.module, group.class_name)
         assert cls is not None
-        new_cls = rewrite_class(cls, group.plans, group.strategy)
+        new_cls = rewrite_class(cls, group.plans, group.strategy, group.base_strategy)
         edit.replacements[cls] = new_cls
         instance_plans = [p for p in group.plans if p.class_statement is None]
         self.fixed_classes.append(FixedClass(
@@ -337,12 +407,12 @@ class Rewriter:
         setstate = find_method(cls, "__setstate__")
         if setstate is not None:  # replaced by ours, which restores __dict__ and reopens
             start, end = edit.located.lines_of(setstate)
-            allowed.update(range(start - len(setstate.leading_lines), end + 1))
+            allowed.update(range(start - len(leading_lines(setstate)), end + 1))
         for plan in group.plans:
             moved_nodes = [plan.class_statement] if plan.class_statement else plan.statements
             for moved in [*moved_nodes, *plan.moved_imports]:
                 start, end = edit.located.lines_of(moved)
-                allowed.update(range(start - len(moved.leading_lines), end + 1))
+                allowed.update(range(start - len(leading_lines(moved)), end + 1))
         if group.strategy == "lazy":
             self._need_module_import(edit, "os")
             return
@@ -350,7 +420,8 @@ class Rewriter:
         edit.worker_init_name = function
         edit.branches.append((group.class_name, [p.opener for p in group.plans]))
         for path, call in group.loaders:
-            reference = cst.Name(function) if path == group.path else self._import_for(group, path)
+            reference = (cst.Name(function) if path == group.path
+                         else self._import_for(group, path, call))
             assert reference is not None
             target = self._edit(path)
             wiring = target.wiring.setdefault(call, [])
@@ -381,15 +452,16 @@ class Rewriter:
     def _render(self) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         for path, edit in self.files.items():
-            if not (edit.replacements or edit.imports or edit.joined_imports
+            if not (edit.replacements or edit.imports or edit.joined_imports or edit.imports_after
                     or path in self.module_fixes or path in self.importer_fixes):
                 continue
             module = edit.located.module
-            body = list(module.body)
+            body = statements(module.body)
             new_body: list[cst.BaseStatement] = []
             last_fixed_class = _last_index(body, [c for c, _ in edit.branches])
             for index, node in enumerate(body):
                 new_body.append(node)
+                new_body += edit.imports_after.get(node, [])
                 if index == last_fixed_class:
                     function = worker_init_function(edit.worker_init_name, edit.branches)
                     new_body.append(function.with_changes(leading_lines=[BLANK, BLANK]))
@@ -448,6 +520,21 @@ def _import_statement_binding(module: cst.Module, local: str) -> Optional[cst.Si
                     bound = target.value if isinstance(target, cst.Name) else ""
                     if bound == local:
                         return node
+    return None
+
+
+def _module_import_binding(module: cst.Module, local: str) -> Optional[cst.SimpleStatementLine]:
+    """The module-level `import x` / `import x.y` / `import m as x` statement binding `local`."""
+    for node in module.body:
+        if not isinstance(node, cst.SimpleStatementLine):
+            continue
+        for small in node.body:
+            if not isinstance(small, cst.Import):
+                continue
+            for alias in small.names:
+                target = alias.asname.name if alias.asname else alias.name
+                if dotted(target).split(".")[0] == local:
+                    return node
     return None
 
 
@@ -592,6 +679,15 @@ def _last_index(body: list[cst.BaseStatement], class_names: list[str]) -> int:
     return last
 
 
+def _free_name(module: cst.Module, wanted: str) -> str:
+    """`wanted`, or a variant of it, that no name in the module spells."""
+    used = {n.value for n in walk(module) if isinstance(n, cst.Name)}
+    name, counter = wanted, 2
+    while name in used:
+        name, counter = f"{wanted}_{counter}", counter + 1
+    return name
+
+
 def _insert_imports(body: list[cst.BaseStatement], imports: list[cst.BaseStatement]
                     ) -> list[cst.BaseStatement]:
     """New standard-library imports go where isort would put them: in order among the
@@ -617,18 +713,18 @@ def _insert_import(body: list[cst.BaseStatement], new: cst.BaseStatement
         after = [i for i in stdlib if _import_root(body[i]) > name]
         at = after[0] if after and after[0] <= stdlib[-1] else stdlib[-1] + 1
         if at == stdlib[0]:  # becomes the first of the group: take over its leading lines
-            new = new.with_changes(leading_lines=body[at].leading_lines)
-            body = body[:at] + [body[at].with_changes(leading_lines=[])] + body[at + 1:]
+            new = with_leading_lines(new, leading_lines(body[at]))
+            body = body[:at] + [with_leading_lines(body[at], [])] + body[at + 1:]
         return body[:at] + [new] + body[at:]
     if start < block:  # only third-party or local imports: a group of its own, first
         first = body[start]
-        new = new.with_changes(leading_lines=first.leading_lines)
-        rest = first.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+        new = with_leading_lines(new, leading_lines(first))
+        rest = with_leading_lines(first, [cst.EmptyLine(indent=False)])
         return body[:start] + [new, rest] + body[start + 1:]
     if start < len(body):
         following = body[start]
-        return body[:start] + [new.with_changes(leading_lines=following.leading_lines),
-                               following.with_changes(leading_lines=[
+        return body[:start] + [with_leading_lines(new, leading_lines(following)),
+                               with_leading_lines(following, [
                                    cst.EmptyLine(indent=False)])] + body[start + 1:]
     return body + [new]
 

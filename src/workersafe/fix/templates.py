@@ -6,6 +6,8 @@ from typing import Sequence
 
 import libcst as cst
 
+from .cstutil import as_statement, statements, with_leading_lines
+
 WORKER_INIT_NAME = "workersafe_worker_init"
 BLANK = cst.EmptyLine(indent=False)
 
@@ -22,7 +24,13 @@ def open_method(name: str, handle: str, body: Sequence[cst.BaseStatement],
     return template.with_changes(body=template.body.with_changes(body=[doc, *body]))
 
 
-def getstate_methods(dropped: Sequence[str], reopen: Sequence[str]) -> list[cst.BaseStatement]:
+def getstate_methods(dropped: Sequence[str], reopen: Sequence[str], base: str = ""
+                     ) -> list[cst.BaseStatement]:
+    """`__getstate__` (and `__setstate__` when `reopen`). `base`: the strategy a base class
+    was fixed with in the same run ("" when none): then its methods are extended (one chain)."""
+    restore = ("super().__setstate__(state)" if base == "worker-init"
+               else "self.__dict__.update(state)")
+    copy = "super().__getstate__()" if base else "self.__dict__.copy()"
     if len(dropped) == 1:
         drop = f'        state.pop("{dropped[0]}", None)\n'
     else:
@@ -32,7 +40,7 @@ def getstate_methods(dropped: Sequence[str], reopen: Sequence[str]) -> list[cst.
     setstate = (
         "\n"
         "    def __setstate__(self, state):\n"
-        "        self.__dict__.update(state)\n"
+        f"        {restore}\n"
         f"{reopen_lines}"
     ) if reopen else ""
     code = (
@@ -40,15 +48,14 @@ def getstate_methods(dropped: Sequence[str], reopen: Sequence[str]) -> list[cst.
         "    def __getstate__(self):\n"
         '        """Pickle without the open handles (workersafe): '
         'spawn workers make their own."""\n'
-        "        state = self.__dict__.copy()\n"
+        f"        state = {copy}\n"
         f"{drop}"
         "        return state\n"
         f"{setstate}"
     )
     cls = cst.parse_module(code).body[0]
     assert isinstance(cls, cst.ClassDef)
-    body = list(cls.body.body)
-    return [member.with_changes(leading_lines=[BLANK]) for member in body]
+    return [with_leading_lines(member, [BLANK]) for member in statements(cls.body.body)]
 
 
 def lazy_property(attr: str, private: str, pid_attr: str, opener: str, handle: str
@@ -65,7 +72,7 @@ def lazy_property(attr: str, private: str, pid_attr: str, opener: str, handle: s
     )
     cls = cst.parse_module(code).body[0]
     assert isinstance(cls, cst.ClassDef)
-    return cls.body.body[0].with_changes(leading_lines=[BLANK])
+    return with_leading_lines(as_statement(cls.body.body[0]), [BLANK])
 
 
 def worker_init_function(name: str, branches: Sequence[tuple[str, Sequence[str]]]
