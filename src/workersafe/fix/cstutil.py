@@ -293,3 +293,16 @@ def _raises(handler: cst.ExceptHandler) -> bool:
     body = handler.body
     statements = list(body.body) if isinstance(body, cst.IndentedBlock) else []
     return bool(statements) and isinstance(single(statements[-1]), cst.Raise)
+
+
+def with_dominant_newline(module: cst.Module) -> cst.Module:
+    """The module with the line ending most of its lines use as the one new lines get. libcst
+    takes it from the first line alone: in a file whose first line ends in `\n` and the rest in
+    `\r`, an inserted line would end in `\n` right after a `\r` (a `\r\n` the file never had)."""
+    code = module.code
+    crlf = code.count("\r\n")
+    counts = {"\r\n": crlf, "\n": code.count("\n") - crlf, "\r": code.count("\r") - crlf}
+    dominant = max(counts, key=lambda ending: counts[ending])
+    if counts[dominant] == 0 or dominant == module.default_newline:
+        return module
+    return module.with_changes(default_newline=dominant)

@@ -21,7 +21,7 @@ from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_clas
 from .cstguard import libcst_problem
 from .cstutil import (
     Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings, shadowed_at,
-    statements, walk, with_leading_lines,
+    statements, walk, with_dominant_newline, with_leading_lines,
 )
 from .handles import HandleNames
 from .initplan import find_method, plan_attr
@@ -228,7 +228,7 @@ class Rewriter:
 
     def _module_pass(self, path: str, data: bytes) -> bytes:
         """Apply the module-level rewrites to an already rendered file."""
-        module = cst.parse_module(data)
+        module = with_dominant_newline(cst.parse_module(data))
         for name, handle in self.module_fixes.get(path, []):
             module = rewrite_module(module, plan_module_handle(module, name, handle))
         for source_module, name, accessor in self.importer_fixes.get(path, []):
@@ -246,7 +246,7 @@ class Rewriter:
             problem = libcst_problem(source.text)  # libcst's native parser is unguarded
             if problem is not None:
                 raise Unfixable(f"{os.path.basename(path)}: {problem}")
-            module = cst.parse_module(source.raw)
+            module = with_dominant_newline(cst.parse_module(source.raw))
             self.files[path] = FileEdit(Located(module))
         return self.files[path]
 
