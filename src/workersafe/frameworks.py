@@ -33,3 +33,9 @@ def star_reexport(star_module: str, name: str) -> str:
             if found:
                 return found
     return ""
+
+
+# Base-class names of framework classes whose DataLoader-building methods the framework itself
+# calls (Lightning's `LightningModule.train_dataloader`, `LightningDataModule`): the fixer cannot
+# wire a worker_init_fn into such loaders reliably, and says so.
+LOADER_OWNER_BASE_WORDS: tuple[str, ...] = ("Lightning",)

@@ -16,6 +16,7 @@ from ..discovery import module_of_import
 from ..engine import CheckResult, Engine
 from ..facts import Span
 from ..findings import Finding
+from ..frameworks import LOADER_OWNER_BASE_WORDS
 from ..link import Project
 from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_class
 from .cstguard import libcst_problem
@@ -484,7 +485,7 @@ def _in_lightning_class(located: Located, call: cst.Call) -> bool:
             start, end = located.lines_of(node)
             if start <= line <= end:
                 bases = "".join(located.module.code_for_node(a.value) for a in node.bases)
-                return "Lightning" in bases
+                return any(word in bases for word in LOADER_OWNER_BASE_WORDS)
     return False
 
 
