@@ -34,6 +34,10 @@ PROCESS_CALLS = GET_WORKER_INFO | frozenset({
 # The attributes a torch wrapper keeps the wrapped dataset(s) in.
 WRAPPER_ATTRS = frozenset({"dataset", "datasets"})
 # Calls that look at a value without unwrapping it.
+# Parts of a compound statement that hold statements but are not statements themselves
+# (`ast.match_case` exists from Python 3.10).
+_CLAUSES: tuple[type, ...] = tuple(getattr(ast, name) for name in (
+    "withitem", "excepthandler", "match_case") if hasattr(ast, name))
 _LOOKS = frozenset({"isinstance", "hasattr", "getattr", "type", "print", "repr", "id", "len"})
 
 # What a name is bound to, as far as these facts care.
@@ -162,7 +166,7 @@ class _Remedies:
                 self.statement(child)
             elif isinstance(child, ast.expr):
                 self.expression(child)
-            elif isinstance(child, (ast.withitem, ast.excepthandler, ast.match_case)):
+            elif isinstance(child, _CLAUSES):
                 for sub in ast.iter_child_nodes(child):
                     if isinstance(sub, ast.stmt):
                         self.statement(sub)
@@ -383,7 +387,7 @@ class _ClassReader:
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.stmt):
                     self.block(method, [child], params, checked)
-                elif isinstance(child, (ast.withitem, ast.excepthandler, ast.match_case)):
+                elif isinstance(child, _CLAUSES):
                     self.block(method, [s for s in ast.iter_child_nodes(child)
                                         if isinstance(s, ast.stmt)], params, checked)
 
