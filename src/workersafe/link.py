@@ -14,7 +14,7 @@ from typing import Iterable, Iterator, Optional
 from .discovery import module_aliases
 from .facts import (
     ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts, HandleSite, LoaderCall,
-    ModuleHandle,
+    MethodFacts, ModuleHandle,
 )
 from .frameworks import star_reexport
 from .torchnames import DATASET_BASES
@@ -550,3 +550,19 @@ def _add_use(out: dict[str, list[LoaderUse]], qualname: str, use: LoaderUse) -> 
         return False
     entries.append(use)
     return True
+
+
+# A class's effective methods: name → (the class that defines it, the method).
+Methods = dict[str, tuple[ClassFacts, MethodFacts]]
+
+
+def method_closure(roots: Iterable[str], methods: Methods) -> set[str]:
+    """The methods `roots` run: themselves and every `self.m()` they call, transitively."""
+    seen: set[str] = set()
+    stack = [r for r in roots if r in methods]
+    while stack:
+        name = stack.pop()
+        if name not in seen:
+            seen.add(name)
+            stack.extend(c for c in methods[name][1].self_calls if c in methods)
+    return seen

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Iterator, Optional
+from typing import Iterator, Optional
 
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, LoaderCall, MethodFacts,
                     Span)
 from .findings import Finding, FixPlan
-from .link import SPAWN_LIKE, Project, Reach
+from .link import SPAWN_LIKE, Methods, Project, Reach, method_closure
 from .registry import Registry
 from .rules_remedies import remedy_findings
 from .ruletable import latent_of
@@ -27,7 +27,6 @@ NOT_WORKER_METHODS = frozenset({
 
 HAZARD, SPAWN_CRASH, SAFE = "hazard", "spawn", "safe"
 # method name → (the class defining it, the method), over the MRO, nearest first
-Methods = dict[str, tuple[ClassFacts, MethodFacts]]
 
 
 @dataclass(frozen=True)
@@ -120,7 +119,7 @@ def class_view(project: Project, cls: ClassFacts) -> ClassView:
     init_run = _init_run(mro, methods)
     init_names = {name for _, name in init_run}
     roots = [n for n in methods if n not in init_names and n not in NOT_WORKER_METHODS]
-    worker_methods = _closure(roots, methods)
+    worker_methods = method_closure(roots, methods)
     worker_reads = {a for n in worker_methods for a in methods[n][1].attrs_read}
     parent_methods = (init_names - worker_methods) | {"__init__", "__len__"}
     parent_uses = {a for n in parent_methods if n in methods for a in methods[n][1].attrs_used}
@@ -186,23 +185,11 @@ def _init_run(mro: list[ClassFacts], methods: Methods) -> set[tuple[str, str]]:
         if init is None:
             continue
         run |= {(member.qualname, "__init__")}
-        for name in _closure(init.self_calls, methods):
+        for name in method_closure(init.self_calls, methods):
             run.add((methods[name][0].qualname, name))
         if not init.calls_super_init:
             break
     return run
-
-
-def _closure(roots: Iterable[str], methods: Methods) -> set[str]:
-    seen: set[str] = set()
-    stack = [r for r in roots if r in methods]
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        stack.extend(c for c in methods[name][1].self_calls if c in methods)
-    return seen
 
 
 def _guarded_attrs(mro: list[ClassFacts], methods: Methods) -> set[str]:
@@ -210,7 +197,7 @@ def _guarded_attrs(mro: list[ClassFacts], methods: Methods) -> set[str]:
     for member in mro:
         for method in member.methods:
             guarded.update(method.guarded_attrs)
-            for called in _closure(method.guarded_calls, methods):
+            for called in method_closure(method.guarded_calls, methods):
                 owner = methods[called][0]
                 guarded.update(h.attr for h in owner.held if h.method == called)
     return guarded
@@ -422,7 +409,7 @@ def _worker_init_recreates(project: Project, view: ClassView, facts: FileFacts,
     creating = {name for name, (owner, _) in view.methods.items()
                 if any(h.attr == attr and h.method == name for h in owner.held)}
     reopened = {name for func in functions for name in func.method_calls if name in view.methods}
-    return bool(creating & _closure(reopened, view.methods))
+    return bool(creating & method_closure(reopened, view.methods))
 
 
 # --- findings -----------------------------------------------------------------------------

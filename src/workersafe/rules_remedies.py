@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Optional, Protocol
+from typing import Callable, Iterator, Optional, Protocol
 
 from .facts import (
     AttrSite, ClassFacts, DatasetUse, FileFacts, HandleSite, LazyOpen, LoaderCall, LoaderWrap,
     MethodFacts, RemedyClass, Span, WorkerInit,
 )
 from .findings import Finding
-from .link import SPAWN_LIKE, Project
+from .link import SPAWN_LIKE, Methods, Project, method_closure
 from .registry import Registry
 
 
@@ -29,7 +29,7 @@ class View(Protocol):
     """What these rules read of a dataset class with its inherited methods (rules.ClassView)."""
 
     cls: ClassFacts
-    methods: dict[str, tuple[ClassFacts, MethodFacts]]
+    methods: Methods
     init_run: set[tuple[str, str]]
     worker_reads: set[str]
 
@@ -159,7 +159,7 @@ def _created_by(view: View, init: WorkerInit, init_names: set[str]
     for call in init.calls:
         if call.attr in init_names or call.attr not in view.methods:
             continue
-        for name in _closure([call.attr], view.methods):
+        for name in method_closure([call.attr], view.methods):
             if name in init_names:
                 continue
             owner = view.methods[name][0]
@@ -294,7 +294,7 @@ def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, 
 
 
 def _opener_site(view: View, lazy: LazyOpen) -> Optional[HandleSite]:
-    for name in _closure([lazy.opener], view.methods):
+    for name in method_closure([lazy.opener], view.methods):
         owner = view.methods[name][0]
         for held in owner.held:
             if held.method == name and held.attr == lazy.attr:
@@ -306,7 +306,7 @@ def _triggers(view: View, accessor: str) -> set[str]:
     """The methods that run the accessor: call it (through self calls) or read it (a
     property)."""
     return {name for name, (_, method) in view.methods.items()
-            if accessor in _closure([name], view.methods)
+            if accessor in method_closure([name], view.methods)
             or accessor in method.attrs_read}
 
 
@@ -329,17 +329,6 @@ def _parent_use(index: _Index, view: View, triggers: set[str], facts: FileFacts,
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-def _closure(roots: Iterable[str], methods: dict[str, tuple[ClassFacts, MethodFacts]]
-             ) -> set[str]:
-    seen: set[str] = set()
-    stack = [r for r in roots if r in methods]
-    while stack:
-        name = stack.pop()
-        if name not in seen:
-            seen.add(name)
-            stack.extend(c for c in methods[name][1].self_calls if c in methods)
-    return seen
 
 
 def _where(path: str, line: int) -> str:
