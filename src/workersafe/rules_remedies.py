@@ -18,7 +18,7 @@ from typing import Callable, Iterator, Optional, Protocol
 
 from .facts import (
     AttrSite, ClassFacts, DatasetUse, FileFacts, HandleSite, LazyOpen, LoaderCall, LoaderWrap,
-    MethodFacts, RemedyClass, Span, WorkerInit,
+    RemedyClass, Span, WorkerInit,
 )
 from .findings import Finding
 from .link import SPAWN_LIKE, Methods, Project, method_closure
