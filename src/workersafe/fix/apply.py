@@ -12,12 +12,15 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from libcst import ParserSyntaxError
+
 from ..atomic import remove_stale_temps
 from ..config import Config
 from ..discovery import DiscoveryError
 from ..engine import CheckResult, Engine
 from ..exitcodes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
 from ..parse import deep_recursion
+from ..ruletable import UNREADABLE
 from ..source import decode
 from .outcome import FixResult, Outcome
 from .rewrite import Rewriter
@@ -80,11 +83,20 @@ def fix_result(engine: Engine, result: CheckResult, strategy: str) -> FixResult:
     except RecursionError:
         # From Python 3.12 the C stack has its own, fixed limit, and libcst's code generation
         # spends it on each level of a deep expression (~500 levels suffice).
-        note = ("not fixed: the code nests too deeply for libcst to rewrite it "
-                "(RecursionError); fix it by hand")
-        return FixResult({}, [Outcome(f, "failed", note) for f in result.findings
-                              if f.code != "WS001"])
+        return _none_fixed(result, "not fixed: the code nests too deeply for libcst to rewrite "
+                                   "it (RecursionError); fix it by hand")
+    except ParserSyntaxError as exc:
+        # Python's parser took the file, libcst's does not (its tokenizer differs on rare
+        # whitespace, e.g. a form feed before a dedent): nothing can be rewritten safely.
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
+        return _none_fixed(result, f"not fixed: libcst cannot parse a file this fix edits "
+                                   f"({first}); fix it by hand")
     return FixResult(new_bytes, outcomes)
+
+
+def _none_fixed(result: CheckResult, note: str) -> FixResult:
+    return FixResult({}, [Outcome(f, "failed", note) for f in result.findings
+                          if f.code != UNREADABLE])
 
 
 def _failed(outcomes: list[Outcome], note: str) -> FixResult:
