@@ -8,7 +8,18 @@ def _leave(code: int) -> None:
     """From Python 3.12, under `-m`, a KeyboardInterrupt that broke into an exec() of source
     text (dataclasses build their methods so: while libcst is imported, say) leaves the
     interpreter believing the interrupt went unhandled although it was caught: it then ends
-    itself with SIGINT instead of the exit code. So an interrupted run leaves directly."""
+    itself with SIGINT instead of the exit code. So an interrupted run leaves directly.
+
+    Leaving directly skips the exit hooks, multiprocessing's among them: the named semaphores
+    of an abandoned parse pool would stay registered, and multiprocessing's resource tracker
+    would print a warning about them after we are gone. Its cleanups that cannot block (those
+    with an exit priority of 0 or more: unlinking semaphores, closing queues) run first."""
+    finalizers = getattr(sys.modules.get("multiprocessing.util"), "_run_finalizers", None)
+    if finalizers is not None:
+        try:
+            finalizers(0)
+        except Exception:  # noqa: BLE001 - best effort: we are leaving anyway
+            pass
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
