@@ -14,7 +14,10 @@ from .facts import Span
 # "passed": created by the caller and passed to the constructor (WS104, not rewritten);
 # not rewritten either: "holder" (inside a holder object or sub-dataset passed in), "returned"
 # (returned by a function the dataset calls), "cache" (a process-global handle cache).
-FixKind = Literal["instance", "module", "class", "passed", "holder", "returned", "cache"]
+# The remedies (WS3xx): "worker-init-only" (WS301/WS302: the handle is made only by a
+# worker_init_fn), "unguarded-lazy" (WS303: a lazy open without a process check).
+FixKind = Literal["instance", "module", "class", "passed", "holder", "returned", "cache",
+                  "worker-init-only", "unguarded-lazy"]
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,10 @@ from typing import Literal, Optional
 # The rewrite `workersafe fix` applies (the kinds of `FixPlan.kind` it can fix):
 # "instance": the creation moves into a per-worker `_open_<attr>()` (worker-init or lazy);
 # "module": a module-level handle becomes a per-process accessor;
-# "class": a class attribute becomes a per-process instance attribute (lazy).
-FixKind = Literal["instance", "module", "class"]
+# "class": a class attribute becomes a per-process instance attribute (lazy);
+# "worker-init-only": the handle a worker_init_fn makes is opened by the dataset instead;
+# "unguarded-lazy": the lazy open gains a process check.
+FixKind = Literal["instance", "module", "class", "worker-init-only", "unguarded-lazy"]
 Level = Literal["error", "warning"]
 
 # The prefix `select` has by default: a rule that is off by default needs a longer one.
