@@ -240,3 +240,22 @@ def test_flake8_target_version_from_requires_python(tmp_path: Path) -> None:
     (tmp_path / "setup.cfg").write_text("[flake8]\nworkersafe-target-version = py312\n",
                                         encoding="utf-8")
     assert [c.split("@")[0] for c in codes(flake8_ws(tmp_path).stdout)] == ["WS101"]
+
+
+# WS312 (latent: no DataLoader using the worker_init_fn) is off by default; WS311 is on.
+REMEDY_UNWIRED = (ROOT / "fixtures" / "lint" / "ws302_subset_wrapper.py").read_text(
+    encoding="utf-8").replace(", worker_init_fn=worker_init_fn", "")
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ((), ["WS311@10"]),
+    (("--select=WS",), ["WS311@10"]),
+    (("--extend-select=WS312",), ["WS311@10", "WS312@22"]),
+    (("--select=WS31",), ["WS311@10", "WS312@22"]),
+    (("--select=E9,WS312",), ["WS312@22"]),
+])
+def test_flake8_select_turns_on_rules_that_are_off_by_default(
+        tmp_path: Path, options: tuple[str, ...], expected: list[str]) -> None:
+    project(tmp_path, {}, REMEDY_UNWIRED)
+    proc = flake8(*options, "ds.py", cwd=tmp_path)
+    assert [c for c in codes(proc.stdout) if c.startswith("WS")] == expected, proc.stdout

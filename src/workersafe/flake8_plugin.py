@@ -16,6 +16,7 @@ from .config import (
     Config, ConfigError, find_pyproject, flake8_value, load_pyproject_data, with_requires_python,
 )
 from .paths import CACHE_DIR_NAME, ancestors
+from .ruletable import DEFAULT_SELECT
 
 _OPTIONS = (
     ("--workersafe-extra-handles", "extra_handles",
@@ -69,6 +70,7 @@ class WorkerSafeChecker:
                 print(f"workersafe: configuration error in flake8 option {flag[2:]}: {exc}",
                       file=sys.stderr)
                 raise SystemExit(2) from None
+        values["select"] = _flake8_select(options)
         cls.config = _with_project_target(Config(**values))
         cls.build_index = bool(getattr(options, "workersafe_index", False))
         cls._engine = None
@@ -124,6 +126,21 @@ class WorkerSafeChecker:
         index = _build_index(cache_dir, self.config)
         self._indexes[cache_dir] = index
         return index if index is not None and here in index.stats else None
+
+
+def _flake8_select(options: Any) -> tuple[str, ...]:
+    """flake8's own `select` and `extend-select`, so that naming a rule the table has off by
+    default (`--extend-select WS313`, `select = WS3`) turns it on here as it does in the CLI.
+    flake8 filters what we report by the same lists; without an explicit `select`, ours is the
+    default `WS` plus any `extend-select`."""
+    def codes(value: Any) -> tuple[str, ...]:
+        if not value:
+            return ()
+        items = value.split(",") if isinstance(value, str) else value
+        return tuple(c.strip().upper() for c in items if isinstance(c, str) and c.strip())
+
+    explicit = codes(getattr(options, "select", None))
+    return (explicit or (DEFAULT_SELECT,)) + codes(getattr(options, "extend_select", None))
 
 
 def _with_project_target(config: Config) -> Config:
