@@ -11,7 +11,11 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 7  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 8  # bump whenever a dataclass below changes: old caches are then ignored
+
+# The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
+# method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
+OWN_CLASS = "cls"
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,9 @@ class MethodFacts:
     effects: Tuple[str, ...] = ()
     returns_handle: Optional[HandleSite] = None  # `return lmdb.open(p)`
     returns_call: str = ""  # `return self._connect(p)` → "self._connect", `return f()` → "m.f"
+    # what a factory method returns: `return cls(root)` (target "cls": the class it is called
+    # on), `return Frames(root)`, `return self._build(split)` (target "<Class>._build")
+    returns: Tuple[DatasetRef, ...] = ()
 
 
 @dataclass(frozen=True)

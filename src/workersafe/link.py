@@ -14,7 +14,7 @@ from typing import Iterable, Iterator, Optional
 from .discovery import module_aliases
 from .facts import (
     ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts, HandleSite, LoaderCall,
-    MethodFacts, ModuleHandle,
+    OWN_CLASS, MethodFacts, ModuleHandle,
 )
 from .frameworks import star_reexport
 from .torchnames import DATASET_BASES
@@ -248,7 +248,9 @@ class Project:
             if func is not None:
                 home = self.by_module.get(target.rpartition(".")[0], facts)
                 return [c for r in func.returns for c in self.classes_of_ref(r, home, depth + 1)]
-            return []
+            owner, _, method = target.rpartition(".")
+            cls = self.classes.get(owner)  # `Frames.from_config(cfg)`, `self._build(split)`
+            return self._method_returns(cls, method, depth) if cls is not None else []
         if ref.kind == "name":
             found = self._module_attr(target)
             if found is None:
@@ -268,6 +270,24 @@ class Project:
             assigned = [r for member in self.mro(owner) for a, rs in member.attr_refs if a == attr
                         for r in rs]
             return [c for r in assigned for c in self.classes_of_ref(r, home, depth + 1)]
+        return []
+
+    def _method_returns(self, cls: ClassFacts, name: str, depth: int
+                        ) -> list[tuple[ClassFacts, DatasetRef]]:
+        """The dataset classes a factory method of `cls` (or its bases) returns: `cls(...)`
+        is `cls` itself, the class the method is called on."""
+        for member in self.mro(cls):
+            method = member.method(name)
+            if method is None:
+                continue
+            home = self.class_file[member.qualname]
+            out: list[tuple[ClassFacts, DatasetRef]] = []
+            for ref in method.returns:
+                if ref.kind == "call" and ref.target == OWN_CLASS:
+                    out.append((cls, dataclasses.replace(ref, target=cls.qualname)))
+                else:
+                    out.extend(self.classes_of_ref(ref, home, depth + 1))
+            return out
         return []
 
     # --- call sites → parameters ----------------------------------------------------------

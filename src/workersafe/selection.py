@@ -184,6 +184,10 @@ def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]
             for name, refs in facts.module_vars:
                 if f"{facts.module}.{name}" in demanded or name in demanded:
                     demand((r.target for r in refs), facts)
+            for cls in facts.classes:  # `Frames.from_config(cfg)`: what the method returns
+                for method in cls.methods:
+                    if method.returns and f"{cls.qualname}.{method.name}" in demanded:
+                        demand((r.target for r in method.returns), facts)
         changed = len(demanded) != before
 
 

@@ -69,7 +69,7 @@ def _class_facts(cls: ClassState, walker: FactWalker) -> ClassFacts:
                     tuple(sorted(m.guarded_attrs)), tuple(sorted(m.guarded_calls)),
                     m.calls_super_init, tuple(m.effects),
                     site(m.returns_handle) if m.returns_handle is not None else None,
-                    m.returns_call)
+                    m.returns_call, tuple(m.returns))
         for m in cls.methods
     )
     return ClassFacts(

@@ -14,7 +14,7 @@ from ..facts import CallSite, DatasetRef, HeldCall, LoaderCall
 from ..registry import Registry
 from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
 from .loader_args import read_loader
-from .names import bind_import, bind_import_from
+from .names import bind_import, bind_import_from, imported_by_call
 from .positions import Positions
 from .state import (
     ClassState, Env, Frame, FunctionState, Handle, MethodState, State,
@@ -386,6 +386,10 @@ class FactWalker:
                 if handle is not None and not handle.closed:
                     func.method.returns_handle = handle
                 func.method.returns_call = func.method.returns_call or callee
+                if handle is None:  # `return cls(cfg.root)`: a factory method
+                    func.method.returns.extend(
+                        r for r in self.ev.refs_of(value) if r.kind == "call"
+                        and r.target.partition(".")[0] not in _LIBRARY_ROOTS)
             else:
                 func.returns.extend(self.ev.refs_of(value))
                 if handle is not None:
@@ -490,6 +494,8 @@ class FactWalker:
                 for each in self.ev.handles_in(value):
                     frame.class_held[(target.id, id(each.call))] = each
             return
+        if isinstance(target, (ast.Name, ast.Tuple, ast.List)):
+            self._bind_imported(target, value)
         if isinstance(target, ast.Attribute):
             self._attr_assign(target, value)
         elif isinstance(target, ast.Subscript):
@@ -519,6 +525,17 @@ class FactWalker:
             for element in targets:
                 if isinstance(element, ast.Name) and refs:
                     state.env.assign_refs(element.id, refs)
+
+    def _bind_imported(self, target: ast.expr, value: ast.expr) -> None:
+        """`lmdb = optional_import("lmdb")`, `lmdb, _ = optional_import("lmdb")`,
+        `h5 = importlib.import_module("h5py")`: the name is that module, as if imported."""
+        if type(target) is not ast.Name:
+            names = elements(target)
+            target = names[0] if names else target
+        if type(target) is ast.Name:
+            module = imported_by_call(value)
+            if module is not None:
+                self.state.scope.bind(target.id, module)
 
     def _attr_assign(self, target: ast.Attribute, value: ast.expr) -> None:
         state = self.state
