@@ -128,11 +128,14 @@ class ArgRef:
 
 @dataclass(frozen=True)
 class CallSite:
-    """A call of a function with arguments that may be datasets: `val(net, test_dataset)`."""
+    """A call of a function with arguments that may be datasets: `val(net, test_dataset)`;
+    or of a method (`self.evaluate(ds)`, `trainer.fit(ds)`): then `target` is the method's
+    name and `receiver` what the object it is called on may be (`self`: the class)."""
 
-    target: str  # qualified name of the called function
+    target: str  # qualified name of the called function; a method's name
     args: Tuple[ArgRef, ...]
     span: Span
+    receiver: Tuple[DatasetRef, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from typing import Iterable, Iterator, Optional
 
 from .discovery import module_aliases
 from .facts import (
-    ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts, HandleSite, LoaderCall,
-    OWN_CLASS, MethodFacts, ModuleHandle,
+    OWN_CLASS, ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts, HandleSite,
+    LoaderCall, MethodFacts, ModuleHandle,
 )
 from .frameworks import star_reexport
 from .torchnames import DATASET_BASES
@@ -300,13 +300,38 @@ class Project:
 
     def call_sites(self) -> dict[str, list[tuple[FileFacts, CallSite]]]:
         if self._call_sites is None:
-            self._call_sites = {}
+            # filled in place: a receiver resolved while filling sees the sites so far
+            self._call_sites = sites = {}
             for facts in self.files:
                 for site in facts.calls:
-                    target = self.resolve(site.target, facts)
-                    if target in self.functions:
-                        self._call_sites.setdefault(target, []).append((facts, site))
+                    for target in self._site_targets(site, facts):
+                        sites.setdefault(target, []).append((facts, site))
         return self._call_sites
+
+    def _site_targets(self, site: CallSite, facts: FileFacts) -> list[str]:
+        """The functions or methods ("<class>.<method>", the class defining it) a call site
+        may call: a function by name, a static or class method by its class
+        (`Trainer.evaluate(ds)`), a method of each class the receiver may be."""
+        if site.receiver:
+            found: list[str] = []
+            for ref in site.receiver:
+                for cls, _ in self.classes_of_ref(ref, facts):
+                    key = self._method_key(cls, site.target)
+                    if key and key not in found:
+                        found.append(key)
+            return found
+        target = self.resolve(site.target, facts)
+        if target in self.functions:
+            return [target]
+        owner, _, name = target.rpartition(".")
+        cls = self.classes.get(owner)
+        key = self._method_key(cls, name) if cls is not None else ""
+        return [key] if key else []
+
+    def _method_key(self, cls: ClassFacts, name: str) -> str:
+        """"<defining class>.<name>" for the method `cls` has (its own or inherited)."""
+        owner = next((m for m in self.mro(cls) if m.method(name) is not None), None)
+        return f"{owner.qualname}.{name}" if owner is not None else ""
 
     # --- loaders → classes ---------------------------------------------------------------------
 

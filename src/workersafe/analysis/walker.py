@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional, Sequence
 
-from ..facts import CallSite, DatasetRef, HeldCall, LoaderCall
+from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
 from ..registry import Registry
 from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
 from .loader_args import read_loader
@@ -175,6 +175,9 @@ class FactWalker:
                         owner.param_types.append((arg.arg, annotated))
             func = FunctionState(node.name, f"{owner.qualname}.{node.name}", False, False, env,
                                  method)
+            if node.name != "__init__":  # `def evaluate(self, dataset)`: what callers pass
+                static = any(state.q(d) == "staticmethod" for d in node.decorator_list)
+                _bind_params(node.args, func.qualname, env, skip=0 if static else 1)
         else:
             decorators = {state.q(_decorator_callee(d)) for d in node.decorator_list}
             module_level = not state.frames
@@ -410,6 +413,8 @@ class FactWalker:
             args = self.ev.arg_refs(node)
             if any(a.refs for a in args):  # `val(net, test_dataset)`: linked to val's params
                 self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
+        elif type(node.func) is ast.Attribute and (node.args or node.keywords):
+            self._method_site(node, node.func)
         if type(node.func) is ast.Attribute:
             self._method_call(node, node.func)
         self.walk(node.func)
@@ -426,6 +431,28 @@ class FactWalker:
         return type(root) is ast.Name and not is_self(root) \
             and self.state.scope.lookup(root.id) is not None \
             and root.id not in self.state.env.bindings
+
+    def _method_site(self, node: ast.Call, func: ast.Attribute) -> None:
+        """`self.evaluate(ds)`, `trainer.fit(ds)`, `Trainer(cfg).fit(ds)`: a call site of a
+        method whose parameters the linker may follow to a loader, when an argument may be a
+        dataset and the receiver a project object (`self`: this class)."""
+        if func.attr in CONTAINER_ADDERS:
+            return
+        receiver = func.value
+        if is_self(receiver):
+            cls = self.state.current_class()
+            refs = [DatasetRef("call", cls.qualname)] if cls is not None else []
+        elif type(receiver) is ast.Name and self.state.env.refs(receiver.id) \
+                or type(receiver) in (ast.Call, ast.Attribute):
+            refs = [r for r in self.ev.refs_of(receiver) if r.target != OWN_CLASS]
+        else:
+            return
+        if not refs:
+            return
+        args = self.ev.arg_refs(node)
+        if any(a.refs for a in args):
+            self.calls.append(CallSite(func.attr, tuple(args), self.positions.span(node),
+                                       tuple(refs)))
 
     def _method_call(self, node: ast.Call, func: ast.Attribute) -> None:
         state = self.state
@@ -677,9 +704,10 @@ def _root(node: ast.expr) -> ast.expr:
     return node
 
 
-def _bind_params(args: ast.arguments, qual: str, env: Env) -> tuple[str, ...]:
-    """Each parameter of a module-level function may be what its callers pass."""
-    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+def _bind_params(args: ast.arguments, qual: str, env: Env, skip: int = 0) -> tuple[str, ...]:
+    """Each parameter of a function (a method's after `self`: `skip`) may be what its callers
+    pass."""
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)][skip:]
     for index, name in enumerate(positional):
         env.assign_refs(name, [DatasetRef("param", f"{qual}#{index}#{name}")])
     for arg in args.kwonlyargs:
