@@ -248,9 +248,9 @@ class Project:
             if func is not None:
                 home = self.by_module.get(target.rpartition(".")[0], facts)
                 return [c for r in func.returns for c in self.classes_of_ref(r, home, depth + 1)]
-            owner, _, method = target.rpartition(".")
-            cls = self.classes.get(owner)  # `Frames.from_config(cfg)`, `self._build(split)`
-            return self._method_returns(cls, method, depth) if cls is not None else []
+            owner_name, _, method = target.rpartition(".")
+            owner = self.classes.get(owner_name)  # `Frames.from_config(cfg)`, `self._build(s)`
+            return self._method_returns(owner, method, depth) if owner is not None else []
         if ref.kind == "name":
             found = self._module_attr(target)
             if found is None:
@@ -301,7 +301,8 @@ class Project:
     def call_sites(self) -> dict[str, list[tuple[FileFacts, CallSite]]]:
         if self._call_sites is None:
             # filled in place: a receiver resolved while filling sees the sites so far
-            self._call_sites = sites = {}
+            sites: dict[str, list[tuple[FileFacts, CallSite]]] = {}
+            self._call_sites = sites
             for facts in self.files:
                 for site in facts.calls:
                     for target in self._site_targets(site, facts):
@@ -323,9 +324,9 @@ class Project:
         target = self.resolve(site.target, facts)
         if target in self.functions:
             return [target]
-        owner, _, name = target.rpartition(".")
-        cls = self.classes.get(owner)
-        key = self._method_key(cls, name) if cls is not None else ""
+        owner_name, _, name = target.rpartition(".")
+        owner = self.classes.get(owner_name)
+        key = self._method_key(owner, name) if owner is not None else ""
         return [key] if key else []
 
     def _method_key(self, cls: ClassFacts, name: str) -> str:
