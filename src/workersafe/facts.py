@@ -149,6 +149,7 @@ class LoaderCall:
     worker_inits: Tuple[str, ...] = ()  # worker_init_fn and what it chains (partials unwrapped)
     path: str = ""
     num_workers_param: str = ""  # num_workers is this parameter ("<function>#<index>#<name>")
+    function: str = ""  # the module-level function (or method) holding the call, qualified
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,9 @@ class FunctionFacts:
     returns_call: str = ""  # `return other(p)`: the qualified callee
     cached: bool = False
     globals_read: Tuple[str, ...] = ()  # bare names read inside (the functions it calls)
+    # project functions it calls or passes on (`main_worker` in `mp.spawn(main_worker)`),
+    # qualified: the code an entry runs, for the `set_start_method` it reaches
+    calls: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -262,7 +266,12 @@ class FileFacts:
     module_handles: Tuple[ModuleHandle, ...] = ()
     module_vars: Tuple[Tuple[str, Tuple[DatasetRef, ...]], ...] = ()
     globals_read_outside_classes: Tuple[str, ...] = ()
-    start_method: str = ""  # from set_start_method(...) anywhere in the file
+    # `set_start_method(...)` at module level (`if __name__ == "__main__":` included)
+    start_method: str = ""
+    # (function or "<Class>.<method>", start method): set inside it; counts for the loaders
+    # there and in what it calls, and for a program whose entry reaches it (`entry_calls`)
+    scoped_start_methods: Tuple[Tuple[str, str], ...] = ()
+    entry_calls: Tuple[str, ...] = ()  # project functions module-level code calls or passes on
     error: str = ""  # parse failure: the message for WS001
     remedies: RemedyFacts = RemedyFacts()
 

@@ -25,6 +25,8 @@ SPAWN_LIKE = ("spawn", "forkserver")
 
 # Re-exports followed for one name, at most: real chains are a handful long.
 _MAX_RESOLVE_DEPTH = 64
+# Functions followed from an entry for the start method it sets, at most.
+_MAX_REACHED = 256
 # Calls followed for what a function returns (`open_env` → `_open` → `lmdb.open`), at most.
 _MAX_RETURN_DEPTH = 4
 
@@ -76,6 +78,7 @@ class Project:
         self.aliases = module_aliases((f.path, f.module) for f in self.files)
         self._entries: Optional[dict[str, list[Optional[FileFacts]]]] = None
         self._call_sites: Optional[dict[str, list[tuple[FileFacts, CallSite]]]] = None
+        self._scoped_starts: Optional[dict[str, str]] = None
         # class qualname → how it is reached through another class (see `loaders_by_class`)
         self.reached: dict[str, list[Reach]] = {}
         self.has_caches = any(h.filled_by for f in self.files for h in f.module_handles)
@@ -472,19 +475,60 @@ class Project:
         loader's module (directly or through other modules; an entry is a checked file no
         other checked file imports), an entry naming none giving the target's default. A
         start method that is not a constant counts as the default."""
-        for named in (loader.context, facts.start_method):
+        reached = self.reached_start([loader.function], facts)[0] if loader.function else ""
+        for named in (loader.context, reached, facts.start_method):
             if named and named != "?":
                 return ((named, ""),)
         methods: dict[str, str] = {}
         for entry in self.entries(facts) or [facts]:
-            named = entry.start_method
+            named, scope = self.program_start(entry)
             if named and named != "?":
                 where = os.path.basename(entry.path) or entry.module
-                methods.setdefault(named, f"set_start_method in {where}")
+                run = f"in {scope.rpartition('.')[2]}(), run by {where}" if scope else f"in {where}"
+                methods.setdefault(named, f"set_start_method {run}")
             else:
                 for method in self.default_start:
                     methods.setdefault(method, "the target's default")
         return tuple(methods.items())
+
+    def program_start(self, entry: FileFacts) -> tuple[str, str]:
+        """The start method an entry script sets, and the function setting it: at module level
+        (`if __name__ == "__main__":` included; function ""), else in the code its module
+        level runs (`main()`, a function of another module, a class it builds); ("", "") when
+        none. One set in a function no entry reaches changes nothing."""
+        if entry.start_method:
+            return entry.start_method, ""
+        return self.reached_start(entry.entry_calls, entry)
+
+    def reached_start(self, names: Iterable[str], facts: FileFacts) -> tuple[str, str]:
+        """The start method set by the functions (or classes' methods) `names` run, following
+        the project functions they call, and the one setting it; ("", "") when none does."""
+        if self._scoped_starts is None:
+            self._scoped_starts = {}
+            for each in self.files:
+                for scope, method in each.scoped_start_methods:
+                    self._scoped_starts.setdefault(scope, method)
+                    owner = scope.rpartition(".")[0]
+                    if owner in self.classes:  # a method: counts when its class is built
+                        self._scoped_starts.setdefault(owner, method)
+        seen: set[str] = set()
+        queue = [(name, facts) for name in names]
+        while queue and len(seen) < _MAX_REACHED:
+            name, home = queue.pop(0)
+            target = self.resolve(name, home)
+            if target in seen:
+                continue
+            seen.add(target)
+            cls = self.classes.get(target)
+            owners = [m.qualname for m in self.mro(cls)] if cls is not None else [target]
+            found = next((o for o in owners if o in self._scoped_starts), "")
+            if found:
+                return self._scoped_starts[found], found
+            func = self.functions.get(target)
+            if func is not None:
+                inside = self.by_module.get(target.rpartition(".")[0], home)
+                queue.extend((called, inside) for called in func.calls)
+        return "", ""
 
     def entries(self, facts: FileFacts) -> list[FileFacts]:
         """The entry files whose imports reach `facts` (itself, if no checked file imports
@@ -543,7 +587,7 @@ class Project:
                 return tuple(dict.fromkeys(found))
         methods: list[str] = []
         for entry in entries:
-            named = entry.start_method
+            named = self.program_start(entry)[0]
             found = [named] if named and named != "?" else list(self.default_start)
             methods.extend(m for m in found if m not in methods)
         return tuple(methods)

@@ -92,13 +92,28 @@ class Selection:
             # parsed file names it in (it may be built by name from a config), if an entry
             # script sets a start method.
             loader_files |= {p for p in self.dataset_files if "DataLoader(" in self.texts[p]}
+        wanted = self._scoped_start_reach(facts, by_module)
         chains = _import_chains(self.start_files - set(facts), loader_files, self._imported_by,
                                 by_module)
         if not chains - set(facts):
-            return set()
+            return wanted
         reached = chains & loader_files
-        return chains | _importers(reached, self.by_path, self.texts, self._imported_by,
-                                   by_module)
+        return wanted | chains | _importers(reached, self.by_path, self.texts,
+                                            self._imported_by, by_module)
+
+    def _scoped_start_reach(self, facts: dict[str, FileFacts], by_module: dict[str, str]
+                            ) -> set[str]:
+        """A start method set inside a function counts only where an entry runs it: the
+        importers of such a file (who may call it), and the files setting one that a parsed
+        file imports (`from setup import init_workers`)."""
+        scoped = {p for p, f in facts.items() if f.scoped_start_methods}
+        wanted = _importers(scoped, self.by_path, self.texts, self._imported_by, by_module) \
+            if scoped else set()
+        unparsed = self.start_files - set(facts)
+        if unparsed:
+            imported = {_module_file(q, by_module) for f in facts.values() for _, q in f.imports}
+            wanted |= unparsed & imported
+        return wanted
 
     def _callers(self, facts: dict[str, FileFacts]) -> set[str]:
         """Files that may call a function whose parameter reaches a loader (`def val(net,

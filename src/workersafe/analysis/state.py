@@ -170,6 +170,7 @@ class FunctionState:
     method_calls: set[str] = field(default_factory=set)
     attr_handle_assigns: set[str] = field(default_factory=set)
     globals_declared: set[str] = field(default_factory=set)
+    calls: set[str] = field(default_factory=set)  # project functions called (or passed on)
 
 
 Frame = Union[ClassState, FunctionState, None]  # None: a nested class, not analysed

@@ -8,6 +8,7 @@ call is read is in loader_args.py."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Callable, Optional, Sequence
 
 from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
@@ -71,7 +72,9 @@ class FactWalker:
         self.calls: list[CallSite] = []
         self.loop_items: dict[str, str] = {}  # loop variable → the self attribute it iterates
         self.globals_outside: set[str] = set()
-        self.start_method = ""
+        self.start_method = ""  # set at module level (`if __name__ == "__main__":` too)
+        self.scoped_starts: dict[str, str] = {}  # function or method → the start method it sets
+        self.entry_calls: set[str] = set()  # functions module-level code calls (or passes on)
         self.store_nodes: set[int] = set()  # id() of assignment targets: not reads
         self._sink: Optional[set[str]] = None
         self._sink_valid = False
@@ -403,24 +406,62 @@ class FactWalker:
 
     def visit_Call(self, node: ast.Call) -> None:
         name = self.state.q(node.func)
+        outer = self._outer_function()
         if name in LOADERS:
-            self.loaders.append(read_loader(node, self.ev))
+            loader = read_loader(node, self.ev)
+            self.loaders.append(loader if outer is None
+                                else dataclasses.replace(loader, function=outer.qualname))
         elif name in SET_START_METHOD and (node.args or node.keywords):
-            self.start_method = string(first_arg(node)) or "?"
-        elif name is not None and node.args and name not in _NOT_HANDLE_CALLEES \
-                and name.partition(".")[0] not in _LIBRARY_ROOTS \
-                and self._function_call(node.func):
-            args = self.ev.arg_refs(node)
-            if any(a.refs for a in args):  # `val(net, test_dataset)`: linked to val's params
-                self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
-        elif type(node.func) is ast.Attribute and (node.args or node.keywords):
-            self._method_site(node, node.func)
+            method = string(first_arg(node)) or "?"
+            if outer is None:
+                self.start_method = method
+            else:
+                self.scoped_starts.setdefault(outer.qualname, method)
+        else:
+            self._note_calls(node, name, outer)
+            if name is not None and node.args and name not in _NOT_HANDLE_CALLEES \
+                    and name.partition(".")[0] not in _LIBRARY_ROOTS \
+                    and self._function_call(node.func):
+                args = self.ev.arg_refs(node)
+                if any(a.refs for a in args):  # `val(net, test_dataset)`: linked to val's params
+                    self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
+            elif type(node.func) is ast.Attribute and (node.args or node.keywords):
+                self._method_site(node, node.func)
         if type(node.func) is ast.Attribute:
             self._method_call(node, node.func)
         self.walk(node.func)
         self.walk_all(node.args)
         for keyword in node.keywords:
             self.walk(keyword.value)
+
+    def _outer_function(self) -> Optional[FunctionState]:
+        """The outermost function (or method) the walk is in: what a call inside it runs for."""
+        return next((f for f in self.state.frames if isinstance(f, FunctionState)), None)
+
+    def _note_calls(self, node: ast.Call, name: Optional[str],
+                    outer: Optional[FunctionState]) -> None:
+        """The project functions module-level code or a module-level function calls, or passes
+        on (`mp.spawn(main_worker)`, `Process(target=run)`): which code runs from the entry
+        (for the `set_start_method` calls it reaches)."""
+        if outer is None:
+            if self.state.frames:  # a class body
+                return
+            sink = self.entry_calls
+        elif outer.is_module_level:
+            sink = outer.calls
+        else:
+            return
+        scope, bindings = self.state.scope, self.state.env.bindings
+        for called, expr in ((name, node.func), *((None, a) for a in node.args),
+                             *((None, k.value) for k in node.keywords)):
+            local = _root(expr)
+            if type(local) is not ast.Name or local.id in bindings \
+                    or scope.lookup(local.id) is None or (called is None and local is not expr):
+                continue  # not a module-level function or import (a local, `obj.m`, `a.b`)
+            called = called or self.state.q(expr)
+            if called and called.partition(".")[0] not in _LIBRARY_ROOTS \
+                    and called not in _NOT_HANDLE_CALLEES:
+                sink.add(called)
 
     def _function_call(self, func: ast.expr) -> bool:
         """A call of a function by name (`val(...)`, `mod.val(...)` with `mod` imported),
