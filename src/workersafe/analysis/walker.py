@@ -392,10 +392,10 @@ class FactWalker:
                 if handle is not None and not handle.closed:
                     func.method.returns_handle = handle
                 func.method.returns_call = func.method.returns_call or callee
-                if handle is None:  # `return cls(cfg.root)`: a factory method
-                    func.method.returns.extend(
-                        r for r in self.ev.refs_of(value) if r.kind == "call"
-                        and r.target.partition(".")[0] not in _LIBRARY_ROOTS)
+                if handle is None:  # `return cls(root)`, `return self.train_set`: a factory
+                    func.method.returns.extend(  # or getter method
+                        r for r in self.ev.refs_of(value) if r.kind in ("attr", "param")
+                        or (r.kind == "call" and r.target.partition(".")[0] not in _LIBRARY_ROOTS))
             else:
                 func.returns.extend(self.ev.refs_of(value))
                 if handle is not None:
