@@ -498,7 +498,13 @@ class Project:
         none. One set in a function no entry reaches changes nothing."""
         if entry.start_method:
             return entry.start_method, ""
-        return self.reached_start(entry.entry_calls, entry)
+        if entry.entry_calls:
+            return self.reached_start(entry.entry_calls, entry)
+        # Module-level code runs nothing (a console script's module, run by a launcher): any
+        # function no other function here calls may be what the launcher runs.
+        called = {c for func in entry.functions for c in func.calls}
+        return self.reached_start((f.qualname for f in entry.functions
+                                   if f.qualname not in called), entry)
 
     def reached_start(self, names: Iterable[str], facts: FileFacts) -> tuple[str, str]:
         """The start method set by the functions (or classes' methods) `names` run, following

@@ -191,6 +191,8 @@ class FactWalker:
                 self.functions.append(func)
                 func.params = _bind_params(node.args, qual, env)
                 func.node = node
+                if decorators - CACHE_DECORATORS:  # `@hydra.main(...)`, `@app.command()`:
+                    self.entry_calls.add(qual)  # the decorator is given the function to run
         self._push(func)
         self.walk_all(node.decorator_list)
         self.visit_arguments(node.args)
