@@ -79,6 +79,7 @@ class Project:
         self._entries: Optional[dict[str, list[Optional[FileFacts]]]] = None
         self._call_sites: Optional[dict[str, list[tuple[FileFacts, CallSite]]]] = None
         self._scoped_starts: Optional[dict[str, str]] = None
+        self._reached_starts: dict[tuple[tuple[str, ...], str], tuple[str, str]] = {}
         # class qualname → how it is reached through another class (see `loaders_by_class`)
         self.reached: dict[str, list[Reach]] = {}
         self.has_caches = any(h.filled_by for f in self.files for h in f.module_handles)
@@ -503,12 +504,19 @@ class Project:
         # Module-level code runs nothing (a console script's module, run by a launcher): any
         # function no other function here calls may be what the launcher runs.
         called = {c for func in entry.functions for c in func.calls}
-        return self.reached_start((f.qualname for f in entry.functions
-                                   if f.qualname not in called), entry)
+        return self.reached_start([f.qualname for f in entry.functions
+                                   if f.qualname not in called], entry)
 
     def reached_start(self, names: Iterable[str], facts: FileFacts) -> tuple[str, str]:
         """The start method set by the functions (or classes' methods) `names` run, following
         the project functions they call, and the one setting it; ("", "") when none does."""
+        key = (tuple(names), facts.path)
+        found = self._reached_starts.get(key)
+        if found is None:
+            found = self._reached_starts[key] = self._reach_start(key[0], facts)
+        return found
+
+    def _reach_start(self, names: tuple[str, ...], facts: FileFacts) -> tuple[str, str]:
         if self._scoped_starts is None:
             self._scoped_starts = {}
             for each in self.files:

@@ -35,6 +35,7 @@ class Selection:
         self.start_files = {p for p, t in texts.items() if _START_METHOD in t}
         self._imports: dict[str, set[str]] = {}
         self._callers_searched: set[str] = set()
+        self._scoped_seen: set[str] = set()  # files setting a start method in a function
         self._verdicts: tuple[set[str], set[str]] = (set(), set())
 
     def first(self) -> list[str]:
@@ -106,7 +107,8 @@ class Selection:
         """A start method set inside a function counts only where an entry runs it: the
         importers of such a file (who may call it), and the files setting one that a parsed
         file imports (`from setup import init_workers`)."""
-        scoped = {p for p, f in facts.items() if f.scoped_start_methods}
+        scoped = {p for p, f in facts.items() if f.scoped_start_methods} - self._scoped_seen
+        self._scoped_seen |= scoped
         wanted = _importers(scoped, self.by_path, self.texts, self._imported_by, by_module) \
             if scoped else set()
         unparsed = self.start_files - set(facts)
