@@ -80,6 +80,7 @@ class Project:
         self._call_sites: Optional[dict[str, list[tuple[FileFacts, CallSite]]]] = None
         self._scoped_starts: Optional[dict[str, str]] = None
         self._reached_starts: dict[tuple[tuple[str, ...], str], tuple[str, str]] = {}
+        self._mros: dict[str, tuple[ClassFacts, list[ClassFacts]]] = {}
         # class qualname → how it is reached through another class (see `loaders_by_class`)
         self.reached: dict[str, list[Reach]] = {}
         self.has_caches = any(h.filled_by for f in self.files for h in f.module_handles)
@@ -202,6 +203,9 @@ class Project:
 
     def mro(self, cls: ClassFacts) -> list[ClassFacts]:
         """The class and its project bases, nearest first (depth-first, no repeats)."""
+        cached = self._mros.get(cls.qualname)
+        if cached is not None and cached[0] is cls:
+            return list(cached[1])
         seen: dict[str, ClassFacts] = {}
         stack = [cls]
         while stack:
@@ -210,7 +214,9 @@ class Project:
                 continue
             seen[current.qualname] = current
             stack.extend(self.base_classes(current))
-        return list(seen.values())
+        found = list(seen.values())
+        self._mros[cls.qualname] = (cls, found)
+        return list(found)
 
     def is_torch_dataset(self, cls: ClassFacts) -> bool:
         for member in self.mro(cls):
