@@ -11,7 +11,11 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 7  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 8  # bump whenever a dataclass below changes: old caches are then ignored
+
+# The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
+# method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
+OWN_CLASS = "cls"
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,9 @@ class MethodFacts:
     effects: Tuple[str, ...] = ()
     returns_handle: Optional[HandleSite] = None  # `return lmdb.open(p)`
     returns_call: str = ""  # `return self._connect(p)` → "self._connect", `return f()` → "m.f"
+    # what a factory method returns: `return cls(root)` (target "cls": the class it is called
+    # on), `return Frames(root)`, `return self._build(split)` (target "<Class>._build")
+    returns: Tuple[DatasetRef, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,11 +128,14 @@ class ArgRef:
 
 @dataclass(frozen=True)
 class CallSite:
-    """A call of a function with arguments that may be datasets: `val(net, test_dataset)`."""
+    """A call of a function with arguments that may be datasets: `val(net, test_dataset)`;
+    or of a method (`self.evaluate(ds)`, `trainer.fit(ds)`): then `target` is the method's
+    name and `receiver` what the object it is called on may be (`self`: the class)."""
 
-    target: str  # qualified name of the called function
+    target: str  # qualified name of the called function; a method's name
     args: Tuple[ArgRef, ...]
     span: Span
+    receiver: Tuple[DatasetRef, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,7 @@ class LoaderCall:
     worker_inits: Tuple[str, ...] = ()  # worker_init_fn and what it chains (partials unwrapped)
     path: str = ""
     num_workers_param: str = ""  # num_workers is this parameter ("<function>#<index>#<name>")
+    function: str = ""  # the module-level function (or method) holding the call, qualified
 
 
 @dataclass(frozen=True)
@@ -154,6 +165,9 @@ class FunctionFacts:
     returns_call: str = ""  # `return other(p)`: the qualified callee
     cached: bool = False
     globals_read: Tuple[str, ...] = ()  # bare names read inside (the functions it calls)
+    # project functions it calls or passes on (`main_worker` in `mp.spawn(main_worker)`),
+    # qualified: the code an entry runs, for the `set_start_method` it reaches
+    calls: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -252,7 +266,12 @@ class FileFacts:
     module_handles: Tuple[ModuleHandle, ...] = ()
     module_vars: Tuple[Tuple[str, Tuple[DatasetRef, ...]], ...] = ()
     globals_read_outside_classes: Tuple[str, ...] = ()
-    start_method: str = ""  # from set_start_method(...) anywhere in the file
+    # `set_start_method(...)` at module level (`if __name__ == "__main__":` included)
+    start_method: str = ""
+    # (function or "<Class>.<method>", start method): set inside it; counts for the loaders
+    # there and in what it calls, and for a program whose entry reaches it (`entry_calls`)
+    scoped_start_methods: Tuple[Tuple[str, str], ...] = ()
+    entry_calls: Tuple[str, ...] = ()  # project functions module-level code calls or passes on
     error: str = ""  # parse failure: the message for WS001
     remedies: RemedyFacts = RemedyFacts()
 

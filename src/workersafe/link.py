@@ -13,8 +13,8 @@ from typing import Iterable, Iterator, Optional
 
 from .discovery import module_aliases
 from .facts import (
-    ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts, HandleSite, LoaderCall,
-    MethodFacts, ModuleHandle,
+    OWN_CLASS, ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts, HandleSite,
+    LoaderCall, MethodFacts, ModuleHandle,
 )
 from .frameworks import star_reexport
 from .torchnames import DATASET_BASES
@@ -25,6 +25,8 @@ SPAWN_LIKE = ("spawn", "forkserver")
 
 # Re-exports followed for one name, at most: real chains are a handful long.
 _MAX_RESOLVE_DEPTH = 64
+# Functions followed from an entry for the start method it sets, at most.
+_MAX_REACHED = 256
 # Calls followed for what a function returns (`open_env` → `_open` → `lmdb.open`), at most.
 _MAX_RETURN_DEPTH = 4
 
@@ -76,6 +78,9 @@ class Project:
         self.aliases = module_aliases((f.path, f.module) for f in self.files)
         self._entries: Optional[dict[str, list[Optional[FileFacts]]]] = None
         self._call_sites: Optional[dict[str, list[tuple[FileFacts, CallSite]]]] = None
+        self._scoped_starts: Optional[dict[str, str]] = None
+        self._reached_starts: dict[tuple[tuple[str, ...], str], tuple[str, str]] = {}
+        self._mros: dict[str, tuple[ClassFacts, list[ClassFacts]]] = {}
         # class qualname → how it is reached through another class (see `loaders_by_class`)
         self.reached: dict[str, list[Reach]] = {}
         self.has_caches = any(h.filled_by for f in self.files for h in f.module_handles)
@@ -198,6 +203,9 @@ class Project:
 
     def mro(self, cls: ClassFacts) -> list[ClassFacts]:
         """The class and its project bases, nearest first (depth-first, no repeats)."""
+        cached = self._mros.get(cls.qualname)
+        if cached is not None and cached[0] is cls:
+            return list(cached[1])
         seen: dict[str, ClassFacts] = {}
         stack = [cls]
         while stack:
@@ -206,7 +214,9 @@ class Project:
                 continue
             seen[current.qualname] = current
             stack.extend(self.base_classes(current))
-        return list(seen.values())
+        found = list(seen.values())
+        self._mros[cls.qualname] = (cls, found)
+        return list(found)
 
     def is_torch_dataset(self, cls: ClassFacts) -> bool:
         for member in self.mro(cls):
@@ -248,7 +258,9 @@ class Project:
             if func is not None:
                 home = self.by_module.get(target.rpartition(".")[0], facts)
                 return [c for r in func.returns for c in self.classes_of_ref(r, home, depth + 1)]
-            return []
+            owner_name, _, method = target.rpartition(".")
+            owner = self.classes.get(owner_name)  # `Frames.from_config(cfg)`, `self._build(s)`
+            return self._method_returns(owner, method, depth) if owner is not None else []
         if ref.kind == "name":
             found = self._module_attr(target)
             if found is None:
@@ -270,6 +282,24 @@ class Project:
             return [c for r in assigned for c in self.classes_of_ref(r, home, depth + 1)]
         return []
 
+    def _method_returns(self, cls: ClassFacts, name: str, depth: int
+                        ) -> list[tuple[ClassFacts, DatasetRef]]:
+        """The dataset classes a factory method of `cls` (or its bases) returns: `cls(...)`
+        is `cls` itself, the class the method is called on."""
+        for member in self.mro(cls):
+            method = member.method(name)
+            if method is None:
+                continue
+            home = self.class_file[member.qualname]
+            out: list[tuple[ClassFacts, DatasetRef]] = []
+            for ref in method.returns:
+                if ref.kind == "call" and ref.target == OWN_CLASS:
+                    out.append((cls, dataclasses.replace(ref, target=cls.qualname)))
+                else:
+                    out.extend(self.classes_of_ref(ref, home, depth + 1))
+            return out
+        return []
+
     # --- call sites → parameters ----------------------------------------------------------
 
     def arguments_for(self, param: str) -> list[tuple[FileFacts, ArgRef]]:
@@ -280,13 +310,39 @@ class Project:
 
     def call_sites(self) -> dict[str, list[tuple[FileFacts, CallSite]]]:
         if self._call_sites is None:
-            self._call_sites = {}
+            # filled in place: a receiver resolved while filling sees the sites so far
+            sites: dict[str, list[tuple[FileFacts, CallSite]]] = {}
+            self._call_sites = sites
             for facts in self.files:
                 for site in facts.calls:
-                    target = self.resolve(site.target, facts)
-                    if target in self.functions:
-                        self._call_sites.setdefault(target, []).append((facts, site))
+                    for target in self._site_targets(site, facts):
+                        sites.setdefault(target, []).append((facts, site))
         return self._call_sites
+
+    def _site_targets(self, site: CallSite, facts: FileFacts) -> list[str]:
+        """The functions or methods ("<class>.<method>", the class defining it) a call site
+        may call: a function by name, a static or class method by its class
+        (`Trainer.evaluate(ds)`), a method of each class the receiver may be."""
+        if site.receiver:
+            found: list[str] = []
+            for ref in site.receiver:
+                for cls, _ in self.classes_of_ref(ref, facts):
+                    key = self._method_key(cls, site.target)
+                    if key and key not in found:
+                        found.append(key)
+            return found
+        target = self.resolve(site.target, facts)
+        if target in self.functions:
+            return [target]
+        owner_name, _, name = target.rpartition(".")
+        owner = self.classes.get(owner_name)
+        key = self._method_key(owner, name) if owner is not None else ""
+        return [key] if key else []
+
+    def _method_key(self, cls: ClassFacts, name: str) -> str:
+        """"<defining class>.<name>" for the method `cls` has (its own or inherited)."""
+        owner = next((m for m in self.mro(cls) if m.method(name) is not None), None)
+        return f"{owner.qualname}.{name}" if owner is not None else ""
 
     # --- loaders → classes ---------------------------------------------------------------------
 
@@ -426,19 +482,73 @@ class Project:
         loader's module (directly or through other modules; an entry is a checked file no
         other checked file imports), an entry naming none giving the target's default. A
         start method that is not a constant counts as the default."""
-        for named in (loader.context, facts.start_method):
+        reached = self.reached_start([loader.function], facts)[0] if loader.function else ""
+        for named in (loader.context, reached, facts.start_method):
             if named and named != "?":
                 return ((named, ""),)
         methods: dict[str, str] = {}
         for entry in self.entries(facts) or [facts]:
-            named = entry.start_method
+            named, scope = self.program_start(entry)
             if named and named != "?":
                 where = os.path.basename(entry.path) or entry.module
-                methods.setdefault(named, f"set_start_method in {where}")
+                run = f"in {scope.rpartition('.')[2]}(), run by {where}" if scope else f"in {where}"
+                methods.setdefault(named, f"set_start_method {run}")
             else:
                 for method in self.default_start:
                     methods.setdefault(method, "the target's default")
         return tuple(methods.items())
+
+    def program_start(self, entry: FileFacts) -> tuple[str, str]:
+        """The start method an entry script sets, and the function setting it: at module level
+        (`if __name__ == "__main__":` included; function ""), else in the code its module
+        level runs (`main()`, a function of another module, a class it builds); ("", "") when
+        none. One set in a function no entry reaches changes nothing."""
+        if entry.start_method:
+            return entry.start_method, ""
+        if entry.entry_calls:
+            return self.reached_start(entry.entry_calls, entry)
+        # Module-level code runs nothing (a console script's module, run by a launcher): any
+        # function no other function here calls may be what the launcher runs.
+        called = {c for func in entry.functions for c in func.calls}
+        return self.reached_start([f.qualname for f in entry.functions
+                                   if f.qualname not in called], entry)
+
+    def reached_start(self, names: Iterable[str], facts: FileFacts) -> tuple[str, str]:
+        """The start method set by the functions (or classes' methods) `names` run, following
+        the project functions they call, and the one setting it; ("", "") when none does."""
+        key = (tuple(names), facts.path)
+        found = self._reached_starts.get(key)
+        if found is None:
+            found = self._reached_starts[key] = self._reach_start(key[0], facts)
+        return found
+
+    def _reach_start(self, names: tuple[str, ...], facts: FileFacts) -> tuple[str, str]:
+        if self._scoped_starts is None:
+            self._scoped_starts = {}
+            for each in self.files:
+                for scope, method in each.scoped_start_methods:
+                    self._scoped_starts.setdefault(scope, method)
+                    owner = scope.rpartition(".")[0]
+                    if owner in self.classes:  # a method: counts when its class is built
+                        self._scoped_starts.setdefault(owner, method)
+        seen: set[str] = set()
+        queue = [(name, facts) for name in names]
+        while queue and len(seen) < _MAX_REACHED:
+            name, home = queue.pop(0)
+            target = self.resolve(name, home)
+            if target in seen:
+                continue
+            seen.add(target)
+            cls = self.classes.get(target)
+            owners = [m.qualname for m in self.mro(cls)] if cls is not None else [target]
+            found = next((o for o in owners if o in self._scoped_starts), "")
+            if found:
+                return self._scoped_starts[found], found
+            func = self.functions.get(target)
+            if func is not None:
+                inside = self.by_module.get(target.rpartition(".")[0], home)
+                queue.extend((called, inside) for called in func.calls)
+        return "", ""
 
     def entries(self, facts: FileFacts) -> list[FileFacts]:
         """The entry files whose imports reach `facts` (itself, if no checked file imports
@@ -497,7 +607,7 @@ class Project:
                 return tuple(dict.fromkeys(found))
         methods: list[str] = []
         for entry in entries:
-            named = entry.start_method
+            named = self.program_start(entry)[0]
             found = [named] if named and named != "?" else list(self.default_start)
             methods.extend(m for m in found if m not in methods)
         return tuple(methods)

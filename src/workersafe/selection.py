@@ -35,6 +35,7 @@ class Selection:
         self.start_files = {p for p, t in texts.items() if _START_METHOD in t}
         self._imports: dict[str, set[str]] = {}
         self._callers_searched: set[str] = set()
+        self._scoped_seen: set[str] = set()  # files setting a start method in a function
         self._verdicts: tuple[set[str], set[str]] = (set(), set())
 
     def first(self) -> list[str]:
@@ -92,13 +93,29 @@ class Selection:
             # parsed file names it in (it may be built by name from a config), if an entry
             # script sets a start method.
             loader_files |= {p for p in self.dataset_files if "DataLoader(" in self.texts[p]}
+        wanted = self._scoped_start_reach(facts, by_module)
         chains = _import_chains(self.start_files - set(facts), loader_files, self._imported_by,
                                 by_module)
         if not chains - set(facts):
-            return set()
+            return wanted
         reached = chains & loader_files
-        return chains | _importers(reached, self.by_path, self.texts, self._imported_by,
-                                   by_module)
+        return wanted | chains | _importers(reached, self.by_path, self.texts,
+                                            self._imported_by, by_module)
+
+    def _scoped_start_reach(self, facts: dict[str, FileFacts], by_module: dict[str, str]
+                            ) -> set[str]:
+        """A start method set inside a function counts only where an entry runs it: the
+        importers of such a file (who may call it), and the files setting one that a parsed
+        file imports (`from setup import init_workers`)."""
+        scoped = {p for p, f in facts.items() if f.scoped_start_methods} - self._scoped_seen
+        self._scoped_seen |= scoped
+        wanted = _importers(scoped, self.by_path, self.texts, self._imported_by, by_module) \
+            if scoped else set()
+        unparsed = self.start_files - set(facts)
+        if unparsed:
+            imported = {_module_file(q, by_module) for f in facts.values() for _, q in f.imports}
+            wanted |= unparsed & imported
+        return wanted
 
     def _callers(self, facts: dict[str, FileFacts]) -> set[str]:
         """Files that may call a function whose parameter reaches a loader (`def val(net,
@@ -184,6 +201,10 @@ def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]
             for name, refs in facts.module_vars:
                 if f"{facts.module}.{name}" in demanded or name in demanded:
                     demand((r.target for r in refs), facts)
+            for cls in facts.classes:  # `Frames.from_config(cfg)`: what the method returns
+                for method in cls.methods:
+                    if method.returns and f"{cls.qualname}.{method.name}" in demanded:
+                        demand((r.target for r in method.returns), facts)
         changed = len(demanded) != before
 
 

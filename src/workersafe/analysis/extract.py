@@ -52,6 +52,8 @@ def _facts(walker: FactWalker) -> FileFacts:
         module_vars=tuple((n, tuple(r)) for n, r in walker.module_refs().items()),
         globals_read_outside_classes=tuple(sorted(walker.globals_outside)),
         start_method=walker.start_method,
+        scoped_start_methods=tuple(sorted(walker.scoped_starts.items())),
+        entry_calls=tuple(sorted(walker.entry_calls)),
     )
 
 
@@ -69,7 +71,7 @@ def _class_facts(cls: ClassState, walker: FactWalker) -> ClassFacts:
                     tuple(sorted(m.guarded_attrs)), tuple(sorted(m.guarded_calls)),
                     m.calls_super_init, tuple(m.effects),
                     site(m.returns_handle) if m.returns_handle is not None else None,
-                    m.returns_call)
+                    m.returns_call, tuple(m.returns))
         for m in cls.methods
     )
     return ClassFacts(
@@ -90,4 +92,4 @@ def _function_facts(func: FunctionState, walker: FactWalker) -> FunctionFacts:
     return FunctionFacts(func.name, func.qualname, tuple(func.returns),
                          tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)),
                          walker.ev.site(returned) if returned and not returned.closed else None,
-                         func.returns_call, func.cached, reads)
+                         func.returns_call, func.cached, reads, tuple(sorted(func.calls)))

@@ -68,6 +68,32 @@ def bind_import_from(scope: Scope, node: ast.ImportFrom, module: str, is_package
         scope.bind(local, f"{source}.{alias.name}" if source else alias.name)
 
 
+def imported_by_call(node: ast.AST) -> Optional[str]:
+    """The module an import call evaluates to: `importlib.import_module("h5py")`,
+    `optional_import("lmdb")` (a callee whose name contains "import", given the module name
+    as a string, as the prefilter reads it), `[0]` of one (MONAI's `lmdb, _ =` pair), the
+    `name=` it picks (`optional_import("h5py", name="File")`); `__import__("a.b")` is `a`."""
+    if type(node) is ast.Subscript and type(node.slice) is ast.Constant \
+            and node.slice.value == 0:
+        node = node.value
+    if type(node) is not ast.Call or not node.args:
+        return None
+    callee = dotted(node.func)
+    last = callee.rpartition(".")[2] if callee else ""
+    first = node.args[0]
+    if "import" not in last or type(first) is not ast.Constant or type(first.value) is not str:
+        return None
+    module = first.value
+    if not all(part.isidentifier() for part in module.split(".")):
+        return None
+    if last == "__import__":
+        return module.partition(".")[0]
+    picked = next((k.value for k in node.keywords if k.arg == "name"), None)
+    if type(picked) is ast.Constant and type(picked.value) is str and picked.value.isidentifier():
+        return f"{module}.{picked.value}"
+    return module
+
+
 def qualify(name: str, scope: Scope, known: frozenset[str]) -> str:
     """Qualify a dotted name. Unresolvable heads stay bare (the linker may resolve them)."""
     head, _, rest = name.partition(".")

@@ -10,7 +10,7 @@ from typing import Optional, Union
 
 from ..facts import DatasetRef, HeldCall, Span
 from ..registry import Registry
-from .names import Scope, dotted, qualify
+from .names import Scope, dotted, imported_by_call, qualify
 
 
 @dataclass
@@ -130,6 +130,7 @@ class MethodState:
     effects: list[str] = field(default_factory=list)
     returns_handle: Optional[Handle] = None
     returns_call: str = ""
+    returns: list[DatasetRef] = field(default_factory=list)  # `return cls(...)`
 
 
 @dataclass
@@ -169,6 +170,7 @@ class FunctionState:
     method_calls: set[str] = field(default_factory=set)
     attr_handle_assigns: set[str] = field(default_factory=set)
     globals_declared: set[str] = field(default_factory=set)
+    calls: set[str] = field(default_factory=set)  # project functions called (or passed on)
 
 
 Frame = Union[ClassState, FunctionState, None]  # None: a nested class, not analysed
@@ -196,7 +198,15 @@ class State:
     def q(self, node: ast.AST) -> Optional[str]:
         """The qualified name of a dotted expression, through this file's imports."""
         name = dotted(node)
-        return qualify(name, self.scope, self.known) if name else None
+        if name:
+            return qualify(name, self.scope, self.known)
+        # `__import__("lmdb").open`: an attribute of a module an import call returns
+        attrs = []
+        while type(node) is ast.Attribute:
+            attrs.append(node.attr)
+            node = node.value
+        module = imported_by_call(node) if attrs else None
+        return ".".join([module, *reversed(attrs)]) if module else None
 
     @property
     def frame(self) -> Frame:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, NamedTuple, Optional
 
-from ..facts import ArgRef, DatasetRef, HandleArg, HandleSite
+from ..facts import OWN_CLASS, ArgRef, DatasetRef, HandleArg, HandleSite
 from ..registry import DERIVED_CALLABLE_SUFFIXES
 from ..torchnames import GET_CONTEXT, PROCESS_IDENTITY, WRAPPERS
 from .positions import Positions
@@ -263,7 +263,12 @@ class Evaluator:
             args = tuple(self.arg_refs(call))
             return [DatasetRef("call", r.target, arg_refs=args)
                     for r in self.refs_of(func) if r.kind == "name"]
-        name = self.state.q(func)
+        if type(func) is ast.Attribute and (type(func.value) is ast.Subscript or (
+                type(func.value) is ast.Name and self.state.env.refs(func.value.id))):
+            # `DATASETS[name].from_config(cfg)`: that method of each class it may be
+            return [DatasetRef("call", f"{r.target}.{func.attr}")
+                    for r in self.refs_of(func.value) if r.kind == "name"]
+        name = self._own_method(func) or self.state.q(func)
         if name is None:
             return []
         wrapper = WRAPPERS.get(name)
@@ -279,8 +284,22 @@ class Evaluator:
             return []
         # What else a constructor is given (a holder object passed in): class-like names only
         short = name.rpartition(".")[2]
-        passed = tuple(self.arg_refs(call)) if short[:1].isupper() and call.args else ()
+        passed = tuple(self.arg_refs(call)) \
+            if (short[:1].isupper() or name == OWN_CLASS) and call.args else ()
         return [DatasetRef("call", name, tuple(self._handle_args(call)), passed)]
+
+    def _own_method(self, func: ast.expr) -> Optional[str]:
+        """`cls(...)`, `type(self)(...)`, `self.__class__(...)` → OWN_CLASS (the class the
+        method is looked up on, decided when linking); `self._build(...)` in a method of `C`
+        → "C._build" (what that method returns, when linking)."""
+        if is_name(func, "cls") or (type(func) is ast.Attribute and func.attr == "__class__"
+                                    and is_self(func.value)) or (
+                type(func) is ast.Call and is_name(func.func, "type") and len(func.args) == 1
+                and is_self(func.args[0])):
+            return OWN_CLASS
+        method = self_attr(func)
+        cls = self.state.current_class()
+        return f"{cls.qualname}.{method}" if method is not None and cls is not None else None
 
     def arg_refs(self, call: ast.Call) -> list[ArgRef]:
         """The arguments that may be datasets (or holder objects), or are constant ints."""

@@ -8,13 +8,14 @@ call is read is in loader_args.py."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Callable, Optional, Sequence
 
-from ..facts import CallSite, DatasetRef, HeldCall, LoaderCall
+from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
 from ..registry import Registry
 from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
 from .loader_args import read_loader
-from .names import bind_import, bind_import_from
+from .names import bind_import, bind_import_from, imported_by_call
 from .positions import Positions
 from .state import (
     ClassState, Env, Frame, FunctionState, Handle, MethodState, State,
@@ -71,7 +72,9 @@ class FactWalker:
         self.calls: list[CallSite] = []
         self.loop_items: dict[str, str] = {}  # loop variable → the self attribute it iterates
         self.globals_outside: set[str] = set()
-        self.start_method = ""
+        self.start_method = ""  # set at module level (`if __name__ == "__main__":` too)
+        self.scoped_starts: dict[str, str] = {}  # function or method → the start method it sets
+        self.entry_calls: set[str] = set()  # functions module-level code calls (or passes on)
         self.store_nodes: set[int] = set()  # id() of assignment targets: not reads
         self._sink: Optional[set[str]] = None
         self._sink_valid = False
@@ -175,6 +178,9 @@ class FactWalker:
                         owner.param_types.append((arg.arg, annotated))
             func = FunctionState(node.name, f"{owner.qualname}.{node.name}", False, False, env,
                                  method)
+            if node.name != "__init__":  # `def evaluate(self, dataset)`: what callers pass
+                static = any(state.q(d) == "staticmethod" for d in node.decorator_list)
+                _bind_params(node.args, func.qualname, env, skip=0 if static else 1)
         else:
             decorators = {state.q(_decorator_callee(d)) for d in node.decorator_list}
             module_level = not state.frames
@@ -185,6 +191,8 @@ class FactWalker:
                 self.functions.append(func)
                 func.params = _bind_params(node.args, qual, env)
                 func.node = node
+                if decorators - CACHE_DECORATORS:  # `@hydra.main(...)`, `@app.command()`:
+                    self.entry_calls.add(qual)  # the decorator is given the function to run
         self._push(func)
         self.walk_all(node.decorator_list)
         self.visit_arguments(node.args)
@@ -386,6 +394,10 @@ class FactWalker:
                 if handle is not None and not handle.closed:
                     func.method.returns_handle = handle
                 func.method.returns_call = func.method.returns_call or callee
+                if handle is None:  # `return cls(root)`, `return self.train_set`: a factory
+                    func.method.returns.extend(  # or getter method
+                        r for r in self.ev.refs_of(value) if r.kind in ("attr", "param")
+                        or (r.kind == "call" and r.target.partition(".")[0] not in _LIBRARY_ROOTS))
             else:
                 func.returns.extend(self.ev.refs_of(value))
                 if handle is not None:
@@ -396,22 +408,62 @@ class FactWalker:
 
     def visit_Call(self, node: ast.Call) -> None:
         name = self.state.q(node.func)
+        outer = self._outer_function()
         if name in LOADERS:
-            self.loaders.append(read_loader(node, self.ev))
+            loader = read_loader(node, self.ev)
+            self.loaders.append(loader if outer is None
+                                else dataclasses.replace(loader, function=outer.qualname))
         elif name in SET_START_METHOD and (node.args or node.keywords):
-            self.start_method = string(first_arg(node)) or "?"
-        elif name is not None and node.args and name not in _NOT_HANDLE_CALLEES \
-                and name.partition(".")[0] not in _LIBRARY_ROOTS \
-                and self._function_call(node.func):
-            args = self.ev.arg_refs(node)
-            if any(a.refs for a in args):  # `val(net, test_dataset)`: linked to val's params
-                self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
+            method = string(first_arg(node)) or "?"
+            if outer is None:
+                self.start_method = method
+            else:
+                self.scoped_starts.setdefault(outer.qualname, method)
+        else:
+            self._note_calls(node, name, outer)
+            if name is not None and node.args and name not in _NOT_HANDLE_CALLEES \
+                    and name.partition(".")[0] not in _LIBRARY_ROOTS \
+                    and self._function_call(node.func):
+                args = self.ev.arg_refs(node)
+                if any(a.refs for a in args):  # `val(net, test_dataset)`: linked to val's params
+                    self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
+            elif type(node.func) is ast.Attribute and (node.args or node.keywords):
+                self._method_site(node, node.func)
         if type(node.func) is ast.Attribute:
             self._method_call(node, node.func)
         self.walk(node.func)
         self.walk_all(node.args)
         for keyword in node.keywords:
             self.walk(keyword.value)
+
+    def _outer_function(self) -> Optional[FunctionState]:
+        """The outermost function (or method) the walk is in: what a call inside it runs for."""
+        return next((f for f in self.state.frames if isinstance(f, FunctionState)), None)
+
+    def _note_calls(self, node: ast.Call, name: Optional[str],
+                    outer: Optional[FunctionState]) -> None:
+        """The project functions module-level code or a module-level function calls, or passes
+        on (`mp.spawn(main_worker)`, `Process(target=run)`): which code runs from the entry
+        (for the `set_start_method` calls it reaches)."""
+        if outer is None:
+            if self.state.frames:  # a class body
+                return
+            sink = self.entry_calls
+        elif outer.is_module_level:
+            sink = outer.calls
+        else:
+            return
+        scope, bindings = self.state.scope, self.state.env.bindings
+        for called, expr in ((name, node.func), *((None, a) for a in node.args),
+                             *((None, k.value) for k in node.keywords)):
+            local = _root(expr)
+            if type(local) is not ast.Name or local.id in bindings \
+                    or scope.lookup(local.id) is None or (called is None and local is not expr):
+                continue  # not a module-level function or import (a local, `obj.m`, `a.b`)
+            called = called or self.state.q(expr)
+            if called and called.partition(".")[0] not in _LIBRARY_ROOTS \
+                    and called not in _NOT_HANDLE_CALLEES:
+                sink.add(called)
 
     def _function_call(self, func: ast.expr) -> bool:
         """A call of a function by name (`val(...)`, `mod.val(...)` with `mod` imported),
@@ -422,6 +474,28 @@ class FactWalker:
         return type(root) is ast.Name and not is_self(root) \
             and self.state.scope.lookup(root.id) is not None \
             and root.id not in self.state.env.bindings
+
+    def _method_site(self, node: ast.Call, func: ast.Attribute) -> None:
+        """`self.evaluate(ds)`, `trainer.fit(ds)`, `Trainer(cfg).fit(ds)`: a call site of a
+        method whose parameters the linker may follow to a loader, when an argument may be a
+        dataset and the receiver a project object (`self`: this class)."""
+        if func.attr in CONTAINER_ADDERS:
+            return
+        receiver = func.value
+        if is_self(receiver):
+            cls = self.state.current_class()
+            refs = [DatasetRef("call", cls.qualname)] if cls is not None else []
+        elif type(receiver) is ast.Name and self.state.env.refs(receiver.id) \
+                or type(receiver) in (ast.Call, ast.Attribute):
+            refs = [r for r in self.ev.refs_of(receiver) if r.target != OWN_CLASS]
+        else:
+            return
+        if not refs:
+            return
+        args = self.ev.arg_refs(node)
+        if any(a.refs for a in args):
+            self.calls.append(CallSite(func.attr, tuple(args), self.positions.span(node),
+                                       tuple(refs)))
 
     def _method_call(self, node: ast.Call, func: ast.Attribute) -> None:
         state = self.state
@@ -490,6 +564,8 @@ class FactWalker:
                 for each in self.ev.handles_in(value):
                     frame.class_held[(target.id, id(each.call))] = each
             return
+        if isinstance(target, (ast.Name, ast.Tuple, ast.List)):
+            self._bind_imported(target, value)
         if isinstance(target, ast.Attribute):
             self._attr_assign(target, value)
         elif isinstance(target, ast.Subscript):
@@ -519,6 +595,17 @@ class FactWalker:
             for element in targets:
                 if isinstance(element, ast.Name) and refs:
                     state.env.assign_refs(element.id, refs)
+
+    def _bind_imported(self, target: ast.expr, value: ast.expr) -> None:
+        """`lmdb = optional_import("lmdb")`, `lmdb, _ = optional_import("lmdb")`,
+        `h5 = importlib.import_module("h5py")`: the name is that module, as if imported."""
+        if type(target) is not ast.Name:
+            names = elements(target)
+            target = names[0] if names else target
+        if type(target) is ast.Name:
+            module = imported_by_call(value)
+            if module is not None:
+                self.state.scope.bind(target.id, module)
 
     def _attr_assign(self, target: ast.Attribute, value: ast.expr) -> None:
         state = self.state
@@ -660,9 +747,10 @@ def _root(node: ast.expr) -> ast.expr:
     return node
 
 
-def _bind_params(args: ast.arguments, qual: str, env: Env) -> tuple[str, ...]:
-    """Each parameter of a module-level function may be what its callers pass."""
-    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+def _bind_params(args: ast.arguments, qual: str, env: Env, skip: int = 0) -> tuple[str, ...]:
+    """Each parameter of a function (a method's after `self`: `skip`) may be what its callers
+    pass."""
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)][skip:]
     for index, name in enumerate(positional):
         env.assign_refs(name, [DatasetRef("param", f"{qual}#{index}#{name}")])
     for arg in args.kwonlyargs:
