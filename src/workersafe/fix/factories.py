@@ -32,6 +32,9 @@ from .rerun import RerunCheck
 MAX_DEPTH = 4
 # Methods that fill a container (the check refuses them on one that is not the callee's).
 _FILLING = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
+# Decorators that add nothing the opener would run (a dataclass only writes `__init__`).
+_PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "dataclass",
+                               "dataclasses.dataclass"})
 # What a holder class runs when it is built.
 _CONSTRUCTION = ("__new__", "__init__", "__post_init__")
 
@@ -106,6 +109,10 @@ class Factories:
             if found is None:
                 raise Unfixable(f"cannot find the class {member.name}")
             path, node = found
+            wrapped = [d for d in node.decorators if _decorator_name(d) not in _PLAIN_DECORATORS]
+            if wrapped:
+                raise Unfixable(f"{member.name} is wrapped by @{_decorator_name(wrapped[0])}, "
+                                "whose effects are unknown: fix by hand")
             for name in _CONSTRUCTION:
                 method = find_method(node, name)
                 if method is not None:
@@ -129,6 +136,10 @@ class Factories:
         if depth >= MAX_DEPTH:
             raise Unfixable(f"{name}() calls code nested too deeply to check that it only "
                             "opens handles: fix by hand")
+        wrapped = [d for d in func.decorators if _decorator_name(d) not in _PLAIN_DECORATORS]
+        if wrapped:
+            raise Unfixable(f"{name}() is wrapped by @{_decorator_name(wrapped[0])}, whose "
+                            "effects are unknown: fix by hand")
         self._checking.add(key)
         try:
             self._check_statements(func, name, path, cls, depth)
@@ -187,6 +198,12 @@ class Factories:
             self._check_class(self.project.classes[qualname], depth)
             return True
         return False
+
+
+def _decorator_name(decorator: cst.Decorator) -> str:
+    """`@name` or `@name(...)` → "name" ("..." when it is an expression)."""
+    node = decorator.decorator
+    return dotted(node.func if isinstance(node, cst.Call) else node) or "..."
 
 
 def _tracked(func: cst.FunctionDef, names: HandleNames) -> tuple[set[str], set[str]]:
