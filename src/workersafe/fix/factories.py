@@ -13,7 +13,7 @@ callee's statement."""
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 import libcst as cst
 
@@ -42,10 +42,11 @@ _CONSTRUCTION = ("__new__", "__init__", "__post_init__")
 class Factories:
     """Checks the callees of returned/holder plans, in the project being fixed."""
 
-    def __init__(self, project: Project, registry: Registry,
+    def __init__(self, project: Project, registry: Registry, modules: Mapping[str, str],
                  located: Callable[[str], Located]) -> None:
         self.project = project
         self.registry = registry
+        self.modules = modules  # module name → path, for every checked file
         self.located = located  # path → the parsed file (the rewriter's, shared)
         self.by_path = {f.path: f for f in project.files}
         self._safe: set[tuple[str, str]] = set()  # (path, callee) known safe to re-run
@@ -90,17 +91,24 @@ class Factories:
                 return
         raise Unfixable(f"cannot find self.{name}(), which makes the handle")
 
+    def _function(self, qualname: str) -> Optional[tuple[str, cst.FunctionDef]]:
+        """The module-level function of a checked file (analysed or not: the engine skips
+        files that mention no handle), and its file."""
+        module, _, name = qualname.rpartition(".")
+        path = self.modules.get(module)
+        if path is None:
+            return None
+        func = next((s for s in self.located(path).module.body
+                     if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+        return (path, func) if func is not None else None
+
     def _check_function(self, qualname: str, depth: int) -> None:
-        facts = self.project.functions.get(qualname)
-        home = self.project.by_module.get(qualname.rpartition(".")[0])
-        func = None
-        if facts is not None and home is not None:
-            func = next((s for s in self.located(home.path).module.body
-                         if isinstance(s, cst.FunctionDef) and s.name.value == facts.name), None)
-        if facts is None or home is None or func is None:
+        found = self._function(qualname)
+        if found is None:
             raise Unfixable(f"cannot find {qualname.rpartition('.')[2]}(), which makes the "
                             "handle")
-        self._check_body(func, facts.name, home.path, None, depth)
+        path, func = found
+        self._check_body(func, func.name.value, path, None, depth)
 
     def _check_class(self, cls: ClassFacts, depth: int) -> None:
         """What building the holder runs: the construction methods of its project classes."""
@@ -188,10 +196,15 @@ class Factories:
                 return False
             self._check_method(cls, func.attr.value, depth)
             return True
-        if facts is None or not dotted(func):
+        name = dotted(func)
+        if facts is None or not name:
             return False
-        qualname = self.project.resolve(dotted(func), facts)
-        if qualname in self.project.functions:
+        head, _, rest = name.partition(".")
+        imported = dict(facts.imports).get(head)  # `from .util import helper`
+        if imported:
+            name = f"{imported}.{rest}" if rest else imported
+        qualname = self.project.resolve(name, facts)
+        if self._function(qualname) is not None:
             self._check_function(qualname, depth)
             return True
         if qualname in self.project.classes:
@@ -240,9 +253,8 @@ def _binds_or_opens(small: cst.BaseSmallStatement, names: HandleNames, attrs: se
     if not isinstance(value, cst.Call):
         return False
     func = value.func
-    if names.creation(value) is not None or check.project_call(value, handle_locals) \
-            or (isinstance(func, cst.Attribute) and self_attr(func) is not None):
-        return True  # checked by `check` (a project call: vouched for, else refused)
+    if names.creation(value) is not None or id(value) in check.vouched:
+        return True  # project code `check` vouched for
     if isinstance(func, cst.Attribute) and func.attr.value in _FILLING:
         return True  # `self.envs.append(env)`: the check refused it unless the list is its own
     if isinstance(func, cst.Attribute) and func.attr.value in _CONSTRUCTION \

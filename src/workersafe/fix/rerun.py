@@ -2,8 +2,9 @@
 runs. Allowed: binding locals and the object's own attributes, creating, deriving and
 configuring handles. Refused, naming the statement: rebinding a global, changing state that is
 not the object's own (an argument, a global), writing a file, running a process, consuming an
-iterator, calling this project's code or `self.<method>()` (unless `vouch` accepts the call:
-the callee was checked by the same rule, see fix/factories.py)."""
+iterator, calling this project's code or `self.<method>()` (unless `vouch` accepts the call,
+given first any call that makes no handle: the callee was checked by the same rule, see
+fix/factories.py)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ class RerunCheck:
         self.names = names
         self.own = own
         self.vouch = vouch
+        self.vouched: set[int] = set()  # the calls `vouch` accepted (ids)
         module_body = list(module.body)
         self.user_code = {s.name.value for s in module_body
                           if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
@@ -66,7 +68,7 @@ class RerunCheck:
         """`self`, or a local of the function (not a parameter: the caller's object)."""
         return name == "self" or name in self.own
 
-    def project_call(self, call: cst.Call, handle_locals: set[str]) -> bool:
+    def _project_call(self, call: cst.Call, handle_locals: set[str]) -> bool:
         """A call of this module's own functions or classes (or of what it imports from the
         project), not of a handle or a library."""
         func = call.func
@@ -80,10 +82,11 @@ class RerunCheck:
         qualified = self.names.qualified(func) if name else ""
         if self.names.creation(call) is not None:
             return
-        project = self.project_call(call, handle_locals)
-        method = isinstance(func, cst.Attribute) and self_attr(func) is not None
-        if (project or method) and self.vouch is not None and self.vouch(call, where):
+        if self.vouch is not None and self.vouch(call, where):
+            self.vouched.add(id(call))
             return
+        project = self._project_call(call, handle_locals)
+        method = isinstance(func, cst.Attribute) and self_attr(func) is not None
         if project:
             raise Unfixable(f"{where} calls {name}(), code of this project: it would run "
                             "again in every worker, fix by hand")

@@ -98,7 +98,10 @@ class Rewriter:
         # path → [(source module, name, accessor)] imports of them to follow
         self.module_fixes: dict[str, list[tuple[str, str]]] = {}
         self.importer_fixes: dict[str, list[tuple[str, str, str]]] = {}
-        self.factories = Factories(self.project, self.registry, lambda p: self._edit(p).located)
+        self.factories = Factories(self.project, self.registry,
+                                   {f.module: f.path for f in result.files
+                                    if f.path in result.sources},
+                                   lambda p: self._edit(p).located)
 
     # --- entry --------------------------------------------------------------------------------
 
