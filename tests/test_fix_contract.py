@@ -136,6 +136,42 @@ def test_each_derived_kind_left_in_init_is_caught(kind: str) -> None:
     _check(moved, "D", ("_open_h",))  # moved into the opener and dropped: keeps the promise
 
 
+# a handle made by the project's own code (fix/factories.py): the call as spelled → the handle
+FACTORY_CALLS = {
+    "method": ("self._connect(self._p)", {"self._connect": "sqlite3.connect"}),
+    "function": ("make_client(self._p)", {"make_client": "boto3.client"}),
+    "holder": ("FeatureReader(self._p)", {"FeatureReader": "lmdb.open"}),
+}
+
+
+def _factory_class(call: str, dropped: str, after: str = "") -> str:
+    return (f"class D:\n    def __init__(self, p):\n        self._p = p\n        self._open_h()\n"
+            f"{after}\n    def _open_h(self):\n        self.h = {call}\n\n"
+            "    def __getstate__(self):\n        state = self.__dict__.copy()\n"
+            f'        state.pop("{dropped}", None)\n        return state\n')
+
+
+@pytest.mark.parametrize("kind", sorted(FACTORY_CALLS))
+def test_factory_or_holder_result_kept_when_pickling_is_caught(kind: str) -> None:
+    call, factories = FACTORY_CALLS[kind]
+    module = libcst.parse_module(_factory_class(call, dropped="other"))
+    handle = next(iter(factories.values()))
+    with pytest.raises(PromiseBroken, match=r"self\.h of D holds a handle and is kept"):
+        check_class(module, DEFAULT_REGISTRY, "D", ("_open_h",), ("__init__",), (), (handle,),
+                    factories)
+    fixed = libcst.parse_module(_factory_class(call, dropped="h"))
+    check_class(fixed, DEFAULT_REGISTRY, "D", ("_open_h",), ("__init__",), (), (handle,),
+                factories)
+
+
+def test_object_derived_from_a_factory_result_left_in_init_is_caught() -> None:
+    call, factories = FACTORY_CALLS["method"]
+    code = _factory_class(call, dropped="h", after="        self.cur = self.h.cursor()\n")
+    with pytest.raises(PromiseBroken, match=r"self\.cur in D\.__init__"):
+        check_class(libcst.parse_module(code), DEFAULT_REGISTRY, "D", ("_open_h",),
+                    ("__init__",), (), ("sqlite3.connect",), factories)
+
+
 def test_derived_object_kept_when_pickling_is_caught() -> None:
     with pytest.raises(PromiseBroken, match=r"self\.target of H5 .* kept when pickling"):
         _check(KEPT_WHEN_PICKLING, "H5", ("_open_data",))

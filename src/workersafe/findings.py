@@ -12,8 +12,9 @@ from .facts import Span
 # "instance": created in a method and kept on self (WS101/WS111/WS201);
 # "module": a module-level variable (WS102/WS112); "class": a class attribute (WS103/WS113);
 # "passed": created by the caller and passed to the constructor (WS104, not rewritten);
-# not rewritten either: "holder" (inside a holder object or sub-dataset passed in), "returned"
-# (returned by a function the dataset calls), "cache" (a process-global handle cache).
+# "holder" (inside a holder object the dataset keeps), "returned" (returned by a function the
+# dataset calls): rewritten when `via` names the call's target (the dataset's statement making
+# it moves into the opener), else not; "cache" (a process-global handle cache): not rewritten.
 # The remedies (WS3xx): "worker-init-only" (WS301/WS302: the handle is made only by a
 # worker_init_fn), "unguarded-lazy" (WS303: a lazy open without a process check).
 FixKind = Literal["instance", "module", "class", "passed", "holder", "returned", "cache",
@@ -33,6 +34,11 @@ class FixPlan:
     attrs: tuple[str, ...] = ()
     method: str = ""  # the creating method ("" for class and module handles)
     loaders: tuple[tuple[str, int, int], ...] = ()  # (path, line, col) of loaders to wire
+    # "returned"/"holder": the call in `method` of `class_qualname` that makes the handle
+    # (`self._open_env(p)`, `make_client()`, `Reader(p)`) and what it calls ("self._open_env",
+    # the qualified function or holder class); for a holder, `attr` is the dataset's attribute
+    via: str = ""
+    call: Optional[Span] = None
 
     @property
     def holding_attrs(self) -> tuple[str, ...]:

@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Optional
 
-from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, LoaderCall, MethodFacts,
-                    Span)
+from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, LoaderCall,
+                    MethodFacts, Span)
 from .findings import Finding, FixPlan
 from .link import SPAWN_LIKE, Methods, Project, Reach, method_closure
 from .registry import Registry
@@ -88,14 +88,20 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
         spawn_only = not uses and _pickling_decided(view) and all(
             m in SPAWN_LIKE for m in project.class_start_methods(view.facts))
         for cand, parent_use, attr, kind in _candidates_of(project, registry, view):
+            judged = view
             if view.via is not None:
-                _reached_through(cand, view.via, is_torch)
+                outer = _reached_through(project, cand, view, is_torch)
+                if outer is not None:  # a holder one dataset builds: judged as its attribute
+                    judged, attr = class_view(project, outer), cand.plan.attr
+                    if attr in judged.guarded or attr in judged.closed_at_fork:
+                        continue
+                    parent_use |= attr in judged.parent_uses
             merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
             merged.torch_dataset |= is_torch
             merged.any_loader |= bool(uses)
             merged.spawn_only |= spawn_only
             for facts, loader, _ in uses:
-                merged.loaders.extend(used_loaders(project, registry, view, facts, loader,
+                merged.loaders.extend(used_loaders(project, registry, judged, facts, loader,
                                                    cand.site.handle, attr, parent_use, kind))
         for facts, loader, ref in uses:
             for cand, parent_use, attr in _passed_candidates(view, registry, ref, facts):
@@ -165,16 +171,49 @@ def _pickling_decided(view: ClassView) -> bool:
     return "__getstate__" in view.methods or "__reduce__" in view.methods
 
 
-def _reached_through(cand: Candidate, via: Reach, is_torch: bool) -> None:
+def _reached_through(project: Project, cand: Candidate, view: ClassView, is_torch: bool
+                     ) -> Optional[ClassFacts]:
     """A holder object or sub-dataset the loader's dataset keeps: say so; a holder passed in
-    is WS104; the fix is per class, never wired to a loader whose dataset is the outer one."""
+    is WS104; a sub-dataset's fix is per class, never wired to a loader whose dataset is the
+    outer one; a holder built by one dataset is rebuilt per process by that dataset's fix:
+    that dataset is returned (the hazard is judged on its attribute)."""
+    via = view.via
+    assert via is not None
     cand.what = f"{cand.what} {via.describe()}"
     cand.wire = False
     if via.passed and cand.code == "WS101":
         cand.code = "WS104"
     if not is_torch or via.passed:
-        plan = cand.plan
-        cand.plan = replace(plan, kind="holder")
+        built = None if via.passed else _holder_built(project, view.cls, via)
+        if built is None:
+            cand.plan = replace(cand.plan, kind="holder")
+            return None
+        outer, owner, call = built
+        cand.plan = replace(cand.plan, kind="holder", class_qualname=owner.qualname,
+                            attr=call.attr, attrs=(call.attr,), method=call.method,
+                            via=view.cls.qualname, call=call.span)
+        cand.wire = True  # the fix is the dataset's: its loaders are wired
+        return outer
+    return None
+
+
+def _holder_built(project: Project, holder: ClassFacts, via: Reach
+                  ) -> Optional[tuple[ClassFacts, ClassFacts, HeldCall]]:
+    """The one call that builds the holder (`self.reader = Reader(p)`) in the one dataset
+    class keeping it, a dataset a loader uses directly; None otherwise."""
+    if len(project.reached.get(holder.qualname, [])) != 1:
+        return None
+    found = []
+    for outer in project.classes.values():
+        if outer.name != via.outer or project.reached.get(outer.qualname) \
+                or not project.is_torch_dataset(outer):
+            continue
+        for member in project.mro(outer):
+            home = project.class_file[member.qualname]
+            found += [(outer, member, call) for call in member.held_calls
+                      if call.attr == via.attr
+                      and project.resolve(call.callee, home) == holder.qualname]
+    return found[0] if len(found) == 1 else None
 
 
 def _init_run(mro: list[ClassFacts], methods: Methods) -> set[tuple[str, str]]:
@@ -200,6 +239,7 @@ def _guarded_attrs(mro: list[ClassFacts], methods: Methods) -> set[str]:
             for called in method_closure(method.guarded_calls, methods):
                 owner = methods[called][0]
                 guarded.update(h.attr for h in owner.held if h.method == called)
+                guarded.update(c.attr for c in owner.held_calls if c.method == called)
     return guarded
 
 
@@ -273,7 +313,8 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
             cand = Candidate("WS101", HandleSite(site.handle, kept.span), home.path,
                              f"returned by {callee}() in {member.name}.{kept.method}",
                              view.cls.name, FixPlan("returned", site.handle, member.qualname,
-                                                    attr, (attr,), kept.method),
+                                                    attr, (attr,), kept.method,
+                                                    via=kept.callee, call=kept.span),
                              not htype.fork_safe)
             yield cand, attr in view.parent_uses, attr, "instance"
 
@@ -407,7 +448,8 @@ def _worker_init_recreates(project: Project, view: ClassView, facts: FileFacts,
     if any(attr in func.attr_handle_assigns for func in functions):
         return True
     creating = {name for name, (owner, _) in view.methods.items()
-                if any(h.attr == attr and h.method == name for h in owner.held)}
+                if any(h.attr == attr and h.method == name for h in owner.held)
+                or any(c.attr == attr and c.method == name for c in owner.held_calls)}
     reopened = {name for func in functions for name in func.method_calls if name in view.methods}
     return bool(creating & method_closure(reopened, view.methods))
 

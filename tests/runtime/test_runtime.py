@@ -235,6 +235,20 @@ PROGRAM_LIST += (
         (Before(SPAWN_2, SQLITE_PICKLE),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # autofix v2: a method opening and returning the connection (re-requested)
+        "sqlite_returned_connection",
+        "WS101",
+        "self._connect(",
+        (Before(SPAWN_2, SQLITE_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(  # autofix v2: a plain reader object keeping the environments (rebuilt)
+        "holder_lmdb_reader",
+        "WS101",
+        "lmdb.open(",
+        (Before(SPAWN_2, LMDB_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(
         "session_retry_adapter",
         "WS101",

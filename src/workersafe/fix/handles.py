@@ -5,7 +5,7 @@ rewritten code, that nothing of the kind was left behind."""
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 import libcst as cst
 
@@ -22,10 +22,15 @@ class HandleNames:
     """Handle creation and derivation in one module, through the module's imports."""
 
     def __init__(self, module: cst.Module, registry: Registry,
-                 handles: Iterable[str] = ()) -> None:
+                 handles: Iterable[str] = (),
+                 factories: Optional[Mapping[str, str]] = None) -> None:
         """`handles`: the constructors whose derived objects to follow (`session.get(...)`
-        is a response, `h5file.get(...)` a dataset); all of the registry's when empty."""
+        is a response, `h5file.get(...)` a dataset); all of the registry's when empty.
+        `factories`: calls of the project's code that make a handle, as the module spells
+        them (`self._open_env`, `FeatureReader`) → the handle's constructor (a holder counts
+        as the handle it keeps; see fix/factories.py)."""
         self.registry = registry
+        self.factories = dict(factories or {})
         self.imports = _import_map(module)
         types = [t for t in (registry.lookup(h) for h in handles) if t is not None] \
             or list(registry.types.values())
@@ -49,7 +54,8 @@ class HandleNames:
     def creation(self, node: cst.CSTNode) -> Optional[HandleType]:
         """The handle type a call creates (`sqlite3.connect(p)`), else None."""
         if isinstance(node, cst.Call):
-            return self.registry.lookup(self.qualified(node.func))
+            made = self.factories.get(dotted(node.func))
+            return self.registry.lookup(made or self.qualified(node.func))
         return None
 
     def creates_in(self, node: cst.CSTNode) -> bool:

@@ -25,21 +25,8 @@ from .cstutil import (
 )
 from .handles import HandleNames
 from .plan import AttrPlan, Unfixable
+from .rerun import MUTATING, RerunCheck
 
-# Methods that change the object they are called on (an argument or a global must not be).
-_MUTATING = frozenset({
-    "append", "extend", "insert", "pop", "remove", "sort", "reverse", "clear", "update",
-    "setdefault", "add", "discard", "popitem", "write", "writelines", "write_text",
-    "write_bytes", "mkdir", "unlink", "rename", "touch",
-})
-# Calls that change the file system, or consume what they are given.
-_EFFECTS = frozenset({
-    "os.remove", "os.unlink", "os.makedirs", "os.mkdir", "os.rename", "os.replace",
-    "os.rmdir", "os.system", "os.chdir", "os.putenv", "shutil.rmtree", "shutil.copy",
-    "shutil.copyfile", "shutil.copytree", "shutil.move", "subprocess.run", "subprocess.call",
-    "subprocess.check_call", "subprocess.check_output", "subprocess.Popen", "next",
-    "print", "input",
-})
 _CONTAINERS = ("list", "dict", "set")
 
 
@@ -78,6 +65,8 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
                     close_first=bool(htype and htype.single_open),
                     results=sorted(mover.results - mover.attrs),
                     exports={name: "" for name in sorted(mover.exports)})
+    if f"self.{plan.opener}" in names.factories:  # `self.env = self._open_env(p)`
+        plan.opener_name = f"_reopen_{attrs[0].lstrip('_')}"
     first = min(mover.moved)
     _check_names(plan, located.module, body[:first], cls, mover.inner_names())
     _check_other_assignments(cls, method, attrs)
@@ -102,11 +91,8 @@ class _Mover:
         self.results: set[str] = set()  # other attributes the moved statements set
         self.exports: set[str] = set()  # plain locals they bind that the rest of the method reads
         self.params = set(function_params(method))
-        self.method_locals = bound_names(list(method.body.body)) - self.params
-        module_body = list(located.module.body)
-        self.user_code = {s.name.value for s in module_body
-                          if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
-        self.module_names = bound_names(module_body)
+        self.rerun = RerunCheck(located.module, names,
+                                bound_names(list(method.body.body)) - self.params)
 
     def line(self, index: int) -> int:
         return self.located.lines_of(self.body[index])[0]
@@ -163,7 +149,7 @@ class _Mover:
                     (self.attrs if handle else self.results).add(self_attr(target.value) or "")
         elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             func = small.value.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _MUTATING \
+            if isinstance(func, cst.Attribute) and func.attr.value in MUTATING \
                     and self_attr(func.value) is not None:
                 handle = any(self.names.derives(a.value, self.attrs, self.locals)
                              for a in small.value.args)
@@ -351,51 +337,7 @@ class _Mover:
             isinstance(target, cst.Name) and target.value in self.locals))
 
     def _check_rerunnable(self, index: int) -> None:
-        statement = self.body[index]
-        where = f"line {self.line(index)}"
-        for node in walk(statement):
-            if isinstance(node, (cst.Global, cst.Nonlocal)):
-                raise Unfixable(f"{where} rebinds a global: the opener runs again in every "
-                                "worker, fix by hand")
-            if isinstance(node, cst.Call):
-                self._check_call(node, where)
-            if isinstance(node, (cst.AssignTarget, cst.AugAssign)) and not isinstance(
-                    node.target, cst.Name) and self_attr(node.target) is None:
-                root = _root_name(node.target)
-                if root is not None and not self._own(root):
-                    raise Unfixable(f"{where} changes {root}, which is not the dataset's own "
-                                    "state: the opener runs again in every worker, fix by hand")
-
-    def _own(self, name: str) -> bool:
-        """`self`, or a local of the method (not a parameter: the caller's object)."""
-        return name == "self" or name in self.method_locals
-
-    def _check_call(self, call: cst.Call, where: str) -> None:
-        func = call.func
-        name = dotted(func)
-        qualified = self.names.qualified(func) if name else ""
-        if self.names.creation(call) is not None:
-            return
-        if name in self.user_code or (isinstance(func, cst.Name) and func.value in
-                                      self.module_names - self.names.imports.keys()
-                                      - BUILTIN_NAMES and func.value not in self.locals):
-            raise Unfixable(f"{where} calls {name}(), code of this project: it would run "
-                            "again in every worker, fix by hand")
-        if isinstance(func, cst.Attribute) and self_attr(func) is not None:
-            raise Unfixable(f"{where} calls self.{func.attr.value}(): it would run again in "
-                            "every worker, fix by hand")
-        if qualified in _EFFECTS or name in _EFFECTS:
-            raise Unfixable(f"{where} calls {name}(), which has effects beyond opening the "
-                            "handle: the opener runs again in every worker, fix by hand")
-        if name == "open" and _writes(call):
-            raise Unfixable(f"{where} opens a file for writing: the opener runs again in every "
-                            "worker, fix by hand")
-        if isinstance(func, cst.Attribute) and func.attr.value in _MUTATING:
-            root = _root_name(func.value)
-            if root is not None and not self._own(root) and not (
-                    root in self.names.imports and root not in self.module_names):
-                raise Unfixable(f"{where} changes {root} ({name}()), which is not the dataset's "
-                                "own state: the opener runs again in every worker, fix by hand")
+        self.rerun.statement(self.body[index], f"line {self.line(index)}", self.locals)
 
 
 def _comprehension_names(statements: list[cst.BaseStatement]) -> set[str]:
@@ -407,19 +349,6 @@ def _comprehension_names(statements: list[cst.BaseStatement]) -> set[str]:
              for n in bound_names([cst.SimpleStatementLine([cst.Expr(
                  node.name if isinstance(node, cst.AsName) else node.target)])])}
     return comp - other
-
-
-def _writes(call: cst.Call) -> bool:
-    modes = [a.value for a in call.args[1:2] if a.keyword is None] + [
-        a.value for a in call.args if a.keyword is not None and a.keyword.value == "mode"]
-    return any(not isinstance(m, cst.SimpleString) or any(c in str(m.evaluated_value)
-                                                          for c in "wax+") for m in modes)
-
-
-def _root_name(node: cst.BaseExpression) -> Optional[str]:
-    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
-        node = node.func if isinstance(node, cst.Call) else node.value
-    return node.value if isinstance(node, cst.Name) else None
 
 
 def _plain_container(value: cst.BaseExpression) -> bool:
@@ -457,7 +386,7 @@ def _filled_attrs(statement: cst.CSTNode) -> set[str]:
     found: set[str] = set()
     for node in walk(statement):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                and node.func.attr.value in _MUTATING:
+                and node.func.attr.value in MUTATING:
             attr = self_attr(node.func.value)
             if attr is not None:
                 found.add(attr)

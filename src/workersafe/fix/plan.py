@@ -35,7 +35,11 @@ class AttrPlan:
     # keeps them on self (local → attribute, chosen with the class's names) and the method
     # reads them back after calling it
     exports: dict[str, str] = field(default_factory=dict)
+    # calls of the project's code that make the handle (a factory, a holder class), as the
+    # module spells them → the handle's constructor (see fix/factories.py)
+    factories: dict[str, str] = field(default_factory=dict)
+    opener_name: str = ""  # when the usual name is the factory's own (`self._open_env(p)`)
 
     @property
     def opener(self) -> str:
-        return f"_open_{self.attrs[0].lstrip('_')}"
+        return self.opener_name or f"_open_{self.attrs[0].lstrip('_')}"

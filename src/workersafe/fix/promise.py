@@ -11,6 +11,8 @@ from __future__ import annotations
 import builtins
 import symtable
 from collections import Counter
+from typing import Mapping, Optional
+
 import libcst as cst
 
 from ..registry import Registry
@@ -26,12 +28,15 @@ class PromiseBroken(Exception):
 
 def check_class(module: cst.Module, registry: Registry, class_name: str,
                 openers: tuple[str, ...], methods: tuple[str, ...],
-                properties: tuple[str, ...], handles: tuple[str, ...] = ()) -> None:
+                properties: tuple[str, ...], handles: tuple[str, ...] = (),
+                factories: Optional[Mapping[str, str]] = None) -> None:
+    """`factories`: the project calls that made the moved handles (a factory method, a holder
+    class; see fix/factories.py): what they return counts as the handle."""
     cls = next((s for s in module.body if isinstance(s, cst.ClassDef)
                 and s.name.value == class_name), None)
     if cls is None:
         raise PromiseBroken(f"class {class_name} is gone")
-    names = HandleNames(module, registry, handles)
+    names = HandleNames(module, registry, handles, factories)
     held: set[str] = set()
     for opener in openers:
         method = find_method(cls, opener)

@@ -24,6 +24,7 @@ from .cstutil import (
     Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings, shadowed_at,
     statements, walk, with_dominant_newline, with_leading_lines,
 )
+from .factories import Factories
 from .handles import HandleNames
 from .initplan import find_method, plan_attr
 from .modulefix import (
@@ -63,6 +64,7 @@ class FixedClass:
     methods: tuple[str, ...]  # the methods the handles were created in
     properties: tuple[str, ...]  # attributes turned into lazy properties
     handles: tuple[str, ...]  # the constructors of the handles moved
+    factories: tuple[tuple[str, str], ...] = ()  # project calls making them (AttrPlan.factories)
 
 
 @dataclass
@@ -96,6 +98,10 @@ class Rewriter:
         # path → [(source module, name, accessor)] imports of them to follow
         self.module_fixes: dict[str, list[tuple[str, str]]] = {}
         self.importer_fixes: dict[str, list[tuple[str, str, str]]] = {}
+        self.factories = Factories(self.project, self.registry,
+                                   {f.module: f.path for f in result.files
+                                    if f.path in result.sources},
+                                   lambda p: self._edit(p).located)
 
     # --- entry --------------------------------------------------------------------------------
 
@@ -136,7 +142,8 @@ class Rewriter:
             if plan.kind == "module":
                 self.module_findings.append(finding)
                 continue
-            if plan.kind not in ("instance", "class"):
+            if plan.kind not in ("instance", "class") and not (
+                    plan.kind in ("returned", "holder") and plan.via):
                 self.outcomes.append(Outcome(finding, "unfixable", _not_supported(plan.kind)))
                 continue
             cls = self.project.classes.get(plan.class_qualname)
@@ -288,8 +295,11 @@ class Rewriter:
                 plans[plan.attr] = plan_class_attr(edit.located.module, cls, plan.attr,
                                                    plan.handle)
                 continue
-            planned = plan_attr(edit.located, cls, plan, finding.line,
-                                HandleNames(edit.located.module, self.registry, [plan.handle]))
+            made = self.factories.spellings(plan, edit.located) if plan.via else {}
+            planned = plan_attr(edit.located, cls, plan, plan.call.line if plan.call
+                                else finding.line, HandleNames(edit.located.module,
+                                                               self.registry, [plan.handle], made))
+            planned.factories = made
             if any(s is t for p in plans.values() for s in planned.statements
                    for t in p.statements):
                 continue  # the same statements as a handle planned already (one opener)
@@ -403,7 +413,8 @@ class Rewriter:
             tuple(p.opener for p in group.plans),
             tuple(p.method.name.value for p in instance_plans),
             tuple(a for p in group.plans for a in p.attrs) if group.strategy == "lazy" else (),
-            tuple(p.handle for p in group.plans)))
+            tuple(p.handle for p in group.plans),
+            tuple(item for p in group.plans for item in p.factories.items())))
         allowed = self.allowed_lines.setdefault(group.path, set())
         setstate = find_method(cls, "__setstate__")
         if setstate is not None:  # replaced by ours, which restores __dict__ and reopens
@@ -501,10 +512,11 @@ def _not_supported(kind: str) -> str:
                  "rule WS103`)",
         "passed": "the handle is created by the caller: pass what is needed to build it "
                   "(a URL, a path) and create it in the dataset (see `workersafe rule WS104`)",
-        "holder": "the handle is inside another object the dataset keeps: open it per process "
-                  "in that class, lazily (see `workersafe rule WS101`)",
-        "returned": "the handle is returned by a function the dataset calls: call it per "
-                    "process, lazily (see `workersafe rule WS101`)",
+        "holder": "the handle is inside another object the dataset keeps, passed in or not "
+                  "built by one dataset: open it per process in that class, lazily (see "
+                  "`workersafe rule WS101`)",
+        "returned": "the handle is returned by a cached factory (one object per process): "
+                    "reset its cache per process (see `workersafe rule WS102`)",
         "cache": "a process-global handle cache filled while the dataset is built: fill it "
                  "per process, or key it by os.getpid() (see `workersafe rule WS102`)",
     }.get(kind, "no automatic fix for this finding")

@@ -29,7 +29,8 @@ def verify(engine: Engine, result: CheckResult, rewriter: Rewriter,
             for fixed in rewriter.fixed_classes:
                 if fixed.path == path:
                     check_class(module, engine.registry, fixed.class_name, fixed.openers,
-                                fixed.methods, fixed.properties, fixed.handles)
+                                fixed.methods, fixed.properties, fixed.handles,
+                                dict(fixed.factories))
         except PromiseBroken as exc:
             raise VerificationError(str(exc)) from None
     new_result = _relint(engine, result, new_files, rewriter)
