@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 7  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 8  # bump whenever a dataclass below changes: old caches are then ignored
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,9 @@ class ClassFacts:
     held_calls: Tuple[HeldCall, ...] = ()  # `self.env = open_env(p)`: resolved when linking
     # (param, qualified class) from `reader: Reader` or `assert isinstance(reader, Reader)`
     param_types: Tuple[Tuple[str, str], ...] = ()
+    # a class-level container (`_envs = {}`) a method fills with handles: attr = the
+    # container, method = the filling method (`Frames._envs[p] = lmdb.open(p)` in `_env`)
+    class_caches: Tuple[HeldHandle, ...] = ()
 
     def method(self, name: str) -> Optional[MethodFacts]:
         return next((m for m in self.methods if m.name == name), None)

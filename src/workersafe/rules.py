@@ -234,6 +234,7 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView
                              f"created as class attribute {member.name}.{held.attr}",
                              view.cls.name, plan, not htype.fork_safe)
             yield cand, held.attr in view.parent_uses, held.attr, "class"
+    yield from _class_cache_candidates(project, registry, view, mro)
     yield from _returned_candidates(project, registry, view, mro)
     yield from _module_candidates(project, registry, view)
     if project.has_caches:
@@ -302,17 +303,28 @@ def _module_candidates(project: Project, registry: Registry, view: ClassView
             yield cand, parent_use, handle.name, "module"
 
 
+def _parent_fillers(view: ClassView) -> list[tuple[str, set[str]]]:
+    """The methods the parent runs on a dataset before its workers start (construction, in
+    order, then `__len__`, which the sampler calls), each with what it runs (self calls)."""
+    init_names = {n for _, n in view.init_run}
+    roots = ["__init__", *sorted(init_names - {"__init__"}), "__len__"]
+    return [(root, method_closure([root], view.methods)) for root in roots
+            if root in view.methods]
+
+
 def _cache_candidates(project: Project, registry: Registry, view: ClassView
                       ) -> Iterator[tuple[Candidate, bool, str, str]]:
     """A process-global handle cache (`_CACHE[path] = zipfile.ZipFile(path)` in a function)
     that construction fills in the parent and worker methods read, directly or through the
     functions they call: the workers share the parent's handles (WS102). A cache the parent
     never fills is filled per process: safe."""
-    parent = {n for _, n in view.init_run} | {"__len__"}
-    filled: set[str] = set()
-    for name in parent & set(view.methods):
-        owner, method = view.methods[name]
-        filled |= project.calls_through(method.globals_read, project.class_file[owner.qualname])[1]
+    filled: dict[str, str] = {}  # filling function → the parent method that first calls it
+    for root, ran in _parent_fillers(view):
+        for name in ran:
+            owner, method = view.methods[name]
+            home = project.class_file[owner.qualname]
+            for func in project.calls_through(method.globals_read, home)[1]:
+                filled.setdefault(func, root)
     if not filled:
         return
     seen: set[tuple[str, str]] = set()
@@ -321,7 +333,7 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
         reads, _ = project.calls_through(method.globals_read, project.class_file[owner.qualname])
         for read, facts in reads:
             found = project.module_handle(read, facts)
-            if found is None or not found[1].filled_by or found[1].filled_by not in filled:
+            if found is None or found[1].filled_by not in filled:
                 continue
             home, handle = found
             htype = registry.lookup(handle.site.handle)
@@ -331,12 +343,38 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
             filler = handle.filled_by.rpartition(".")[2]
             cand = Candidate("WS102", handle.site, home.path,
                              f"kept in the process-global cache {handle.name} (filled by "
-                             f"{filler}() while {view.cls.name} is constructed)",
+                             f"{filler}() in {view.cls.name}.{filled[handle.filled_by]}, "
+                             f"in the parent)",
                              view.cls.name, FixPlan("cache", handle.site.handle,
                                                     view.cls.qualname, handle.name,
                                                     (handle.name,)),
                              not htype.fork_safe)
             yield cand, True, handle.name, "module"
+
+
+def _class_cache_candidates(project: Project, registry: Registry, view: ClassView,
+                            mro: list[ClassFacts]) -> Iterator[tuple[Candidate, bool, str, str]]:
+    """A class-level container (`_envs = {}`) a method fills with handles (`Frames._envs[p] =
+    lmdb.open(p)`): one per process. Filled while the parent constructs the dataset and read
+    by its worker methods, the workers share the parent's handles (WS103); filled only in the
+    workers, each has its own."""
+    parent = _parent_fillers(view)
+    for member in mro:
+        home = project.class_file[member.qualname]
+        for cache in member.class_caches:
+            htype = registry.lookup(cache.site.handle)
+            first = next((root for root, ran in parent if cache.method in ran), "")
+            if htype is None or not first or not (cache.attr in view.worker_reads
+                                                  or cache.method in view.worker_methods):
+                continue
+            plan = FixPlan("cache", cache.site.handle, member.qualname, cache.attr,
+                           (cache.attr,))
+            cand = Candidate("WS103", cache.site, home.path,
+                             f"kept in the class-level cache {member.name}.{cache.attr} "
+                             f"(filled by {member.name}.{cache.method}() in "
+                             f"{view.cls.name}.{first}, in the parent)",
+                             view.cls.name, plan, not htype.fork_safe)
+            yield cand, True, cache.attr, "class"
 
 
 def _module_parent_use(view: ClassView, name: str, project: Project) -> bool:
