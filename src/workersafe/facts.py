@@ -70,6 +70,16 @@ class MethodFacts:
 
 
 @dataclass(frozen=True)
+class PickledState:
+    """What a class's `__getstate__` pickles of the instance (analysis/pickled.py): every
+    attribute but `names` ("all-but"), only `names` ("only"), or it cannot be told
+    ("unknown", also for `__reduce__`: counts as deciding, nothing taken to be pickled)."""
+
+    mode: str
+    names: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ClassFacts:
     name: str
     qualname: str
@@ -87,6 +97,7 @@ class ClassFacts:
     # a class-level container (`_envs = {}`) a method fills with handles: attr = the
     # container, method = the filling method (`Frames._envs[p] = lmdb.open(p)` in `_env`)
     class_caches: Tuple[HeldHandle, ...] = ()
+    pickled: Optional[PickledState] = None  # when it defines __getstate__ or __reduce__
 
     def method(self, name: str) -> Optional[MethodFacts]:
         return next((m for m in self.methods if m.name == name), None)

@@ -36,6 +36,7 @@ class UsedLoader:
     verdict: str
     context: str = ""  # the start method the verdict is for
     origin: str = ""  # where that start method comes from, when not the loader's own file
+    kept: str = ""  # for a crash: the `__getstate__` keeping the attribute, and the attribute
 
 
 @dataclass
@@ -90,10 +91,13 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
         for cand, parent_use, attr, kind in _candidates_of(project, registry, view):
             if view.via is not None:
                 _reached_through(cand, view.via, is_torch)
+            # safe by spawn only if no holder's pickle carries it (`__getstate__` drops it)
+            cand.spawn_only = spawn_only and not (kind in ("instance", "passed")
+                                                  and pickles_attr(view, attr))
             merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
             merged.torch_dataset |= is_torch
             merged.any_loader |= bool(uses)
-            merged.spawn_only |= spawn_only
+            merged.spawn_only &= cand.spawn_only
             for facts, loader, _ in uses:
                 merged.loaders.extend(used_loaders(project, registry, view, facts, loader,
                                                    cand.site.handle, attr, parent_use, kind))
@@ -162,7 +166,25 @@ def _closed_at_fork(mro: list[ClassFacts], methods: Methods) -> set[str]:
 
 def _pickling_decided(view: ClassView) -> bool:
     """The class decides what its pickle holds (the fix adds a `__getstate__`)."""
-    return "__getstate__" in view.methods or "__reduce__" in view.methods
+    return any(name in view.methods for name in _PICKLING_METHODS)
+
+
+# Methods deciding what pickling an instance holds, in the order pickle asks for them.
+_PICKLING_METHODS = ("__reduce_ex__", "__reduce__", "__getstate__")
+
+
+def pickles_attr(view: ClassView, attr: str) -> bool:
+    """Whether pickling the instance (spawn, forkserver workers) carries `self.<attr>`: all
+    of `__dict__` without a `__getstate__`; with one, what it keeps, key by key
+    (`analysis/pickled.py`). `__reduce__`, or a `__getstate__` that cannot be read key by key,
+    decides: taken to drop it."""
+    for name in _PICKLING_METHODS:
+        if name in view.methods:
+            state = view.methods[name][0].pickled
+            if state is None or state.mode not in ("all-but", "only"):
+                return False
+            return (attr not in state.names) == (state.mode == "all-but")
+    return True
 
 
 def _reached_through(cand: Candidate, via: Reach, is_torch: bool) -> None:
@@ -411,9 +433,14 @@ def used_loaders(project: Project, registry: Registry, view: ClassView, facts: F
                  ) -> list[UsedLoader]:
     """The loader's verdict under each start method its workers may get (see
     `Project.start_methods`)."""
-    return [UsedLoader(facts, loader, classify(project, registry, view, facts, loader, handle,
-                                               attr, parent_use, kind, context), context, origin)
-            for context, origin in project.start_methods(loader, facts)]
+    out = [UsedLoader(facts, loader, classify(project, registry, view, facts, loader, handle,
+                                              attr, parent_use, kind, context), context, origin)
+           for context, origin in project.start_methods(loader, facts)]
+    if "__getstate__" in view.methods:
+        owner = view.methods["__getstate__"][0]
+        kept = f"{owner.name}.__getstate__ keeps self.{attr}"
+        out = [replace(u, kept=kept) if u.verdict == SPAWN_CRASH else u for u in out]
+    return out
 
 
 def classify(project: Project, registry: Registry, view: ClassView, facts: FileFacts,
@@ -425,10 +452,10 @@ def classify(project: Project, registry: Registry, view: ClassView, facts: FileF
         return SAFE  # no worker processes: nothing is forked or pickled
     if context in SPAWN_LIKE:
         # Only the instance is pickled: module and class attributes are created anew when a
-        # spawned worker imports the module.
-        # A class with its own __getstate__ decides what is pickled (the fix adds one).
-        custom = "__getstate__" in view.methods or "__reduce__" in view.methods
-        unpicklable = kind in ("instance", "passed") and not htype.picklable and not custom
+        # spawned worker imports the module. A class with its own __getstate__ decides, key
+        # by key, what is pickled (the fix adds one dropping every handle).
+        unpicklable = kind in ("instance", "passed") and not htype.picklable \
+            and pickles_attr(view, attr)
         return SPAWN_CRASH if unpicklable else SAFE
     if htype.fork_safe or _worker_init_recreates(project, view, facts, loader, attr, kind):
         return SAFE
@@ -491,7 +518,8 @@ def _shared_message(cand: Candidate, hazards: list[UsedLoader]) -> str:
 def _spawn_message(cand: Candidate, crashes: list[UsedLoader]) -> str:
     first = crashes[0]
     origin = f" ({first.origin})" if first.origin else ""
-    return (f"{cand.site.handle} {cand.what} does not pickle: the DataLoader at "
+    kept = f" ({first.kept})" if first.kept else ""
+    return (f"{cand.site.handle} {cand.what}{kept} does not pickle: the DataLoader at "
             f"{_loader_location(cand.path, first)} uses {first.context} workers{origin} and "
             f"crashes when they start: create it per worker")
 

@@ -14,6 +14,7 @@ from ..facts import (
 )
 from ..registry import Registry
 from .caches import ClassCaches, class_caches
+from .pickled import pickled_state
 from .positions import Positions
 from .remedies import remedy_facts
 from .state import ClassState, FunctionState, Handle
@@ -33,8 +34,11 @@ def extract_facts(tree: ast.Module, text: str, path: str, module_name: str, is_p
     return dataclasses.replace(facts, remedies=remedies)
 
 
-def _facts(walker: FactWalker, class_nodes: dict[str, ast.ClassDef]) -> FileFacts:
-    """What the walk found, as facts (reads the walker, changes nothing)."""
+def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = None
+           ) -> FileFacts:
+    """What the walk found, as facts (reads the walker, changes nothing); `class_nodes`: the
+    module-level class definitions by qualified name (for the class-level passes)."""
+    class_nodes = class_nodes or {}
     state, ev = walker.state, walker.ev
     handles: dict[str, tuple[Handle, bool]] = dict(state.module_handles)
     for func in walker.functions:  # `@functools.cache def get(): return boto3.client(...)`
@@ -91,6 +95,7 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
         tuple((attr, tuple(refs)) for attr, refs in cls.attr_refs.items()),
         tuple(cls.held_calls), tuple(cls.param_types),
         tuple(HeldHandle(attr, site(h), method) for attr, method, h in caches.stores),
+        pickled_state(node) if node is not None else None,
     )
 
 
