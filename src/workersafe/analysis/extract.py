@@ -14,6 +14,7 @@ from ..facts import (
 )
 from ..registry import Registry
 from .caches import ClassCaches, class_caches
+from .closes import error_path_closes
 from .pickled import pickled_state
 from .positions import Positions
 from .remedies import remedy_facts
@@ -70,8 +71,10 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
     site = walker.ev.site
     caches = class_caches(node, cls, walker.state, walker.ev) if node is not None \
         else ClassCaches()
+    failing = _failing_closes(cls, node, walker.closers)
     held = tuple(
-        HeldHandle(attr, site(h), method, h.derived, closed=(method, attr) in cls.closed)
+        HeldHandle(attr, site(h), method, h.derived,
+                   closed=(method, attr) in cls.closed and attr not in failing.get(method, ()))
         for (method, attr, _), h in cls.held.items() if attr not in caches.containers
     )
     class_calls: dict[str, set[str]] = {}
@@ -84,7 +87,9 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
                     tuple(sorted(m.self_calls | class_calls.get(m.name, set()))),
                     tuple(sorted(m.globals_read)),
                     tuple(sorted(m.guarded_attrs)), tuple(sorted(m.guarded_calls)),
-                    m.calls_super_init, tuple(m.effects),
+                    m.calls_super_init,
+                    tuple(e for e in m.effects if e.partition(":")[2] not in failing.get(m.name, ())
+                          or not e.startswith("close:")),
                     site(m.returns_handle) if m.returns_handle is not None else None,
                     m.returns_call)
         for m in cls.methods
@@ -122,6 +127,21 @@ def _cache_readers(walker: FactWalker) -> set[str]:
 
 def _names_read(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _failing_closes(cls: ClassState, node: Optional[ast.ClassDef], closers: frozenset[str]
+                    ) -> dict[str, set[str]]:
+    """Per method, the attributes it closes only when it fails (analysis/closes.py)."""
+    closing = {method for method, _ in cls.closed}
+    if node is None or not closing:
+        return {}
+    out = {}
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in closing:
+            found = error_path_closes(stmt, closers)
+            if found:
+                out[stmt.name] = found
+    return out
 
 
 def _function_facts(func: FunctionState, walker: FactWalker, keep_reads: bool
