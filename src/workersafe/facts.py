@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 8  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 9  # bump whenever a dataclass below changes: old caches are then ignored
 
 
 @dataclass(frozen=True)
@@ -209,6 +209,9 @@ class RemedyClass:
     init_set: Tuple[str, ...] = ()  # attributes `__init__` itself sets to something else
     lazy: Tuple[LazyOpen, ...] = ()
     wrapped_attrs: Tuple[str, ...] = ()  # `self.x = <__init__ param>` indexed or iterated
+    # (method, attr, member) for `self.<attr>.<member>` in a method: what it uses of the
+    # objects it keeps (`self.reader.get(k)` in `__getitem__`)
+    member_uses: Tuple[Tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -237,12 +240,15 @@ class LoaderWrap:
 
 @dataclass(frozen=True)
 class DatasetUse:
-    """A parent-side use of a dataset: `ds[i]`, `iter(ds)`, `for x in ds`, `len(ds)`."""
+    """A parent-side use of a dataset: `ds[i]`, `iter(ds)`, `for x in ds`, `len(ds)`, a method
+    or attribute of it or of an object it keeps (`ds.get_env()`, `ds.reader.open()`)."""
 
-    kind: str  # "getitem", "iter", "len"
+    kind: str  # "getitem", "iter", "len", "member" (`ds.get_env()`, `ds.reader.open()`)
     refs: Tuple[DatasetRef, ...]
     span: Span
     scope: str = ""
+    member: str = ""  # for "member": the method or attribute used (`get_env`, `open`)
+    via: str = ""  # for "member": the dataset attribute it is used on (`reader`), or ""
 
 
 @dataclass(frozen=True)
