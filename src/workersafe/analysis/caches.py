@@ -39,10 +39,21 @@ def class_caches(node: ast.ClassDef, cls: ClassState, state: State, ev: Evaluato
     containers = _class_containers(node)
     if not containers:
         return found
+    # only the methods reading a container through self, cls or the class (the walk's reads)
+    reading = {m.name for m in cls.methods if m.attrs_read & containers}
     methods = [m for m in node.body if isinstance(m, _FUNCTIONS)]
-    containers -= {attr for m in methods for attr in _instance_assigned(m)}
     for method in methods:
-        _Method(found, containers, cls, method.name, state, ev).read(method)
+        if method.name in reading:
+            _Method(found, containers, cls, method.name, state, ev).read(method)
+    if found.stores:
+        for method in methods:  # the others, for their `Frames._env(p)` calls
+            if method.name not in reading:
+                _Method(found, containers, cls, method.name, state, ev).read(method)
+        # `self._envs = {}` in a method: an instance attribute after all
+        shadowed = {attr for m in methods for attr in _instance_assigned(m)}
+        found.stores = [s for s in found.stores if s[0] not in shadowed]
+    else:
+        found.class_calls = []
     found.containers = {attr for attr, _, _ in found.stores}
     return found
 

@@ -307,9 +307,12 @@ class _Remedies:
         """`ds.get_env` (called or read) and `ds.reader.open`: what the parent runs of the
         dataset, or of an object it keeps, outside `ds[i]`/`len(ds)`."""
         value = node.value
+        env = self.state.env
         if isinstance(value, ast.Name):
-            self.use("member", value, node, node.attr)
-        elif isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
+            if env.refs(value.id) is not None:  # a name bound to a dataset, not an import
+                self.use("member", value, node, node.attr)
+        elif isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
+                and env.refs(value.value.id) is not None:
             self.use("member", value.value, node, node.attr, value.attr)
 
     def use(self, kind: str, expr: ast.expr, at: ast.AST, member: str = "",
