@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 8  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 10  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -77,6 +77,16 @@ class MethodFacts:
 
 
 @dataclass(frozen=True)
+class PickledState:
+    """What a class's `__getstate__` pickles of the instance (analysis/pickled.py): every
+    attribute but `names` ("all-but"), only `names` ("only"), or it cannot be told
+    ("unknown", also for `__reduce__`: counts as deciding, nothing taken to be pickled)."""
+
+    mode: str
+    names: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ClassFacts:
     name: str
     qualname: str
@@ -91,6 +101,10 @@ class ClassFacts:
     held_calls: Tuple[HeldCall, ...] = ()  # `self.env = open_env(p)`: resolved when linking
     # (param, qualified class) from `reader: Reader` or `assert isinstance(reader, Reader)`
     param_types: Tuple[Tuple[str, str], ...] = ()
+    # a class-level container (`_envs = {}`) a method fills with handles: attr = the
+    # container, method = the filling method (`Frames._envs[p] = lmdb.open(p)` in `_env`)
+    class_caches: Tuple[HeldHandle, ...] = ()
+    pickled: Optional[PickledState] = None  # when it defines __getstate__ or __reduce__
 
     def method(self, name: str) -> Optional[MethodFacts]:
         return next((m for m in self.methods if m.name == name), None)
@@ -209,6 +223,9 @@ class RemedyClass:
     init_set: Tuple[str, ...] = ()  # attributes `__init__` itself sets to something else
     lazy: Tuple[LazyOpen, ...] = ()
     wrapped_attrs: Tuple[str, ...] = ()  # `self.x = <__init__ param>` indexed or iterated
+    # (method, attr, member) for `self.<attr>.<member>` in a method: what it uses of the
+    # objects it keeps (`self.reader.get(k)` in `__getitem__`)
+    member_uses: Tuple[Tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -237,12 +254,15 @@ class LoaderWrap:
 
 @dataclass(frozen=True)
 class DatasetUse:
-    """A parent-side use of a dataset: `ds[i]`, `iter(ds)`, `for x in ds`, `len(ds)`."""
+    """A parent-side use of a dataset: `ds[i]`, `iter(ds)`, `for x in ds`, `len(ds)`, a method
+    or attribute of it or of an object it keeps (`ds.get_env()`, `ds.reader.open()`)."""
 
-    kind: str  # "getitem", "iter", "len"
+    kind: str  # "getitem", "iter", "len", "member" (`ds.get_env()`, `ds.reader.open()`)
     refs: Tuple[DatasetRef, ...]
     span: Span
     scope: str = ""
+    member: str = ""  # for "member": the method or attribute used (`get_env`, `open`)
+    via: str = ""  # for "member": the dataset attribute it is used on (`reader`), or ""
 
 
 @dataclass(frozen=True)

@@ -622,7 +622,9 @@ class Project:
         for _ in range(_MAX_RETURN_DEPTH):
             following: list[tuple[str, FileFacts]] = []
             for name, home in frontier:
-                func = self.functions.get(self.resolve(name, home))
+                # a bare name read: through the reading file's imports (`get_zip` imported)
+                qualified = dict(home.imports).get(name, name)
+                func = self.functions.get(self.resolve(qualified, home))
                 if func is None or func.qualname in functions:
                     continue
                 functions.add(func.qualname)

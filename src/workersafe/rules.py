@@ -36,6 +36,7 @@ class UsedLoader:
     verdict: str
     context: str = ""  # the start method the verdict is for
     origin: str = ""  # where that start method comes from, when not the loader's own file
+    kept: str = ""  # for a crash: the `__getstate__` keeping the attribute, and the attribute
 
 
 @dataclass
@@ -96,10 +97,13 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
                     if attr in judged.guarded or attr in judged.closed_at_fork:
                         continue
                     parent_use |= attr in judged.parent_uses
+            # safe by spawn only if no holder's pickle carries it (`__getstate__` drops it)
+            cand.spawn_only = spawn_only and not (kind in ("instance", "passed")
+                                                  and pickles_attr(judged, attr))
             merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
             merged.torch_dataset |= is_torch
             merged.any_loader |= bool(uses)
-            merged.spawn_only |= spawn_only
+            merged.spawn_only &= cand.spawn_only
             for facts, loader, _ in uses:
                 merged.loaders.extend(used_loaders(project, registry, judged, facts, loader,
                                                    cand.site.handle, attr, parent_use, kind))
@@ -168,7 +172,25 @@ def _closed_at_fork(mro: list[ClassFacts], methods: Methods) -> set[str]:
 
 def _pickling_decided(view: ClassView) -> bool:
     """The class decides what its pickle holds (the fix adds a `__getstate__`)."""
-    return "__getstate__" in view.methods or "__reduce__" in view.methods
+    return any(name in view.methods for name in _PICKLING_METHODS)
+
+
+# Methods deciding what pickling an instance holds, in the order pickle asks for them.
+_PICKLING_METHODS = ("__reduce_ex__", "__reduce__", "__getstate__")
+
+
+def pickles_attr(view: ClassView, attr: str) -> bool:
+    """Whether pickling the instance (spawn, forkserver workers) carries `self.<attr>`: all
+    of `__dict__` without a `__getstate__`; with one, what it keeps, key by key
+    (`analysis/pickled.py`). `__reduce__`, or a `__getstate__` that cannot be read key by key,
+    decides: taken to drop it."""
+    for name in _PICKLING_METHODS:
+        if name in view.methods:
+            state = view.methods[name][0].pickled
+            if state is None or state.mode not in ("all-but", "only"):
+                return False
+            return (attr not in state.names) == (state.mode == "all-but")
+    return True
 
 
 def _reached_through(project: Project, cand: Candidate, view: ClassView, is_torch: bool
@@ -274,6 +296,7 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView
                              f"created as class attribute {member.name}.{held.attr}",
                              view.cls.name, plan, not htype.fork_safe)
             yield cand, held.attr in view.parent_uses, held.attr, "class"
+    yield from _class_cache_candidates(project, registry, view, mro)
     yield from _returned_candidates(project, registry, view, mro)
     yield from _module_candidates(project, registry, view)
     if project.has_caches:
@@ -343,17 +366,28 @@ def _module_candidates(project: Project, registry: Registry, view: ClassView
             yield cand, parent_use, handle.name, "module"
 
 
+def _parent_fillers(view: ClassView) -> list[tuple[str, set[str]]]:
+    """The methods the parent runs on a dataset before its workers start (construction, in
+    order, then `__len__`, which the sampler calls), each with what it runs (self calls)."""
+    init_names = {n for _, n in view.init_run}
+    roots = ["__init__", *sorted(init_names - {"__init__"}), "__len__"]
+    return [(root, method_closure([root], view.methods)) for root in roots
+            if root in view.methods]
+
+
 def _cache_candidates(project: Project, registry: Registry, view: ClassView
                       ) -> Iterator[tuple[Candidate, bool, str, str]]:
     """A process-global handle cache (`_CACHE[path] = zipfile.ZipFile(path)` in a function)
     that construction fills in the parent and worker methods read, directly or through the
     functions they call: the workers share the parent's handles (WS102). A cache the parent
     never fills is filled per process: safe."""
-    parent = {n for _, n in view.init_run} | {"__len__"}
-    filled: set[str] = set()
-    for name in parent & set(view.methods):
-        owner, method = view.methods[name]
-        filled |= project.calls_through(method.globals_read, project.class_file[owner.qualname])[1]
+    filled: dict[str, str] = {}  # filling function → the parent method that first calls it
+    for root, ran in _parent_fillers(view):
+        for name in ran:
+            owner, method = view.methods[name]
+            home = project.class_file[owner.qualname]
+            for func in project.calls_through(method.globals_read, home)[1]:
+                filled.setdefault(func, root)
     if not filled:
         return
     seen: set[tuple[str, str]] = set()
@@ -362,7 +396,7 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
         reads, _ = project.calls_through(method.globals_read, project.class_file[owner.qualname])
         for read, facts in reads:
             found = project.module_handle(read, facts)
-            if found is None or not found[1].filled_by or found[1].filled_by not in filled:
+            if found is None or found[1].filled_by not in filled:
                 continue
             home, handle = found
             htype = registry.lookup(handle.site.handle)
@@ -372,12 +406,38 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
             filler = handle.filled_by.rpartition(".")[2]
             cand = Candidate("WS102", handle.site, home.path,
                              f"kept in the process-global cache {handle.name} (filled by "
-                             f"{filler}() while {view.cls.name} is constructed)",
+                             f"{filler}() in {view.cls.name}.{filled[handle.filled_by]}, "
+                             f"in the parent)",
                              view.cls.name, FixPlan("cache", handle.site.handle,
                                                     view.cls.qualname, handle.name,
                                                     (handle.name,)),
                              not htype.fork_safe)
             yield cand, True, handle.name, "module"
+
+
+def _class_cache_candidates(project: Project, registry: Registry, view: ClassView,
+                            mro: list[ClassFacts]) -> Iterator[tuple[Candidate, bool, str, str]]:
+    """A class-level container (`_envs = {}`) a method fills with handles (`Frames._envs[p] =
+    lmdb.open(p)`): one per process. Filled while the parent constructs the dataset and read
+    by its worker methods, the workers share the parent's handles (WS103); filled only in the
+    workers, each has its own."""
+    parent = _parent_fillers(view)
+    for member in mro:
+        home = project.class_file[member.qualname]
+        for cache in member.class_caches:
+            htype = registry.lookup(cache.site.handle)
+            first = next((root for root, ran in parent if cache.method in ran), "")
+            if htype is None or not first or not (cache.attr in view.worker_reads
+                                                  or cache.method in view.worker_methods):
+                continue
+            plan = FixPlan("cache", cache.site.handle, member.qualname, cache.attr,
+                           (cache.attr,))
+            cand = Candidate("WS103", cache.site, home.path,
+                             f"kept in the class-level cache {member.name}.{cache.attr} "
+                             f"(filled by {member.name}.{cache.method}() in "
+                             f"{view.cls.name}.{first}, in the parent)",
+                             view.cls.name, plan, not htype.fork_safe)
+            yield cand, True, cache.attr, "class"
 
 
 def _module_parent_use(view: ClassView, name: str, project: Project) -> bool:
@@ -414,9 +474,14 @@ def used_loaders(project: Project, registry: Registry, view: ClassView, facts: F
                  ) -> list[UsedLoader]:
     """The loader's verdict under each start method its workers may get (see
     `Project.start_methods`)."""
-    return [UsedLoader(facts, loader, classify(project, registry, view, facts, loader, handle,
-                                               attr, parent_use, kind, context), context, origin)
-            for context, origin in project.start_methods(loader, facts)]
+    out = [UsedLoader(facts, loader, classify(project, registry, view, facts, loader, handle,
+                                              attr, parent_use, kind, context), context, origin)
+           for context, origin in project.start_methods(loader, facts)]
+    if "__getstate__" in view.methods:
+        owner = view.methods["__getstate__"][0]
+        kept = f"{owner.name}.__getstate__ keeps self.{attr}"
+        out = [replace(u, kept=kept) if u.verdict == SPAWN_CRASH else u for u in out]
+    return out
 
 
 def classify(project: Project, registry: Registry, view: ClassView, facts: FileFacts,
@@ -428,10 +493,10 @@ def classify(project: Project, registry: Registry, view: ClassView, facts: FileF
         return SAFE  # no worker processes: nothing is forked or pickled
     if context in SPAWN_LIKE:
         # Only the instance is pickled: module and class attributes are created anew when a
-        # spawned worker imports the module.
-        # A class with its own __getstate__ decides what is pickled (the fix adds one).
-        custom = "__getstate__" in view.methods or "__reduce__" in view.methods
-        unpicklable = kind in ("instance", "passed") and not htype.picklable and not custom
+        # spawned worker imports the module. A class with its own __getstate__ decides, key
+        # by key, what is pickled (the fix adds one dropping every handle).
+        unpicklable = kind in ("instance", "passed") and not htype.picklable \
+            and pickles_attr(view, attr)
         return SPAWN_CRASH if unpicklable else SAFE
     if htype.fork_safe or _worker_init_recreates(project, view, facts, loader, attr, kind):
         return SAFE
@@ -495,7 +560,8 @@ def _shared_message(cand: Candidate, hazards: list[UsedLoader]) -> str:
 def _spawn_message(cand: Candidate, crashes: list[UsedLoader]) -> str:
     first = crashes[0]
     origin = f" ({first.origin})" if first.origin else ""
-    return (f"{cand.site.handle} {cand.what} does not pickle: the DataLoader at "
+    kept = f" ({first.kept})" if first.kept else ""
+    return (f"{cand.site.handle} {cand.what}{kept} does not pickle: the DataLoader at "
             f"{_loader_location(cand.path, first)} uses {first.context} workers{origin} and "
             f"crashes when they start: create it per worker")
 

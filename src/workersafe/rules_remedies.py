@@ -100,7 +100,7 @@ def remedy_findings(project: Project, registry: Registry, view_of: ViewOf) -> li
             continue
         view = view_of(project, cls)
         findings.extend(_worker_init_only(project, index, view, uses))
-        findings.extend(_lazy_opened_in_parent(project, registry, index, view, uses))
+        findings.extend(_lazy_opened_in_parent(project, registry, index, view, uses, view_of))
     findings.extend(_misses_wrapper(project, index, view_of))
     return findings
 
@@ -258,7 +258,7 @@ def _wrapper_of(project: Project, index: _Index, view_of: ViewOf, facts: FileFac
 # --- WS303 / WS313 ------------------------------------------------------------------------
 
 def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, view: View,
-                           uses: list[Located]) -> Iterator[Finding]:
+                           uses: list[Located], view_of: ViewOf) -> Iterator[Finding]:
     remedy = index.classes.get(view.cls.qualname)
     if remedy is None:
         return
@@ -278,7 +278,8 @@ def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, 
             continue  # only main-process or spawned loaders
         where = f"{site.handle} opened lazily in {view.cls.name}.{lazy.method}"
         for facts, loader in forking:
-            use = _parent_use(index, view, triggers, facts, loader)
+            use = _parent_use(index, view, triggers, facts, loader) \
+                or _holder_warmed(project, index, view, triggers, facts, loader, view_of)
             if use:
                 yield Finding(home.path, site.span, "WS303",
                               f"{where} without a process check is opened by the parent "
@@ -311,7 +312,13 @@ def _triggers(view: View, accessor: str) -> set[str]:
 
 
 def _parent_use(index: _Index, view: View, triggers: set[str], facts: FileFacts,
-                loader: LoaderCall) -> str:
+                loader: LoaderCall, via: str = "", inner: frozenset[str] = frozenset()
+                ) -> str:
+    """How the parent runs one of `triggers` before the loader's workers start: the sampler's
+    len(), or a use of the dataset in the loader's scope before it is iterated (`ds[0]`,
+    `ds.get_env()`). With `via`, the triggers are those of an object the dataset keeps in
+    that attribute, and `inner` those of its members the parent may call directly
+    (`ds.reader.open()`)."""
     if "__len__" in triggers and "__iter__" not in view.methods and loader.persistent is not True:
         # The sampler calls len() in the parent; the next epoch's workers fork after it.
         return "len() of the dataset, which the DataLoader's sampler calls in the parent"
@@ -321,11 +328,48 @@ def _parent_use(index: _Index, view: View, triggers: set[str], facts: FileFacts,
             continue
         if wrap.iterated_line and use.span.line >= wrap.iterated_line:
             continue
+        where = _where(use_facts.path, use.span.line)
+        if use.kind == "member":
+            if (use.via == via and use.member in (inner if via else triggers)) or \
+                    (not use.via and use.member in triggers and use.member in view.methods):
+                shown = f"{use.via}.{use.member}" if use.via else use.member
+                return f"{view.cls.name}.{shown} used at {where}"
+            continue
         ran = {"getitem": {"__getitem__"}, "len": {"__len__"},
                "iter": {"__iter__"} if "__iter__" in view.methods else {"__getitem__"}}
-        if ran[use.kind] & triggers:
-            return f"{_USE_TEXT[use.kind]} at {_where(use_facts.path, use.span.line)}"
+        if ran.get(use.kind, set()) & triggers:
+            return f"{_USE_TEXT[use.kind]} at {where}"
     return ""
+
+
+def _holder_warmed(project: Project, index: _Index, view: View, triggers: set[str],
+                   facts: FileFacts, loader: LoaderCall, view_of: ViewOf) -> str:
+    """The lazy open sits in a holder object a dataset keeps (`self.reader = Reader(p)`): the
+    parent warms it through the dataset — a dataset method that uses a member of the holder
+    reaching the accessor (`ds[0]` → `self.reader.get(k)`), or the member itself
+    (`ds.reader.open()`)."""
+    for reach in project.reached.get(view.cls.qualname, []):
+        for outer in project.classes.values():
+            if outer.name != reach.outer or outer.qualname == view.cls.qualname:
+                continue
+            outer_view = view_of(project, outer)
+            used = {(m, member) for cls in project.mro(outer)
+                    for m, attr, member in _member_uses(index, cls.qualname)
+                    if attr == reach.attr}
+            outer_triggers = {name for name in outer_view.methods
+                              if any((ran, member) in used
+                                     for ran in method_closure([name], outer_view.methods)
+                                     for member in triggers)}
+            found = _parent_use(index, outer_view, outer_triggers, facts, loader, reach.attr,
+                                frozenset(triggers))
+            if found:
+                return f"{found}; {view.cls.name} held by {outer.name}.{reach.attr}"
+    return ""
+
+
+def _member_uses(index: _Index, qualname: str) -> tuple[tuple[str, str, str], ...]:
+    remedy = index.classes.get(qualname)
+    return remedy.member_uses if remedy is not None else ()
 
 
 # --- helpers ------------------------------------------------------------------------------

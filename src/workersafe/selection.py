@@ -268,7 +268,7 @@ def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
     """Names whose mention makes another file worth parsing: classes holding handles and their
     subclasses, module-level handles, and factories or variables that build such classes."""
     every = list(all_facts)
-    module_handles = {h.name for f in every for h in f.module_handles}
+    module_handles = _cache_reaching_names(every)
     holders = {c.name for f in every for c in f.classes if c.held or c.class_held
                or any(set(m.globals_read) & module_handles for m in c.methods)}
     changed = True
@@ -285,6 +285,21 @@ def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
         names |= {n for n, refs in facts.module_vars
                   if any(r.target.rsplit(".", 1)[-1] in holders for r in refs)}
     return {n for n in names if len(n) > 2}
+
+
+def _cache_reaching_names(every: list[FileFacts]) -> set[str]:
+    """Module handles, the functions filling a process-global handle cache, and the functions
+    calling those (`read_member` → `get_zip` → `_CACHE`): a class reading one may hold it."""
+    names = {h.name for f in every for h in f.module_handles}
+    names |= {h.filled_by.rpartition(".")[2] for f in every for h in f.module_handles
+              if h.filled_by}
+    functions = [fn for f in every for fn in f.functions if fn.globals_read]
+    changed = bool(functions)
+    while changed:
+        before = len(names)
+        names |= {fn.name for fn in functions if set(fn.globals_read) & names}
+        changed = len(names) != before
+    return names
 
 
 def _interesting_modules(all_facts: Iterable[FileFacts]) -> set[str]:

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from typing import Optional
 
 from ..facts import (
     ClassFacts, FileFacts, FunctionFacts, HeldHandle, MethodFacts, ModuleHandle,
 )
 from ..registry import Registry
+from .caches import ClassCaches, class_caches
+from .closes import error_path_closes
+from .pickled import pickled_state
 from .positions import Positions
 from .remedies import remedy_facts
 from .state import ClassState, FunctionState, Handle
@@ -25,24 +29,31 @@ def extract_facts(tree: ast.Module, text: str, path: str, module_name: str, is_p
     walker = FactWalker(path, module_name, is_package, registry, Positions(text))
     walker.ev.identity_possible = any(word in text for word in IDENTITY_WORDS)
     walker.walk(tree)
-    facts = _facts(walker)
+    facts = _facts(walker, {walker.state.qual(n.name): n for n in tree.body
+                            if isinstance(n, ast.ClassDef)})
     remedies = remedy_facts(tree, walker.state, walker.ev, walker.classes)
     return dataclasses.replace(facts, remedies=remedies)
 
 
-def _facts(walker: FactWalker) -> FileFacts:
-    """What the walk found, as facts (reads the walker, changes nothing)."""
+def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = None
+           ) -> FileFacts:
+    """What the walk found, as facts (reads the walker, changes nothing); `class_nodes`: the
+    module-level class definitions by qualified name (for the class-level passes)."""
+    class_nodes = class_nodes or {}
     state, ev = walker.state, walker.ev
     handles: dict[str, tuple[Handle, bool]] = dict(state.module_handles)
     for func in walker.functions:  # `@functools.cache def get(): return boto3.client(...)`
         if func.cached and func.returned_handle is not None:
             handles.setdefault(func.name, (func.returned_handle, True))
+    readers = _cache_readers(walker)
     return FileFacts(
         path=walker.path, module=walker.module_name,
         imports=tuple(sorted(state.module_scope.names.items())),
         star_imports=tuple(state.module_scope.star_modules),
-        classes=tuple(_class_facts(c, walker) for c in walker.classes),
-        functions=tuple(_function_facts(f, walker) for f in walker.functions),
+        classes=tuple(_class_facts(c, walker, class_nodes.get(c.qualname))
+                      for c in walker.classes),
+        functions=tuple(_function_facts(f, walker, f.name in readers)
+                        for f in walker.functions),
         loaders=tuple(walker.loaders),
         calls=tuple(walker.calls),
         module_handles=tuple(ModuleHandle(name, ev.site(h), via_call)
@@ -57,19 +68,30 @@ def _facts(walker: FactWalker) -> FileFacts:
     )
 
 
-def _class_facts(cls: ClassState, walker: FactWalker) -> ClassFacts:
+def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDef]
+                 ) -> ClassFacts:
     site = walker.ev.site
+    caches = class_caches(node, cls, walker.state, walker.ev) if node is not None \
+        else ClassCaches()
+    failing = _failing_closes(cls, node, walker.closers)
     held = tuple(
-        HeldHandle(attr, site(h), method, h.derived, closed=(method, attr) in cls.closed)
-        for (method, attr, _), h in cls.held.items()
+        HeldHandle(attr, site(h), method, h.derived,
+                   closed=(method, attr) in cls.closed and attr not in failing.get(method, ()))
+        for (method, attr, _), h in cls.held.items() if attr not in caches.containers
     )
+    class_calls: dict[str, set[str]] = {}
+    for caller, callee in caches.class_calls:  # `Frames._env(p)`: a call of its own method
+        class_calls.setdefault(caller, set()).add(callee)
     class_held = tuple(HeldHandle(attr, site(h), "", h.derived)
                        for (attr, _), h in cls.class_held.items())
     methods = tuple(
         MethodFacts(m.name, tuple(sorted(m.attrs_read)), tuple(sorted(m.attrs_used)),
-                    tuple(sorted(m.self_calls)), tuple(sorted(m.globals_read)),
+                    tuple(sorted(m.self_calls | class_calls.get(m.name, set()))),
+                    tuple(sorted(m.globals_read)),
                     tuple(sorted(m.guarded_attrs)), tuple(sorted(m.guarded_calls)),
-                    m.calls_super_init, tuple(m.effects),
+                    m.calls_super_init,
+                    tuple(e for e in m.effects if e.partition(":")[2] not in failing.get(m.name, ())
+                          or not e.startswith("close:")),
                     site(m.returns_handle) if m.returns_handle is not None else None,
                     m.returns_call, tuple(m.returns))
         for m in cls.methods
@@ -79,16 +101,57 @@ def _class_facts(cls: ClassState, walker: FactWalker) -> ClassFacts:
         cls.init_params, tuple(cls.param_attrs),
         tuple((attr, tuple(refs)) for attr, refs in cls.attr_refs.items()),
         tuple(cls.held_calls), tuple(cls.param_types),
+        tuple(HeldHandle(attr, site(h), method) for attr, method, h in caches.stores),
+        pickled_state(node) if node is not None else None,
     )
 
 
-def _function_facts(func: FunctionState, walker: FactWalker) -> FunctionFacts:
+def _cache_readers(walker: FactWalker) -> set[str]:
+    """The module functions whose names read matter: they matter only for a process-global
+    handle cache (a function reading it, or calling one that does). In a file that has one,
+    every function; elsewhere the helpers a class method calls (`read_member(p)` calling an
+    imported `get_zip(p)` that fills a cache in another module), and the helpers they call."""
+    if walker.state.module_caches:
+        return {f.name for f in walker.functions}
+    by_name = {f.name: f for f in walker.functions if f.node is not None}
+    wanted = {n for c in walker.classes for m in c.methods for n in m.globals_read
+              if n in by_name}
+    frontier = list(wanted)
+    while frontier:
+        node = by_name[frontier.pop()].node
+        assert node is not None
+        for read in _names_read(node):
+            if read in by_name and read not in wanted:
+                wanted.add(read)
+                frontier.append(read)
+    return wanted
+
+
+def _names_read(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _failing_closes(cls: ClassState, node: Optional[ast.ClassDef], closers: frozenset[str]
+                    ) -> dict[str, set[str]]:
+    """Per method, the attributes it closes only when it fails (analysis/closes.py)."""
+    closing = {method for method, _ in cls.closed}
+    if node is None or not closing:
+        return {}
+    out = {}
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in closing:
+            found = error_path_closes(stmt, closers)
+            if found:
+                out[stmt.name] = found
+    return out
+
+
+def _function_facts(func: FunctionState, walker: FactWalker, keep_reads: bool
+                    ) -> FunctionFacts:
     returned = func.returned_handle
-    # The names a function reads matter only for a process-global handle cache (a function
-    # reading it, or calling one that does): looked at only in a file that has one.
     reads: tuple[str, ...] = ()
-    if walker.state.module_caches and func.node is not None:
-        reads = tuple(sorted({n.id for n in ast.walk(func.node) if isinstance(n, ast.Name)}))
+    if keep_reads and func.node is not None:
+        reads = tuple(sorted(_names_read(func.node)))
     return FunctionFacts(func.name, func.qualname, tuple(func.returns),
                          tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)),
                          walker.ev.site(returned) if returned and not returned.closed else None,

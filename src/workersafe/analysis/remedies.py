@@ -231,6 +231,8 @@ class _Remedies:
                 self.scope.walks = True  # `dataset.dataset`, `dataset.datasets`
             elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
                 self.use("getitem", node.value, node)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                self.member(node)
             elif isinstance(node, ast.comprehension):
                 self.iterated(node.iter, node.iter)
 
@@ -301,14 +303,28 @@ class _Remedies:
                                              current.scope)
         return True
 
-    def use(self, kind: str, expr: ast.expr, at: ast.AST) -> None:
+    def member(self, node: ast.Attribute) -> None:
+        """`ds.get_env` (called or read) and `ds.reader.open`: what the parent runs of the
+        dataset, or of an object it keeps, outside `ds[i]`/`len(ds)`."""
+        value = node.value
+        env = self.state.env
+        if isinstance(value, ast.Name):
+            if env.refs(value.id) is not None:  # a name bound to a dataset, not an import
+                self.use("member", value, node, node.attr)
+        elif isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
+                and env.refs(value.value.id) is not None:
+            self.use("member", value.value, node, node.attr, value.attr)
+
+    def use(self, kind: str, expr: ast.expr, at: ast.AST, member: str = "",
+            via: str = "") -> None:
         if self.state.current_class() is not None or isinstance(expr, ast.Call):
             return
         if isinstance(expr, ast.Name) and isinstance(self.scope.kinds.get(expr.id), LoaderValue):
             return
         refs = self.ev.refs_of(expr)
         if refs and isinstance(at, (ast.expr, ast.stmt)):
-            self.uses.append(DatasetUse(kind, tuple(refs), self.span(at), self.scope.name))
+            self.uses.append(DatasetUse(kind, tuple(refs), self.span(at), self.scope.name,
+                                        member, via))
 
 
 class _ClassReader:
@@ -324,6 +340,7 @@ class _ClassReader:
         self.indexed: set[str] = set()
         self.pid_attrs: set[str] = set()  # `self._pid = os.getpid()` anywhere in the class
         self.pid_names: set[tuple[str, str]] = set()  # (method, local) likewise
+        self.member_uses: set[tuple[str, str, str]] = set()  # `self.reader.get` in a method
 
     def read(self, node: ast.ClassDef) -> RemedyClass:
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -332,7 +349,8 @@ class _ClassReader:
             self.method(method)
         return RemedyClass(self.cls.qualname, tuple(self.init_none),
                            tuple(sorted(self.init_set - {a.attr for a in self.init_none})),
-                           tuple(self.lazy), tuple(sorted(self.param_attrs & self.indexed)))
+                           tuple(self.lazy), tuple(sorted(self.param_attrs & self.indexed)),
+                           tuple(sorted(self.member_uses)))
 
     def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
         state = self.owner.state
@@ -349,6 +367,10 @@ class _ClassReader:
                     attr = self_attr(sub.value)
                     if attr:
                         self.indexed.add(attr)
+                elif isinstance(sub, ast.Attribute):
+                    attr = self_attr(sub.value)
+                    if attr:  # `self.reader.get(k)`: what it uses of an object it keeps
+                        self.member_uses.add((node.name, attr, sub.attr))
             self.block(node.name, node.body, params, checked)
         finally:
             del state.frames[-2:]

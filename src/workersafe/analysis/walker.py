@@ -581,7 +581,8 @@ class FactWalker:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
             elif refs and type(target.value) is ast.Name:  # datasets[name] = DS(p)
                 state.env.assign_refs(target.value.id, refs)
-            if handle is None and attr is None and type(target.value) is ast.Name:
+            if handle is None and attr is None and type(target.value) is ast.Name \
+                    and not self.ev.is_identity(target.slice):  # `_CACHE[os.getpid(), p]`
                 self._cache_store(target.value.id, value)
         elif isinstance(target, ast.Name):
             self._name_assign(target.id, value)
