@@ -33,6 +33,9 @@ class FixPlan:
     attrs: tuple[str, ...] = ()
     method: str = ""  # the creating method ("" for class and module handles)
     loaders: tuple[tuple[str, int, int], ...] = ()  # (path, line, col) of loaders to wire
+    # "worker-init-only": (path, line, col) of the worker_init_fn (its `def`, or the lambda)
+    # that creates the handle; `method` is its qualified name ("" for a lambda)
+    worker_init: tuple[str, int, int] = ()
 
     @property
     def holding_attrs(self) -> tuple[str, ...]:

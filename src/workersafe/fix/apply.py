@@ -23,7 +23,7 @@ from ..parse import deep_recursion
 from ..ruletable import UNREADABLE
 from ..source import decode
 from .outcome import FixResult, Outcome
-from .rewrite import Rewriter
+from .remedyfix import make_rewriter
 from .verify import VerificationError, verify
 from .write import atomic_write
 
@@ -71,7 +71,7 @@ def fix_result(engine: Engine, result: CheckResult, strategy: str) -> FixResult:
     """Plan, rewrite and verify in memory; writes nothing."""
     # The engine analyses nesting up to parse.MAX_DEPTH; libcst's position metadata and code
     # generation recurse once per level, so the fixer needs the same room.
-    rewriter = Rewriter(engine, result, strategy)
+    rewriter = make_rewriter(engine, result, strategy)
     try:
         with deep_recursion():
             new_texts, outcomes = rewriter.run()
