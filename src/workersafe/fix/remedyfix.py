@@ -49,7 +49,8 @@ class RemedyRewriter(Rewriter):
         then says why, and the caller tries again without it)."""
         sources = self.result.sources
         prepass = Prepass({p: s.raw for p, s in sources.items()},
-                          {p: s.text for p, s in sources.items()}, self._class_homes())
+                          {p: s.text for p, s in sources.items()}, self._class_homes(),
+                          {p: dict(f.imports) for p, f in self.result.facts.items()})
         planned: list[RemedyGroup] = []
         for group in active:
             try:

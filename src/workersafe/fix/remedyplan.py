@@ -20,6 +20,7 @@ from ..findings import Finding
 from .cstutil import (
     BUILTIN_NAMES, Located, ReplaceNodes, bound_names, dotted, function_params, leading_lines,
     loaded_names, module_bindings, single, statements, walk, with_dominant_newline,
+    with_leading_lines,
 )
 from .plan import Unfixable
 
@@ -65,9 +66,11 @@ class Prepass:
     once (like the Rewriter)."""
 
     def __init__(self, raws: dict[str, bytes], texts: dict[str, str],
-                 class_homes: dict[str, tuple[str, str]]) -> None:
+                 class_homes: dict[str, tuple[str, str]],
+                 imports: dict[str, dict[str, str]]) -> None:
         self.raws = raws  # path → original bytes (the files being fixed)
         self.texts = texts  # and their text
+        self.imports = imports  # path → module-level import bindings (local → qualified)
         self.class_homes = class_homes  # class qualname → (path, class name)
         self.files: dict[str, FileState] = {}
 
@@ -109,7 +112,7 @@ class Prepass:
         new_lines = [reading.as_dataset(s, this) for s in moved]
         new_lines += [_statement(f"{this}.{name}()") for name in openers]
         self._check_names(new_lines, cstate.located.module, reading, this,
-                          same_module=cpath == path)
+                          (path, cpath))
         edits = dict(_init_edits(init, attrs, new_lines, this, openers, cls))
         for node in edits:
             if node in cstate.replacements:
@@ -133,8 +136,11 @@ class Prepass:
                 wstate.touched |= _lines(wstate.located, [node])
 
     def _check_names(self, new_lines: list[cst.BaseStatement], module: cst.Module,
-                     reading: "_WorkerFn", this: str, same_module: bool) -> None:
+                     reading: "_WorkerFn", this: str, paths: tuple[str, str]) -> None:
+        """The names the moved creation reads mean the same in the dataset's module."""
         bound = module_bindings(module) | BUILTIN_NAMES | {this}
+        there, here = (self.imports.get(p, {}) for p in paths)
+        same_module = paths[0] == paths[1]
         for statement in new_lines:
             for name in sorted(loaded_names(statement)):
                 if name in reading.worker_only:
@@ -143,10 +149,10 @@ class Prepass:
                 if name in reading.locals:
                     raise Unfixable(f"the handle's creation reads {name}, a local of the "
                                     "worker_init_fn")
-                if name not in bound:
-                    where = "" if same_module else " the dataset's module"
+                if name not in bound or there.get(name) != here.get(name):
+                    where = "the module" if same_module else "the dataset's module"
                     raise Unfixable(f"the handle's creation needs {name}, which is not bound "
-                                    f"in{where or ' the module'} at module level")
+                                    f"(to the same thing) in {where} at module level")
 
     def _worker_fn_edits(self, group: RemedyGroup, wstate: FileState, function: WorkerFn,
                          reading: "_WorkerFn", kept: list[cst.BaseStatement]
@@ -216,12 +222,18 @@ class Prepass:
                 used |= loaded_names(statement)
         unused = state.unused - used
         body: list[cst.BaseStatement] = []
+        carried: list[cst.EmptyLine] = []  # the blank lines above a deleted import
         for statement, original in zip(module.body, originals):  # one pass kept their order
             new = _without_aliases(statement, unused) if _is_import(statement) else statement
             if new is not statement:
                 state.touched |= _lines(state.located, [original])
-            if new is not None:
-                body.append(new)
+            if new is None:
+                carried = [*carried, *leading_lines(statement)]
+                continue
+            if carried:
+                new = with_leading_lines(new, [*carried, *leading_lines(new)])
+                carried = []
+            body.append(new)
         return module.with_changes(body=body)
 
 
