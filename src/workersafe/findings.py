@@ -35,7 +35,7 @@ class FixPlan:
     loaders: tuple[tuple[str, int, int], ...] = ()  # (path, line, col) of loaders to wire
     # "worker-init-only": (path, line, col) of the worker_init_fn (its `def`, or the lambda)
     # that creates the handle; `method` is its qualified name ("" for a lambda)
-    worker_init: tuple[str, int, int] = ()
+    worker_init: Optional[tuple[str, int, int]] = None
 
     @property
     def holding_attrs(self) -> tuple[str, ...]:

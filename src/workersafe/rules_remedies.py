@@ -249,7 +249,8 @@ def _misses_wrapper(project: Project, index: _Index, view_of: ViewOf) -> Iterato
                       f"worker_init_fn {init.label} {does} without walking wrappers (no "
                       f"DataLoader with a known dataset using it found): under Subset, "
                       f"ConcatDataset or random_split the inner dataset is never reached; walk "
-                      f".dataset/.datasets to it", _wrapper_plan(project, index, view_of, init, site))
+                      f".dataset/.datasets to it",
+                      _wrapper_plan(project, index, view_of, init, site))
 
 
 def _wrapper_plan(project: Project, index: _Index, view_of: ViewOf, init: _Init, site: AttrSite
@@ -263,8 +264,9 @@ def _wrapper_plan(project: Project, index: _Index, view_of: ViewOf, init: _Init,
         if not project.is_torch_dataset(cls):
             continue
         view = view_of(project, cls)
-        if (site.attr in view.methods) if called else (site.attr in view.worker_reads
-                                                      and site.attr not in view.methods):
+        reads = site.attr in view.methods if called else (
+            site.attr in view.worker_reads and site.attr not in view.methods)
+        if reads:
             owners.append(view)
     owner = owners[0] if len(owners) == 1 else None
     loaders = project.loaders_by_class().get(owner.cls.qualname, []) if owner else []

@@ -71,6 +71,7 @@ class Prepass:
         self.raws = raws  # path → original bytes (the files being fixed)
         self.texts = texts  # and their text
         self.imports = imports  # path → module-level import bindings (local → qualified)
+        self.opened: dict[str, set[str]] = {}  # class qualname → attributes __init__ now makes
         self.class_homes = class_homes  # class qualname → (path, class name)
         self.files: dict[str, FileState] = {}
 
@@ -113,13 +114,18 @@ class Prepass:
         new_lines += [_statement(f"{this}.{name}()") for name in openers]
         self._check_names(new_lines, cstate.located.module, reading, this,
                           (path, cpath))
-        edits = dict(_init_edits(init, attrs, new_lines, this, openers, cls))
+        opened = self.opened.setdefault(qualname, set())
+        made = set(attrs) | _set_by_openers(cls, openers, this)
+        already = made <= opened or (made <= _made_in(init, this) and not openers)
+        edits = {} if already else _init_edits(init, attrs, new_lines, this, openers, cls)
         for node in edits:
             if node in cstate.replacements:
-                raise Unfixable(f"{cname}.__init__ is edited by another worker_init_fn's fix")
-        if any(n in wstate.replacements for n in (function,)):
+                raise Unfixable(f"{cname}.__init__ is edited by another worker_init_fn's fix "
+                                "for other attributes: fix it by hand")
+        if function in wstate.replacements:
             raise Unfixable("the worker_init_fn is already being rewritten")
         wiring = self._worker_fn_edits(group, wstate, function, reading, kept)
+        opened |= made
         wstate.unused |= loaded_names(function) - set().union(*(loaded_names(s) for s in kept))
         for node, new in edits.items():
             cstate.replacements[node] = new
@@ -206,10 +212,9 @@ class Prepass:
             module = state.located.module
             body = [s for s in module.body if id(s) not in state.removed]
             module = module.with_changes(body=body).visit(ReplaceNodes(state.replacements))
-            module = self._drop_unused_imports(state, module, body)
+            module = self._drop_unused_imports(state, module, statements(body))
             out[path] = module.bytes
         return out
-
 
     def _drop_unused_imports(self, state: FileState, module: cst.Module,
                              originals: list[cst.BaseStatement]) -> cst.Module:
@@ -248,7 +253,7 @@ def _without_aliases(statement: cst.BaseStatement, names: set[str]
     assert isinstance(statement, cst.SimpleStatementLine)
     small = statement.body[0]
     assert isinstance(small, (cst.Import, cst.ImportFrom))
-    if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar):
+    if isinstance(small.names, cst.ImportStar):
         return statement
     aliases = list(small.names)
     kept = [a for a in aliases if _alias_binding(a) not in names]
@@ -304,10 +309,10 @@ class _WorkerFn:
         """(creating and configuring statements, openers called, statements kept)."""
         function = self.function
         if isinstance(function, cst.Lambda):
-            body = function.body
-            if isinstance(body, cst.Call) and not body.args and isinstance(
-                    body.func, cst.Attribute) and self.is_dataset(body.func.value):
-                return [], [body.func.attr.value], []
+            call = function.body
+            if isinstance(call, cst.Call) and not call.args and isinstance(
+                    call.func, cst.Attribute) and self.is_dataset(call.func.value):
+                return [], [call.func.attr.value], []
             raise Unfixable("the lambda worker_init_fn does more than call an opener on the "
                             "dataset: fix it by hand")
         moved: list[cst.BaseStatement] = []
@@ -328,6 +333,9 @@ class _WorkerFn:
             if isinstance(target, cst.Name) and value is not None and self.is_dataset(value):
                 self.datasets.add(target.value)
                 bindings.append((statement, target.value))
+                continue
+            if self._is_guard(statement):  # `if info is None: return`: true in a worker
+                bindings.append((statement, ""))
                 continue
             if isinstance(target, cst.Attribute) and self.is_dataset(target.value):
                 if target.attr.value not in attrs:
@@ -356,6 +364,18 @@ class _WorkerFn:
         if not moved and not openers:
             raise Unfixable("cannot find where the worker_init_fn creates the handle")
         return moved, openers, _with_bindings(body, kept, bindings)
+
+    def _is_guard(self, statement: cst.BaseStatement) -> bool:
+        """`if <worker info or dataset> is None: return` (or `pass`)."""
+        if not isinstance(statement, cst.If) or statement.orelse is not None:
+            return False
+        inner = statement.body.body
+        plain = [single(s) if isinstance(s, cst.SimpleStatementLine) else s for s in inner] \
+            if isinstance(statement.body, cst.IndentedBlock) else list(inner)
+        if not all(isinstance(s, cst.Pass) or (isinstance(s, cst.Return) and s.value is None)
+                   for s in plain):
+            return False
+        return loaded_names(statement.test) <= self.infos | self.datasets | {"None"}
 
     def _mentions_dataset(self, node: cst.CSTNode) -> bool:
         return any((isinstance(n, cst.Name) and n.value in self.datasets)
@@ -424,6 +444,12 @@ def _init_edits(init: cst.FunctionDef, attrs: list[str], new_lines: list[cst.Bas
     if at == len(items):
         new_items += new_lines
     return {init: init.with_changes(body=body.with_changes(body=new_items))}
+
+
+def _made_in(init: cst.FunctionDef, this: str) -> set[str]:
+    """The attributes `__init__` sets at its own level to something other than None."""
+    return {a for s in _body(init) if not _sets_none(s, this) for a in _self_targets(s, this)
+            if isinstance(s, cst.SimpleStatementLine)}
 
 
 def _set_by_openers(cls: cst.ClassDef, openers: list[str], this: str) -> set[str]:
