@@ -21,7 +21,7 @@ from .facts import (
     RemedyClass, Span, WorkerInit,
 )
 from .findings import Finding, FixPlan
-from .link import SPAWN_LIKE, Methods, Project, method_closure
+from .link import SPAWN_LIKE, LoaderUse, Methods, Project, method_closure
 from .registry import Registry
 
 
@@ -35,6 +35,7 @@ class View(Protocol):
 
 
 ViewOf = Callable[[Project, ClassFacts], View]
+ByClass = dict[str, list[LoaderUse]]  # Project.loaders_by_class()
 Located = tuple[FileFacts, LoaderCall]
 
 
@@ -101,7 +102,7 @@ def remedy_findings(project: Project, registry: Registry, view_of: ViewOf) -> li
         view = view_of(project, cls)
         findings.extend(_worker_init_only(project, index, view, uses))
         findings.extend(_lazy_opened_in_parent(project, registry, index, view, uses))
-    findings.extend(_misses_wrapper(project, index, view_of))
+    findings.extend(_misses_wrapper(project, index, view_of, loaders_by_class))
     return findings
 
 
@@ -213,7 +214,8 @@ _USE_TEXT = {"getitem": "indexing the dataset", "iter": "iterating the dataset",
 
 # --- WS302 / WS312 ------------------------------------------------------------------------
 
-def _misses_wrapper(project: Project, index: _Index, view_of: ViewOf) -> Iterator[Finding]:
+def _misses_wrapper(project: Project, index: _Index, view_of: ViewOf, by_class: ByClass
+                    ) -> Iterator[Finding]:
     confirmed: set[tuple[str, Span]] = set()
     resolved: set[tuple[str, Span]] = set()  # used by a loader whose dataset was found
     for facts, loader in project.loaders():
@@ -237,7 +239,7 @@ def _misses_wrapper(project: Project, index: _Index, view_of: ViewOf) -> Iterato
                           f"{_where(facts.path, loader.span.line)} wraps the dataset in "
                           f"{wrapper}: the inner dataset is never reached; walk "
                           f".dataset/.datasets to it, or open the handle in the dataset",
-                          _wrapper_plan(project, index, view_of, init, site))
+                          _wrapper_plan(project, index, view_of, by_class, init, site))
     for init in index.inits.values():
         key = (init.facts.path, init.init.span)
         if key in confirmed or key in resolved or init.init.walks_wrappers:
@@ -250,11 +252,11 @@ def _misses_wrapper(project: Project, index: _Index, view_of: ViewOf) -> Iterato
                       f"DataLoader with a known dataset using it found): under Subset, "
                       f"ConcatDataset or random_split the inner dataset is never reached; walk "
                       f".dataset/.datasets to it",
-                      _wrapper_plan(project, index, view_of, init, site))
+                      _wrapper_plan(project, index, view_of, by_class, init, site))
 
 
-def _wrapper_plan(project: Project, index: _Index, view_of: ViewOf, init: _Init, site: AttrSite
-                  ) -> FixPlan:
+def _wrapper_plan(project: Project, index: _Index, view_of: ViewOf, by_class: ByClass,
+                  init: _Init, site: AttrSite) -> FixPlan:
     """The fix of a worker_init_fn that misses wrappers: the handle it makes is opened by the
     dataset class that uses it (the one class whose methods read the attribute, or define the
     method called; none when that is not one class: the fixer refuses)."""
@@ -268,8 +270,10 @@ def _wrapper_plan(project: Project, index: _Index, view_of: ViewOf, init: _Init,
             site.attr in view.worker_reads and site.attr not in view.methods)
         if reads:
             owners.append(view)
+    names = {o.cls.qualname for o in owners}  # a subclass inheriting the reads is its base's
+    owners = [o for o in owners if not any(b.qualname in names for b in project.mro(o.cls)[1:])]
     owner = owners[0] if len(owners) == 1 else None
-    loaders = project.loaders_by_class().get(owner.cls.qualname, []) if owner else []
+    loaders = by_class.get(owner.cls.qualname, []) if owner else []
     uses = [(f, ld) for f, ld, _ in loaders]
     if owner is None:
         return _plan(init, site.attr, "", "", uses)
