@@ -272,6 +272,13 @@ def _wrapper_plan(project: Project, index: _Index, view_of: ViewOf, by_class: By
             owners.append(view)
     names = {o.cls.qualname for o in owners}  # a subclass inheriting the reads is its base's
     owners = [o for o in owners if not any(b.qualname in names for b in project.mro(o.cls)[1:])]
+    if len(owners) > 1:  # those a loader wiring this worker_init_fn uses
+        owners = [o for o in owners if any(
+            init in index.loader_inits(f, ld) for f, ld, _ in by_class.get(o.cls.qualname, []))
+        ] or owners
+    if len(owners) > 1:  # those of its own file
+        owners = [o for o in owners if project.class_file[o.cls.qualname].path
+                  == init.facts.path] or owners
     owner = owners[0] if len(owners) == 1 else None
     loaders = by_class.get(owner.cls.qualname, []) if owner else []
     uses = [(f, ld) for f, ld, _ in loaders]

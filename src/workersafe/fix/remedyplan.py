@@ -183,8 +183,8 @@ class Prepass:
                 raise Unfixable("cannot find the DataLoader call the lambda is passed to")
             group.note = "the lambda worker_init_fn removed"
             return edits
-        others = [p for p, text in self.texts.items() if p != group.worker_init[0]
-                  and re.search(rf"\b{re.escape(short)}\b", text)]
+        others = [p for p in self.texts if p != group.worker_init[0]
+                  and self._imports_function(p, group.name)]
         if others:
             raise Unfixable(f"{short} is also named in {others[0]}: remove it there by hand")
         wired = {id(a.value) for _, a in _wired_args(wstate.located, function, short)}
@@ -201,6 +201,17 @@ class Prepass:
                             "DataLoader's worker_init_fn: remove it by hand")
         edits[function] = _REMOVED
         return edits
+
+    def _imports_function(self, path: str, qualname: str) -> bool:
+        """Whether the file at `path` imports the function, or its module and reads it."""
+        module, _, short = qualname.rpartition(".")
+        for local, qualified in self.imports.get(path, {}).items():
+            if qualified == qualname:
+                return True
+            if qualified == module and re.search(
+                    rf"\b{re.escape(local)}\s*\.\s*{re.escape(short)}\b", self.texts[path]):
+                return True
+        return False
 
     # --- rendering ----------------------------------------------------------------------------
 
