@@ -91,7 +91,7 @@ def fix_result(engine: Engine, result: CheckResult, strategy: str) -> FixResult:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
         return _none_fixed(result, f"not fixed: libcst cannot parse a file this fix edits "
                                    f"({first}); fix it by hand")
-    return FixResult(new_bytes, outcomes)
+    return FixResult(new_bytes, outcomes, {c.path for c in rewriter.fixed_classes})
 
 
 def _none_fixed(result: CheckResult, note: str) -> FixResult:
@@ -136,9 +136,9 @@ def write_all(result: CheckResult, fixed: FixResult) -> list[tuple[str, str]]:
 def write_order(fixed: FixResult) -> list[str]:
     """The changed files, those that define a fixed dataset class first, then the rest (the
     files that only import from them), each part in path order."""
-    providers = {o.finding.path for o in fixed.outcomes
-                 if o.status == "fixed" and o.finding.plan is not None
-                 and o.finding.plan.kind in ("instance", "class", "module")}
+    providers = fixed.providers | {o.finding.path for o in fixed.outcomes
+                                   if o.status == "fixed" and o.finding.plan is not None
+                                   and o.finding.plan.kind in ("instance", "class", "module")}
     return sorted(fixed.new_sources, key=lambda p: (p not in providers, p))
 
 

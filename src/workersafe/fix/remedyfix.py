@@ -10,18 +10,21 @@ verification checks it like any other rewrite."""
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import replace
-from typing import Optional
+from typing import Final, Optional
 
 from ..engine import CheckResult, Engine
 from ..findings import Finding
+from ..ruletable import codes_fixed_as
 from ..source import decode
 from .outcome import Outcome
 from .plan import Unfixable
 from .remedyplan import Prepass, RemedyGroup, groups_of
 from .rewrite import Rewriter
 
-KIND = "worker-init-only"
+KIND: Final = "worker-init-only"
+REMEDY_CODES = frozenset(codes_fixed_as(KIND))
 
 
 def make_rewriter(engine: Engine, result: CheckResult, strategy: str) -> Rewriter:
@@ -69,7 +72,7 @@ class RemedyRewriter(Rewriter):
             group, why = failed[0]
             refused[groups.index(group)] = why
             return None
-        outcomes = self._outcomes(groups, refused, verdicts, inner_outcomes)
+        outcomes = self._outcomes(groups, refused, inner_outcomes, middle)
         self.outcomes = outcomes
         self.fixed_classes = inner.fixed_classes
         out: dict[str, bytes] = {}
@@ -135,8 +138,7 @@ class RemedyRewriter(Rewriter):
         return verdicts
 
     def _outcomes(self, groups: list[RemedyGroup], refused: dict[int, str],
-                  verdicts: dict[RemedyGroup, Optional[str]], inner: list[Outcome]
-                  ) -> list[Outcome]:
+                  inner: list[Outcome], middle: CheckResult) -> list[Outcome]:
         """The inner outcomes told about the original findings."""
         originals = {f.identity(): f for f in self.result.findings}
         outcomes: list[Outcome] = []
@@ -156,8 +158,14 @@ class RemedyRewriter(Rewriter):
                 continue
             decided.add(id(found))
             outcomes.append(Outcome(found, outcome.status, outcome.note))
+        left = {_remedy_key(f) for f in middle.findings}
         for finding in self.result.findings:  # WS001 and the like, decided by no one yet
-            if id(finding) not in decided and not any(g.findings.count(finding) for g in groups):
+            if id(finding) in decided or any(g.findings.count(finding) for g in groups):
+                continue
+            if finding.code in REMEDY_CODES and _remedy_key(finding) not in left:
+                # not chosen (the editor's quick fix of its twin), but fixed all the same
+                outcomes.append(Outcome(finding, "fixed", "with the worker_init_fn's fix"))
+            else:
                 outcomes.append(Outcome(finding, "unfixable", "no automatic fix for this finding"))
         return outcomes
 
@@ -173,6 +181,11 @@ class RemedyRewriter(Rewriter):
             for offset in range(block.size):
                 mapping[block.b + offset + 1] = block.a + offset + 1
         return set(touched) | {mapping[line] for line in inner_allowed if line in mapping}
+
+
+def _remedy_key(finding: Finding) -> tuple[str, str, str]:
+    """A remedy finding, whatever lines moved (its message names lines)."""
+    return finding.path, finding.code, re.sub(r"\d+", "", finding.message)
 
 
 def _of_group(finding: Finding, group: RemedyGroup) -> bool:
