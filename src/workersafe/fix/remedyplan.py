@@ -10,6 +10,7 @@ it did, it leaves the DataLoader calls, and its `def` goes when nothing else nam
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
@@ -18,9 +19,9 @@ import libcst as cst
 
 from ..findings import Finding
 from .cstutil import (
-    BUILTIN_NAMES, Located, ReplaceNodes, bound_names, dotted, function_params, leading_lines,
-    loaded_names, module_bindings, single, statements, walk, with_dominant_newline,
-    with_leading_lines,
+    BUILTIN_NAMES, Located, ReplaceNodes, as_statement, bound_names, dotted, function_params,
+    leading_lines, loaded_names, module_bindings, single, statements, walk,
+    with_dominant_newline, with_leading_lines,
 )
 from .plan import Unfixable
 
@@ -122,24 +123,27 @@ class Prepass:
             if node in cstate.replacements:
                 raise Unfixable(f"{cname}.__init__ is edited by another worker_init_fn's fix "
                                 "for other attributes: fix it by hand")
-        if function in wstate.replacements:
-            raise Unfixable("the worker_init_fn is already being rewritten")
-        wiring = self._worker_fn_edits(group, wstate, function, reading, kept)
+        wiring = self._worker_fn_edits(group, wstate, function, kept)
+        if any(node in self.state(p).replacements for p, found in wiring.items()
+               for node in found):
+            raise Unfixable("a DataLoader call is already edited by another worker_init_fn's "
+                            "fix: fix it by hand")
         opened |= made
         wstate.unused |= loaded_names(function) - set().union(*(loaded_names(s) for s in kept))
         for node, new in edits.items():
             cstate.replacements[node] = new
         cstate.touched |= _lines(cstate.located, list(edits))
-        for node, new_node in wiring.items():
-            if new_node is _REMOVED:
-                wstate.removed.add(id(node))
-                start, end = wstate.located.lines_of(node)
-                before = len(leading_lines(node)) if isinstance(
-                    node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) else 0
-                wstate.touched.update(range(start - before, end + 1))
-            else:
-                wstate.replacements[node] = new_node
-                wstate.touched |= _lines(wstate.located, [node])
+        for where, found in wiring.items():
+            state = self.state(where)
+            for node, new_node in found.items():
+                if new_node is _REMOVED:
+                    state.removed.add(id(node))
+                    start, end = state.located.lines_of(node)
+                    before = len(leading_lines(as_statement(node)))
+                    state.touched.update(range(start - before, end + 1))
+                else:
+                    state.replacements[node] = new_node
+                    state.touched |= _lines(state.located, [node])
 
     def _check_names(self, new_lines: list[cst.BaseStatement], module: cst.Module,
                      reading: "_WorkerFn", this: str, paths: tuple[str, str]) -> None:
@@ -161,9 +165,12 @@ class Prepass:
                                     f"(to the same thing) in {where} at module level")
 
     def _worker_fn_edits(self, group: RemedyGroup, wstate: FileState, function: WorkerFn,
-                         reading: "_WorkerFn", kept: list[cst.BaseStatement]
-                         ) -> dict[cst.CSTNode, cst.CSTNode]:
-        edits: dict[cst.CSTNode, cst.CSTNode] = {}
+                         kept: list[cst.BaseStatement]
+                         ) -> dict[str, dict[cst.CSTNode, cst.CSTNode]]:
+        """Path → edits: the worker_init_fn trimmed to what it keeps, or (nothing kept) gone
+        from the DataLoader calls, here and in the files importing it, its `def` deleted."""
+        path = group.worker_init[0]
+        short = _short(group.name)
         if kept:
             assert isinstance(function, cst.FunctionDef)
             body = function.body
@@ -171,47 +178,62 @@ class Prepass:
             first = body.body[0]
             if kept[0] is not first:  # it takes over the first statement's leading lines
                 kept = [kept[0].with_changes(leading_lines=leading_lines(first)), *kept[1:]]
-            edits[function] = function.with_changes(body=body.with_changes(body=kept))
-            group.note = f"worker_init_fn {_short(group.name)} kept (chained)"
-            return edits
-        module = wstate.located.module
-        short = _short(group.name)
-        for call, arg in _wired_args(wstate.located, function, short):
-            edits[call] = _without_arg(call, arg)
+            group.note = f"worker_init_fn {short} kept (chained)"
+            return {path: {function: function.with_changes(body=body.with_changes(body=kept))}}
         if isinstance(function, cst.Lambda):
+            edits: dict[cst.CSTNode, cst.CSTNode] = {
+                call: _without_arg(call, arg)
+                for call, arg in _wired_args(wstate.located, function, "")}
             if not edits:
                 raise Unfixable("cannot find the DataLoader call the lambda is passed to")
             group.note = "the lambda worker_init_fn removed"
-            return edits
-        others = [p for p in self.texts if p != group.worker_init[0]
-                  and self._imports_function(p, group.name)]
-        if others:
-            raise Unfixable(f"{short} is also named in {others[0]}: remove it there by hand")
-        wired = {id(a.value) for _, a in _wired_args(wstate.located, function, short)}
-        for node in walk(module):  # keywords and attribute names are not uses of it
-            if isinstance(node, cst.Arg) and node.keyword is not None:
-                wired.add(id(node.keyword))
-            elif isinstance(node, cst.Attribute):
-                wired.add(id(node.attr))
-        left = [n for n in walk(module) if isinstance(n, cst.Name) and n.value == short
-                and n is not function.name and id(n) not in wired]
+            return {path: edits}
+        out = {path: self._unwired(path, short, function)}
+        out[path][function] = _REMOVED
+        for other in self.texts:
+            if other != path:
+                for local in self._imported_as(other, group.name):
+                    out.setdefault(other, {}).update(self._unwired(other, local, None))
+                    self.state(other).unused.add(local)
         group.note = f"worker_init_fn {short} removed: it only created the handle"
-        if left:
-            raise Unfixable(f"{short} only creates the handle, but it is used besides the "
-                            "DataLoader's worker_init_fn: remove it by hand")
-        edits[function] = _REMOVED
+        return out
+
+    def _unwired(self, path: str, name: str, function: Optional[cst.FunctionDef]
+                 ) -> dict[cst.CSTNode, cst.CSTNode]:
+        """The calls of this file passing `name` as `worker_init_fn=`, without it; Unfixable
+        when the file uses `name` otherwise."""
+        located = self.state(path).located
+        edits: dict[cst.CSTNode, cst.CSTNode] = {}
+        skip: set[int] = set()
+        for call, arg in _wired_args(located, function, name):
+            edits[call] = _without_arg(call, arg)
+            skip.add(id(arg.value))
+        for node in walk(located.module):  # keywords, attribute names, imports: not uses
+            if isinstance(node, cst.Arg) and node.keyword is not None:
+                skip.add(id(node.keyword))
+            elif isinstance(node, cst.Attribute):
+                skip.add(id(node.attr))
+            elif isinstance(node, (cst.Import, cst.ImportFrom)):
+                skip.update(id(n) for n in walk(node))
+        if any(isinstance(n, cst.Name) and n.value == name and id(n) not in skip
+               and (function is None or n is not function.name) for n in walk(located.module)):
+            raise Unfixable(f"{name} only creates the handle, but {os.path.basename(path)} uses "
+                            "it besides a DataLoader's worker_init_fn: remove it by hand")
         return edits
 
-    def _imports_function(self, path: str, qualname: str) -> bool:
-        """Whether the file at `path` imports the function, or its module and reads it."""
+    def _imported_as(self, path: str, qualname: str) -> list[str]:
+        """The names the file at `path` imports the function as; Unfixable when it reads it
+        through its module (`train.worker_init_fn`)."""
         module, _, short = qualname.rpartition(".")
+        found = []
         for local, qualified in self.imports.get(path, {}).items():
             if qualified == qualname:
-                return True
-            if qualified == module and re.search(
+                found.append(local)
+            elif qualified == module and re.search(
                     rf"\b{re.escape(local)}\s*\.\s*{re.escape(short)}\b", self.texts[path]):
-                return True
-        return False
+                raise Unfixable(f"{os.path.basename(path)} reads {local}.{short}: remove it "
+                                "there by hand")
+        return found
 
     # --- rendering ----------------------------------------------------------------------------
 
@@ -560,9 +582,10 @@ def _worker_function(located: Located, name: str, line: int, col: int) -> Worker
     raise Unfixable("cannot find the lambda worker_init_fn")
 
 
-def _wired_args(located: Located, function: WorkerFn, short: str
+def _wired_args(located: Located, function: Optional[WorkerFn], name: str
                 ) -> list[tuple[cst.Call, cst.Arg]]:
-    """The `worker_init_fn=<it>` arguments of calls in this file."""
+    """The `worker_init_fn=<it>` arguments of calls in this file: the lambda itself, or the
+    name `name`."""
     found = []
     for node in walk(located.module):
         if not isinstance(node, cst.Call):
@@ -570,8 +593,8 @@ def _wired_args(located: Located, function: WorkerFn, short: str
         for arg in node.args:
             if arg.keyword is None or arg.keyword.value != "worker_init_fn":
                 continue
-            if arg.value is function or (isinstance(function, cst.FunctionDef) and isinstance(
-                    arg.value, cst.Name) and arg.value.value == short):
+            if arg.value is function or (not isinstance(function, cst.Lambda) and isinstance(
+                    arg.value, cst.Name) and arg.value.value == name):
                 found.append((node, arg))
     return found
 
