@@ -212,10 +212,10 @@ def _mark_fixable(engine: Engine, result: CheckResult, config: Config) -> list[F
     """Say in each message whether `workersafe fix` can fix it (planning only, no writes)."""
     if not any(f.plan for f in result.findings):
         return result.findings
-    from .fix.rewrite import Rewriter
+    from .fix.remedyfix import make_rewriter
 
     try:
-        _, outcomes = Rewriter(engine, result, config.fix_strategy).run()
+        _, outcomes = make_rewriter(engine, result, config.fix_strategy).run()
     except Exception:  # noqa: BLE001 - marking is a courtesy; never fail a check over it
         return result.findings
     verdict = {(o.finding.path, o.finding.span, o.finding.code): o for o in outcomes}

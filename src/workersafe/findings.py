@@ -39,6 +39,9 @@ class FixPlan:
     # the qualified function or holder class); for a holder, `attr` is the dataset's attribute
     via: str = ""
     call: Optional[Span] = None
+    # "worker-init-only": (path, line, col) of the worker_init_fn (its `def`, or the lambda)
+    # that creates the handle; `method` is its qualified name ("" for a lambda)
+    worker_init: Optional[tuple[str, int, int]] = None
 
     @property
     def holding_attrs(self) -> tuple[str, ...]:

@@ -58,7 +58,7 @@ def run_fix(args: argparse.Namespace, config: Config, engine: Engine) -> int:
         report_outcomes(shown, sys.stderr, diff_only=True)
         return EXIT_FINDINGS if fixed.new_sources else EXIT_CLEAN
     plain = FixResult({p: b for p, b in fixed.new_sources.items() if not is_notebook(p)},
-                      fixed.outcomes)
+                      fixed.outcomes, fixed.providers)
     write_failures = write_all(result, plain)
     for path, (old, new) in sorted(notebooks.items()):
         try:

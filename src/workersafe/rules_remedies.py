@@ -20,8 +20,8 @@ from .facts import (
     AttrSite, ClassFacts, DatasetUse, FileFacts, HandleSite, LazyOpen, LoaderCall, LoaderWrap,
     RemedyClass, Span, WorkerInit,
 )
-from .findings import Finding
-from .link import SPAWN_LIKE, Methods, Project, method_closure
+from .findings import Finding, FixPlan
+from .link import SPAWN_LIKE, LoaderUse, Methods, Project, method_closure
 from .registry import Registry
 
 
@@ -35,6 +35,7 @@ class View(Protocol):
 
 
 ViewOf = Callable[[Project, ClassFacts], View]
+ByClass = dict[str, list[LoaderUse]]  # Project.loaders_by_class()
 Located = tuple[FileFacts, LoaderCall]
 
 
@@ -101,7 +102,7 @@ def remedy_findings(project: Project, registry: Registry, view_of: ViewOf) -> li
         view = view_of(project, cls)
         findings.extend(_worker_init_only(project, index, view, uses))
         findings.extend(_lazy_opened_in_parent(project, registry, index, view, uses, view_of))
-    findings.extend(_misses_wrapper(project, index, view_of))
+    findings.extend(_misses_wrapper(project, index, view_of, loaders_by_class))
     return findings
 
 
@@ -136,18 +137,21 @@ def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Lo
                 path, span = home.path, none_site.span
             else:
                 path, span = init.facts.path, site
+            plan = _plan(init, attr,
+                         _owner_of_none(mro, remedy, attr) if none_site else view.cls.qualname,
+                         _handle_of(view, init.init, attr), uses)
             what = (f"{attr} of {view.cls.name} is "
                     f"{'None' if none_site else 'not set'} after __init__ and created only by "
                     f"worker_init_fn {init.label}")
             if evidence:
                 yield Finding(path, span, "WS301",
                               f"{what}: {evidence} runs in the main process and fails; "
-                              f"open it in the dataset (an opener __init__ calls)")
+                              f"open it in the dataset (an opener __init__ calls)", plan)
             else:
                 yield Finding(path, span, "WS311",
                               f"{what}: it fails wherever the dataset runs in the main process "
                               f"(num_workers=0, ds[i]); open it in the dataset "
-                              f"(an opener __init__ calls)")
+                              f"(an opener __init__ calls)", plan)
 
 
 def _created_by(view: View, init: WorkerInit, init_names: set[str]
@@ -166,6 +170,27 @@ def _created_by(view: View, init: WorkerInit, init_names: set[str]
             for held in owner.held:
                 if held.method == name:
                     yield held.attr, call.span
+
+
+def _plan(init: _Init, attr: str, owner: str, handle: str, uses: list[Located]) -> FixPlan:
+    """What the fixer needs: the class and attribute, the worker_init_fn making it, and the
+    loaders using the class."""
+    loaders = tuple(dict.fromkeys((f.path, ld.span.line, ld.span.col) for f, ld in uses))
+    where = (init.facts.path, init.init.span.line, init.init.span.col)
+    return FixPlan("worker-init-only", handle, owner, attr, (attr,), init.init.name, loaders,
+                   where)
+
+
+def _handle_of(view: View, init: WorkerInit, attr: str) -> str:
+    """The handle an opener the worker_init_fn calls creates in `attr` ("" when the
+    worker_init_fn creates it itself: the fixer reads the creation)."""
+    for call in init.calls:
+        for name in method_closure([call.attr], view.methods) if call.attr in view.methods \
+                else []:
+            for held in view.methods[name][0].held:
+                if held.method == name and held.attr == attr:
+                    return held.site.handle
+    return ""
 
 
 def _owner_of_none(mro: list[ClassFacts], remedy: list[RemedyClass], attr: str) -> str:
@@ -189,7 +214,8 @@ _USE_TEXT = {"getitem": "indexing the dataset", "iter": "iterating the dataset",
 
 # --- WS302 / WS312 ------------------------------------------------------------------------
 
-def _misses_wrapper(project: Project, index: _Index, view_of: ViewOf) -> Iterator[Finding]:
+def _misses_wrapper(project: Project, index: _Index, view_of: ViewOf, by_class: ByClass
+                    ) -> Iterator[Finding]:
     confirmed: set[tuple[str, Span]] = set()
     resolved: set[tuple[str, Span]] = set()  # used by a loader whose dataset was found
     for facts, loader in project.loaders():
@@ -212,7 +238,8 @@ def _misses_wrapper(project: Project, index: _Index, view_of: ViewOf) -> Iterato
                           f"worker_init_fn {init.label} {does}, but the DataLoader at "
                           f"{_where(facts.path, loader.span.line)} wraps the dataset in "
                           f"{wrapper}: the inner dataset is never reached; walk "
-                          f".dataset/.datasets to it, or open the handle in the dataset")
+                          f".dataset/.datasets to it, or open the handle in the dataset",
+                          _wrapper_plan(project, index, view_of, by_class, init, site))
     for init in index.inits.values():
         key = (init.facts.path, init.init.span)
         if key in confirmed or key in resolved or init.init.walks_wrappers:
@@ -224,7 +251,50 @@ def _misses_wrapper(project: Project, index: _Index, view_of: ViewOf) -> Iterato
                       f"worker_init_fn {init.label} {does} without walking wrappers (no "
                       f"DataLoader with a known dataset using it found): under Subset, "
                       f"ConcatDataset or random_split the inner dataset is never reached; walk "
-                      f".dataset/.datasets to it")
+                      f".dataset/.datasets to it",
+                      _wrapper_plan(project, index, view_of, by_class, init, site))
+
+
+def _wrapper_plan(project: Project, index: _Index, view_of: ViewOf, by_class: ByClass,
+                  init: _Init, site: AttrSite) -> FixPlan:
+    """The fix of a worker_init_fn that misses wrappers: the handle it makes is opened by the
+    dataset class that uses it (the one class whose methods read the attribute, or define the
+    method called; none when that is not one class: the fixer refuses)."""
+    called = site in init.init.calls
+    owners = []
+    for cls in project.classes.values():
+        if not project.is_torch_dataset(cls):
+            continue
+        view = view_of(project, cls)
+        reads = site.attr in view.methods if called else (
+            site.attr in view.worker_reads and site.attr not in view.methods)
+        if reads:
+            owners.append(view)
+    names = {o.cls.qualname for o in owners}  # a subclass inheriting the reads is its base's
+    owners = [o for o in owners if not any(b.qualname in names for b in project.mro(o.cls)[1:])]
+    if len(owners) > 1:  # those a loader wiring this worker_init_fn uses
+        owners = [o for o in owners if any(
+            init in index.loader_inits(f, ld) for f, ld, _ in by_class.get(o.cls.qualname, []))
+        ] or owners
+    if len(owners) > 1:  # those of its own file
+        owners = [o for o in owners if project.class_file[o.cls.qualname].path
+                  == init.facts.path] or owners
+    owner = owners[0] if len(owners) == 1 else None
+    loaders = by_class.get(owner.cls.qualname, []) if owner else []
+    uses = [(f, ld) for f, ld, _ in loaders]
+    if owner is None:
+        return _plan(init, site.attr, "", "", uses)
+    mro = project.mro(owner.cls)
+    attr = site.attr
+    if called:  # the attribute the opener makes (the first)
+        attr = next((h.attr for name in method_closure([site.attr], owner.methods)
+                     for h in owner.methods[name][0].held if h.method == name), site.attr)
+    remedy = [index.classes[m.qualname] for m in mro if m.qualname in index.classes]
+    if any(s.attr == attr for r in remedy for s in r.init_none):
+        home = _owner_of_none(mro, remedy, attr)
+    else:
+        home = next((m.qualname for m in mro if m.method("__init__")), owner.cls.qualname)
+    return _plan(init, attr, home, _handle_of(owner, init.init, attr), uses)
 
 
 def _what_init_does(init: _Init) -> tuple[AttrSite, str]:

@@ -257,6 +257,26 @@ PROGRAM_LIST += (
         fixed_configs=FULL_CONFIGS,  # a Session pickles: spawn worked before, and still does
     ),
 )
+# The remedies as commonly written (issue 15): they fail in the main process and under a
+# Subset; after the fix (the robust form) every configuration passes.
+NONE_SESSION = (r"AttributeError: 'NoneType' object has no attribute 'get'",)
+PROGRAM_LIST += (
+    Program(
+        "worker_init_session",
+        "WS311",
+        "self.session = None",
+        (Before(Config(workers=0, epochs=1), NONE_SESSION),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
+        "worker_init_session_subset",
+        "WS311",
+        "self.session = None",
+        (Before(Config(workers=2), NONE_SESSION),),
+        holdout_every=8,
+        fixed_configs=FULL_CONFIGS,
+    ),
+)
 PROGRAMS_BY_NAME = {program.name: program for program in PROGRAM_LIST}
 
 

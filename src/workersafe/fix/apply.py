@@ -23,7 +23,7 @@ from ..parse import deep_recursion
 from ..ruletable import UNREADABLE
 from ..source import decode
 from .outcome import FixResult, Outcome
-from .rewrite import Rewriter
+from .remedyfix import make_rewriter
 from .verify import VerificationError, verify
 from .write import atomic_write
 
@@ -71,7 +71,7 @@ def fix_result(engine: Engine, result: CheckResult, strategy: str) -> FixResult:
     """Plan, rewrite and verify in memory; writes nothing."""
     # The engine analyses nesting up to parse.MAX_DEPTH; libcst's position metadata and code
     # generation recurse once per level, so the fixer needs the same room.
-    rewriter = Rewriter(engine, result, strategy)
+    rewriter = make_rewriter(engine, result, strategy)
     try:
         with deep_recursion():
             new_texts, outcomes = rewriter.run()
@@ -91,7 +91,7 @@ def fix_result(engine: Engine, result: CheckResult, strategy: str) -> FixResult:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "syntax error"
         return _none_fixed(result, f"not fixed: libcst cannot parse a file this fix edits "
                                    f"({first}); fix it by hand")
-    return FixResult(new_bytes, outcomes)
+    return FixResult(new_bytes, outcomes, {c.path for c in rewriter.fixed_classes})
 
 
 def _none_fixed(result: CheckResult, note: str) -> FixResult:
@@ -136,9 +136,9 @@ def write_all(result: CheckResult, fixed: FixResult) -> list[tuple[str, str]]:
 def write_order(fixed: FixResult) -> list[str]:
     """The changed files, those that define a fixed dataset class first, then the rest (the
     files that only import from them), each part in path order."""
-    providers = {o.finding.path for o in fixed.outcomes
-                 if o.status == "fixed" and o.finding.plan is not None
-                 and o.finding.plan.kind in ("instance", "class", "module")}
+    providers = fixed.providers | {o.finding.path for o in fixed.outcomes
+                                   if o.status == "fixed" and o.finding.plan is not None
+                                   and o.finding.plan.kind in ("instance", "class", "module")}
     return sorted(fixed.new_sources, key=lambda p: (p not in providers, p))
 
 

@@ -21,3 +21,5 @@ class Outcome:
 class FixResult:
     new_sources: dict[str, bytes] = field(default_factory=dict)  # path → new bytes (changed only)
     outcomes: list[Outcome] = field(default_factory=list)
+    # files defining a rewritten dataset class (others may import its worker_init_fn)
+    providers: set[str] = field(default_factory=set)
