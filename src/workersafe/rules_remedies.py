@@ -178,7 +178,7 @@ def _plan(init: _Init, attr: str, owner: str, handle: str, uses: list[Located]) 
     loaders = tuple(dict.fromkeys((f.path, ld.span.line, ld.span.col) for f, ld in uses))
     where = (init.facts.path, init.init.span.line, init.init.span.col)
     return FixPlan("worker-init-only", handle, owner, attr, (attr,), init.init.name, loaders,
-                   where)
+                   worker_init=where)
 
 
 def _handle_of(view: View, init: WorkerInit, attr: str) -> str:
