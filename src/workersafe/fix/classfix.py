@@ -21,7 +21,7 @@ from .cstutil import (
 from .initplan import assigns_name, find_method
 from .plan import AttrPlan, Unfixable
 from .probes import probed_attrs
-from .templates import BLANK, getstate_methods, lazy_property, open_method
+from .templates import BLANK, UNPICKLED_PID, getstate_methods, lazy_property, open_method
 
 
 def find_class(module: cst.Module, name: str) -> Optional[cst.ClassDef]:
@@ -79,6 +79,8 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
             raise Unfixable(f"self.{attr} is probed with {how}, which a property would "
                             "always satisfy: use --strategy worker-init or fix by hand")
     names_in_use = _names_in_use(cls)
+    if strategy == "worker-init" and UNPICKLED_PID in names_in_use:
+        raise Unfixable(f"the class already uses self.{UNPICKLED_PID}")
     new_members: list[cst.BaseStatement] = []
     dropped: list[str] = []
     for plan in plans:
@@ -147,16 +149,16 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str]) -> list[cst
         taken = [renames[a] for a in plan.attrs if renames[a] in names_in_use]
         if taken:
             raise Unfixable(f"the class already uses self.{taken[0]}")
-    if plan.close_first:  # the library allows one open per process: drop the old one first
+    if plan.close_first:  # the library opens a file once per process: drop (not close) the old
         stored = [renames.get(a, a) for a in reversed(plan.attrs)]
         if len(stored) == 1:
             statements.append(cst.parse_statement(
-                f'self.__dict__.pop("{stored[0]}", None)  # one open per process: release the '
-                'old one first\n'))
+                f'self.__dict__.pop("{stored[0]}", None)  # one open per process: drop the old '
+                'one first\n'))
         else:
             names = ", ".join(f'"{n}"' for n in stored)
             statements.append(cst.parse_statement(
-                f"for name in ({names}):  # one open per process: release the old one first\n"
+                f"for name in ({names}):  # one open per process: drop the old one first\n"
                 f"    self.__dict__.pop(name, None)\n"))
     for index, statement in enumerate(plan.statements):
         if mapping:

@@ -414,8 +414,8 @@ class Rewriter:
             for moved in [*moved_nodes, *plan.moved_imports]:
                 start, end = edit.located.lines_of(moved)
                 allowed.update(range(start - len(leading_lines(moved)), end + 1))
+        self._need_module_import(edit, "os")  # the pid checks of both strategies
         if group.strategy == "lazy":
-            self._need_module_import(edit, "os")
             return
         function = edit.worker_init_name or self._worker_init_name(group.path)
         edit.worker_init_name = function
