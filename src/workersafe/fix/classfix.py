@@ -18,6 +18,7 @@ from .cstutil import (
     BUILTIN_NAMES, RenameSelfAttrs, ReplaceNames, bound_names, leading_lines,
     loaded_names, self_attr, single, statements, transform, walk, with_leading_lines,
 )
+from .getstate import extended_getstate
 from .initplan import assigns_name, find_method
 from .plan import AttrPlan, Unfixable
 from .probes import probed_attrs
@@ -65,6 +66,10 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
     if existing:
         raise Unfixable(f"the class already defines {existing}: merge by hand")
     body = statements(cls.body.body)
+    getstate = find_method(cls, "__getstate__")
+    if getstate is not None and base:
+        raise Unfixable("the class defines its own __getstate__, which would have to extend "
+                        "its base class's: merge by hand")
     setstate = find_method(cls, "__setstate__")
     if setstate is not None:
         if not _only_restores(setstate):
@@ -112,7 +117,14 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
         else:
             body = _replace_in_method(body, plan, strategy)
     reopen = [p.opener for p in plans] if strategy == "worker-init" else []
-    new_members += getstate_methods(dropped, reopen, base)
+    pickling = getstate_methods(dropped, reopen, base, getstate=getstate is None)
+    if getstate is not None:  # extended in place; our __setstate__ follows it
+        extended = extended_getstate(getstate, dropped)
+        assert extended is not None  # custom_pickling refused any other shape
+        at = next(i for i, member in enumerate(body) if member is getstate)
+        body = [*body[:at], extended, *pickling, *body[at + 1:]]
+    else:
+        new_members += pickling
     insert_at = _after_init(body)
     body = body[:insert_at] + new_members + body[insert_at:]
     return cls.with_changes(body=cls.body.with_changes(body=body))
@@ -121,8 +133,12 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
 def custom_pickling(cls: cst.ClassDef) -> str:
     """The pickling method the class defines that the fix cannot extend, or ""."""
     for name in ("__getstate__", "__reduce__", "__reduce_ex__"):
-        if find_method(cls, name) is not None:
-            return name
+        method = find_method(cls, name)
+        if method is None:
+            continue
+        if name == "__getstate__" and extended_getstate(method, ["_"]) is not None:
+            continue  # it filters a copy of __dict__: the handles join what it leaves out
+        return f"{name} (in a shape the fix cannot extend)" if name == "__getstate__" else name
     return ""
 
 

@@ -405,10 +405,11 @@ class Rewriter:
             tuple(a for p in group.plans for a in p.attrs) if group.strategy == "lazy" else (),
             tuple(p.handle for p in group.plans)))
         allowed = self.allowed_lines.setdefault(group.path, set())
-        setstate = find_method(cls, "__setstate__")
-        if setstate is not None:  # replaced by ours, which restores __dict__ and reopens
-            start, end = edit.located.lines_of(setstate)
-            allowed.update(range(start - len(leading_lines(setstate)), end + 1))
+        for name in ("__getstate__", "__setstate__"):  # extended, or replaced by ours
+            own = find_method(cls, name)
+            if own is not None:
+                start, end = edit.located.lines_of(own)
+                allowed.update(range(start - len(leading_lines(own)), end + 1))
         for plan in group.plans:
             moved_nodes = [plan.class_statement] if plan.class_statement else plan.statements
             for moved in [*moved_nodes, *plan.moved_imports]:
