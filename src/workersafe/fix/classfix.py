@@ -16,7 +16,8 @@ import libcst as cst
 
 from .cstutil import (
     BUILTIN_NAMES, RenameSelfAttrs, ReplaceNames, bound_names, leading_lines,
-    loaded_names, self_attr, single, statements, transform, walk, with_leading_lines,
+    loaded_names, realigned, self_attr, single, statements, transform, walk,
+    with_leading_lines,
 )
 from .getstate import extended_getstate
 from .initplan import assigns_name, find_method
@@ -176,11 +177,14 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str]) -> list[cst
             statements.append(cst.parse_statement(
                 f"for name in ({names}):  # one open per process: drop the old one first\n"
                 f"    self.__dict__.pop(name, None)\n"))
-    for index, statement in enumerate(plan.statements):
+    for index, original in enumerate(plan.statements):
+        statement = original
         if mapping:
             statement = transform(statement, ReplaceNames(mapping))
         if renames:
             statement = transform(statement, RenameSelfAttrs(renames))
+        if statement is not original:
+            statement = realigned(original, statement)
         if index == 0 and strategy != "lazy":  # lazy: comments above move with the code
             statement = with_leading_lines(statement, [])
         statements.append(statement)
