@@ -699,6 +699,11 @@ def _insert_imports(body: list[cst.BaseStatement], imports: list[cst.BaseStateme
     return body
 
 
+def _first_definition(body: list[cst.BaseStatement]) -> int:
+    return next((i for i, s in enumerate(body) if isinstance(s, (cst.ClassDef, cst.FunctionDef))),
+                len(body))
+
+
 def _insert_import(body: list[cst.BaseStatement], new: cst.BaseStatement
                    ) -> list[cst.BaseStatement]:
     name = _import_root(new)
@@ -706,6 +711,9 @@ def _insert_import(body: list[cst.BaseStatement], new: cst.BaseStatement
     while start < len(body) and ((_is_docstring(body[start]) and start == 0)
                                  or _is_future_import(body[start])):
         start += 1
+    if start < len(body) and not _is_import(body[start]):  # code first (a notebook's cell):
+        start = next((i for i, s in enumerate(body[:_first_definition(body)])  # the imports
+                      if i > start and _is_import(s)), start)  # before the first def or class
     block = start
     while block < len(body) and _is_import(body[block]):
         block += 1
