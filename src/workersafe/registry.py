@@ -32,11 +32,19 @@ class HandleType:
     derived_methods: tuple[str, ...] = ()  # methods whose result keeps the handle alive
     derived_subscript: bool = False  # `handle[key]` keeps the handle alive (h5py)
     single_open: bool = False  # a second open in the same process fails (lmdb)
+    # a second open of the same file in one process returns the first, the one a forked
+    # worker inherited included (h5py: same HDF5 file id, same descriptor)
+    shares_open: bool = False
     # Sorted tuples, not sets: a row's repr is part of the cache key, and must not depend on
     # the process's string hashing.
     closers: tuple[str, ...] = tuple(sorted(GENERIC_CLOSERS))  # methods that release it
     config_attrs: tuple[str, ...] = tuple(sorted(GENERIC_CONFIG_ATTRS))  # read only to configure
     config_calls: tuple[str, ...] = tuple(sorted(GENERIC_CONFIG_CALLS))  # called only to configure
+
+    @property
+    def drop_before_reopen(self) -> bool:
+        """The fix drops the old handle (never closes it) before opening the new one."""
+        return self.single_open or self.shares_open
 
     @property
     def module_root(self) -> str:
@@ -75,12 +83,17 @@ _DB = HandleType(name="", fork_safe=False, picklable=False,
 _FILE = HandleType(name="", fork_safe=False, picklable=False,
                    problem="workers share one file descriptor and offset (wrong bytes, "
                            "BadZipFile, crashes)")
+# h5py returns the file a forked worker inherited when it opens that file again: the fix drops
+# the old objects first. HDF5 then closes the child's copy only (its descriptor; for a file
+# read, the parent's reads and its file lock stay as they were).
 _H5 = HandleType(name="", fork_safe=False, picklable=False,
                  problem="workers share one HDF5 file handle (corrupted reads, crashes)",
                  derived_methods=("get", "require_dataset", "require_group"),
-                 derived_subscript=True)
+                 derived_subscript=True, shares_open=True)
 # py-lmdb refuses to open an environment already open in the process (even one inherited
-# through fork): the fix drops the old one before opening again.
+# through fork): the fix drops the old one before opening again. Dropping is safe where closing
+# is not: py-lmdb's finalizers skip a forked child, while `close()` there would abort the
+# inherited read transaction in the parent's shared reader table.
 _LMDB = HandleType(name="", fork_safe=False, picklable=False,
                    problem="workers share one LMDB environment (MDB_BAD_RSLOT, crashes)",
                    derived_methods=("begin", "open_db"), single_open=True)

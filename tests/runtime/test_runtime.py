@@ -479,3 +479,38 @@ def expected_items(program: Program, config: Config) -> int:
     if config.subset:  # every other item (runtime_driver.Settings.in_subset)
         kept = -(-kept // 2)
     return kept * config.epochs
+
+
+# --- 5. fixed: one open per process ------------------------------------------------------
+
+OPENS_PROGRAMS = ("sqlite_derived_cursor", "base_subclass_handles")
+OPENS_CONFIGS = (Config(workers=0, epochs=1), Config(workers=2, epochs=1), SPAWN_2,
+                 Config(workers=2, context="forkserver", epochs=1))
+
+
+@pytest.mark.parametrize("config", OPENS_CONFIGS, ids=lambda config: config.label)
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("name", OPENS_PROGRAMS)
+def test_fixed_program_opens_once_per_process(
+    name: str,
+    strategy: str,
+    config: Config,
+    fixed_programs: FixedPrograms,
+    runtime_target: Target,
+    tmp_path: Path,
+) -> None:
+    """Each process (the parent, every worker) opens the connection once: under spawn and
+    forkserver the unpickling opens it and the worker init must not open it again. Counted by
+    an audit hook in the program (runtime_driver.py), on the real `sqlite3.connect` calls."""
+    program = PROGRAMS_BY_NAME[name]
+    fixed = fixed_files(fixed_programs, program, strategy)[0]
+    opens = tmp_path / "opens.txt"
+    target = replace(runtime_target, extra_env={**runtime_target.extra_env,
+                                                "WS_OPENS": str(opens)})
+    outcome = run_program(fixed, target, config)
+    if not outcome.ok:
+        pytest.fail(f"the fixed program failed: {outcome.describe()}", pytrace=False)
+    pids = opens.read_text().split() if opens.exists() else []
+    per_process = {pid: pids.count(pid) for pid in pids}
+    assert per_process and max(per_process.values()) == 1, per_process
+    assert len(per_process) >= config.workers, f"a worker opened nothing: {per_process}"

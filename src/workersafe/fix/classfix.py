@@ -16,12 +16,14 @@ import libcst as cst
 
 from .cstutil import (
     BUILTIN_NAMES, RenameSelfAttrs, ReplaceNames, bound_names, leading_lines,
-    loaded_names, self_attr, single, statements, transform, walk, with_leading_lines,
+    loaded_names, realigned, self_attr, single, statements, transform, walk,
+    with_leading_lines,
 )
+from .getstate import extended_getstate
 from .initplan import assigns_name, find_method
 from .plan import AttrPlan, Unfixable
 from .probes import probed_attrs
-from .templates import BLANK, getstate_methods, lazy_property, open_method
+from .templates import BLANK, UNPICKLED_PID, getstate_methods, lazy_property, open_method
 
 
 def find_class(module: cst.Module, name: str) -> Optional[cst.ClassDef]:
@@ -65,6 +67,10 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
     if existing:
         raise Unfixable(f"the class already defines {existing}: merge by hand")
     body = statements(cls.body.body)
+    getstate = find_method(cls, "__getstate__")
+    if getstate is not None and base:
+        raise Unfixable("the class defines its own __getstate__, which would have to extend "
+                        "its base class's: merge by hand")
     setstate = find_method(cls, "__setstate__")
     if setstate is not None:
         if not _only_restores(setstate):
@@ -79,6 +85,8 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
             raise Unfixable(f"self.{attr} is probed with {how}, which a property would "
                             "always satisfy: use --strategy worker-init or fix by hand")
     names_in_use = _names_in_use(cls)
+    if strategy == "worker-init" and UNPICKLED_PID in names_in_use:
+        raise Unfixable(f"the class already uses self.{UNPICKLED_PID}")
     new_members: list[cst.BaseStatement] = []
     dropped: list[str] = []
     for plan in plans:
@@ -110,7 +118,14 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
         else:
             body = _replace_in_method(body, plan, strategy)
     reopen = [p.opener for p in plans] if strategy == "worker-init" else []
-    new_members += getstate_methods(dropped, reopen, base)
+    pickling = getstate_methods(dropped, reopen, base, getstate=getstate is None)
+    if getstate is not None:  # extended in place; our __setstate__ follows it
+        extended = extended_getstate(getstate, dropped)
+        assert extended is not None  # custom_pickling refused any other shape
+        at = next(i for i, member in enumerate(body) if member is getstate)
+        body = [*body[:at], extended, *pickling, *body[at + 1:]]
+    else:
+        new_members += pickling
     insert_at = _after_init(body)
     body = body[:insert_at] + new_members + body[insert_at:]
     return cls.with_changes(body=cls.body.with_changes(body=body))
@@ -119,8 +134,12 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
 def custom_pickling(cls: cst.ClassDef) -> str:
     """The pickling method the class defines that the fix cannot extend, or ""."""
     for name in ("__getstate__", "__reduce__", "__reduce_ex__"):
-        if find_method(cls, name) is not None:
-            return name
+        method = find_method(cls, name)
+        if method is None:
+            continue
+        if name == "__getstate__" and extended_getstate(method, ["_"]) is not None:
+            continue  # it filters a copy of __dict__: the handles join what it leaves out
+        return f"{name} (in a shape the fix cannot extend)" if name == "__getstate__" else name
     return ""
 
 
@@ -147,22 +166,25 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str]) -> list[cst
         taken = [renames[a] for a in plan.attrs if renames[a] in names_in_use]
         if taken:
             raise Unfixable(f"the class already uses self.{taken[0]}")
-    if plan.close_first:  # the library allows one open per process: drop the old one first
+    if plan.close_first:  # the library opens a file once per process: drop (not close) the old
         stored = [renames.get(a, a) for a in reversed(plan.attrs)]
         if len(stored) == 1:
             statements.append(cst.parse_statement(
-                f'self.__dict__.pop("{stored[0]}", None)  # one open per process: release the '
-                'old one first\n'))
+                f'self.__dict__.pop("{stored[0]}", None)  # one open per process: drop the old '
+                'one first\n'))
         else:
             names = ", ".join(f'"{n}"' for n in stored)
             statements.append(cst.parse_statement(
-                f"for name in ({names}):  # one open per process: release the old one first\n"
+                f"for name in ({names}):  # one open per process: drop the old one first\n"
                 f"    self.__dict__.pop(name, None)\n"))
-    for index, statement in enumerate(plan.statements):
+    for index, original in enumerate(plan.statements):
+        statement = original
         if mapping:
             statement = transform(statement, ReplaceNames(mapping))
         if renames:
             statement = transform(statement, RenameSelfAttrs(renames))
+        if statement is not original:
+            statement = realigned(original, statement)
         if index == 0 and strategy != "lazy":  # lazy: comments above move with the code
             statement = with_leading_lines(statement, [])
         statements.append(statement)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import builtins
+import difflib
+import io
+import tokenize
 from typing import Iterable, Iterator, Mapping, Optional, Sequence, TypeVar, Union, cast
 
 import libcst as cst
@@ -306,3 +309,91 @@ def with_dominant_newline(module: cst.Module) -> cst.Module:
     if counts[dominant] == 0 or dominant == module.default_newline:
         return module
     return module.with_changes(default_newline=dominant)
+
+
+def realigned(original: cst.BaseStatement, renamed: cst.BaseStatement) -> StatementLine:
+    """`renamed` (`original` with names changed: `self.x` → `self._x`, `SESSION` →
+    `get_session()`) with every continuation line that was aligned under the first element
+    after an opening bracket aligned under it again. libcst keeps the whitespace inside
+    brackets as written and indents it with the block (so a hanging indent follows the
+    statement to any depth), but a longer or shorter name before a bracket moves the bracket."""
+    new = as_statement(renamed)
+    old_code, new_code = _standalone_code(original), _standalone_code(new)
+    if old_code == new_code or old_code.count("\n") != new_code.count("\n"):
+        return new
+    try:
+        old_tokens, new_tokens = _tokens(old_code), _tokens(new_code)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return new
+    old_opens, old_lines = _bracket_layout(old_tokens)
+    new_opens, new_lines = _bracket_layout(new_tokens)
+    same = difflib.SequenceMatcher(None, [t.string for t in old_tokens],
+                                   [t.string for t in new_tokens], autojunk=False)
+    token_map = {a + k: b + k for a, b, size in same.get_matching_blocks() for k in range(size)}
+    shifts: dict[int, int] = {}
+    for row in sorted(old_lines):
+        bracket, column = old_lines[row]
+        new_bracket = token_map.get(bracket)
+        if old_opens[bracket][1] != column or new_bracket is None \
+                or new_lines.get(row, (-1, 0))[0] != new_bracket:
+            continue
+        new_row, new_first = new_opens[new_bracket]
+        if new_first is not None:
+            shift = new_first + shifts.get(new_row, 0) - new_lines[row][1]
+            if shift:
+                shifts[row] = shift
+    return _shift_lines(new, shifts) if shifts else new
+
+
+def _standalone_code(statement: cst.BaseStatement) -> str:
+    return cst.Module([]).code_for_node(as_statement(statement).with_changes(leading_lines=[]))
+
+
+def _tokens(code: str) -> list[tokenize.TokenInfo]:
+    """The tokens of `code` that are not line breaks, comments or indentation."""
+    skipped = (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT,
+               tokenize.DEDENT, tokenize.ENDMARKER)
+    return [t for t in tokenize.generate_tokens(io.StringIO(code).readline)
+            if t.type not in skipped]
+
+
+def _bracket_layout(tokens: list[tokenize.TokenInfo]
+                    ) -> tuple[dict[int, tuple[int, Optional[int]]], dict[int, tuple[int, int]]]:
+    """Each opening bracket (by token index): (its line, the column of the first element after
+    it on that line, or None); and for each line that starts inside brackets: (the innermost
+    open bracket's token index, the column the line starts at)."""
+    opens: dict[int, tuple[int, Optional[int]]] = {}
+    lines: dict[int, tuple[int, int]] = {}
+    stack: list[int] = []
+    last_row = 0
+    for index, token in enumerate(tokens):
+        row, column = token.start
+        if index - 1 in opens and opens[index - 1] == (row, None):
+            opens[index - 1] = (row, column)
+        if row > last_row and stack:
+            lines[row] = (stack[-1], column)
+        last_row = token.end[0]
+        if token.type == tokenize.OP and token.string in "([{":
+            opens[index] = (row, None)
+            stack.append(index)
+        elif token.type == tokenize.OP and token.string in ")]}" and stack:
+            stack.pop()
+    return opens, lines
+
+
+def _shift_lines(statement: StatementLine, shifts: Mapping[int, int]) -> StatementLine:
+    """The statement with the whitespace starting each line in `shifts` (1-based lines of its
+    standalone code) widened or narrowed by that many spaces."""
+    module = cst.Module([statement.with_changes(leading_lines=[])])  # the same children
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    changes: dict[cst.CSTNode, cst.CSTNode] = {}
+    for node, position in positions.items():
+        if not isinstance(node, cst.ParenthesizedWhitespace):
+            continue
+        shift = shifts.get(position.end.line)
+        value = node.last_line.value
+        if shift is None or "\t" in value or len(value) + shift < 0:
+            continue
+        changes[node] = node.with_changes(
+            last_line=cst.SimpleWhitespace(" " * (len(value) + shift)))
+    return as_statement(statement.visit(ReplaceNodes(changes)))

@@ -62,7 +62,7 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
     htype = names.registry.lookup(fix.handle)
     attrs = sorted(mover.attrs, key=lambda a: _first_assignment(moved, a))
     plan = AttrPlan(fix.attr, fix.handle, method, moved, attrs,
-                    close_first=bool(htype and htype.single_open),
+                    close_first=bool(htype and htype.drop_before_reopen),
                     results=sorted(mover.results - mover.attrs),
                     exports={name: "" for name in sorted(mover.exports)})
     if f"self.{plan.opener}" in names.factories:  # `self.env = self._open_env(p)`

@@ -12,7 +12,7 @@ import libcst as cst
 
 from .cstutil import (
     ReplaceNames, bound_names, dotted, leading_lines, loaded_names, single, statements,
-    transform, walk, with_leading_lines,
+    realigned, transform, walk, with_leading_lines,
 )
 from .plan import Unfixable
 from .templates import module_accessor
@@ -173,7 +173,8 @@ def rewrite_module(module: cst.Module, plan: ModulePlan) -> cst.Module:
             new_body.extend(members)
             new_body.append(_SPACER)
             continue
-        renamed = [transform(s, ReplaceNames({plan.name: private})) for s in plan.statements]
+        renamed = [realigned(s, transform(s, ReplaceNames({plan.name: private})))
+                   for s in plan.statements]
         renamed[0] = with_leading_lines(renamed[0], [])
         members = module_accessor(plan.accessor, plan.private, plan.pid_name, plan.handle,
                                   renamed)

@@ -26,7 +26,8 @@ class AttrPlan:
     renames: dict[str, str] = field(default_factory=dict)  # `__init__` local → self attribute
     class_statement: Optional[cst.BaseStatement] = None  # a class attribute (WS103) instead
     keeps: dict[str, str] = field(default_factory=dict)  # local → new self attribute to store
-    close_first: bool = False  # the library refuses a second open in one process (lmdb)
+    # drop the old handle first: the library opens a file once per process (lmdb, h5py)
+    close_first: bool = False
     moved_imports: list[cst.BaseStatement] = field(default_factory=list)
     # other attributes the moved statements set (`self.lengths`): the parent needs them, so
     # even the lazy strategy runs the opener in `__init__`

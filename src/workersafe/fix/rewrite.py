@@ -416,17 +416,18 @@ class Rewriter:
             tuple(p.handle for p in group.plans),
             tuple(item for p in group.plans for item in p.factories.items())))
         allowed = self.allowed_lines.setdefault(group.path, set())
-        setstate = find_method(cls, "__setstate__")
-        if setstate is not None:  # replaced by ours, which restores __dict__ and reopens
-            start, end = edit.located.lines_of(setstate)
-            allowed.update(range(start - len(leading_lines(setstate)), end + 1))
+        for name in ("__getstate__", "__setstate__"):  # extended, or replaced by ours
+            own = find_method(cls, name)
+            if own is not None:
+                start, end = edit.located.lines_of(own)
+                allowed.update(range(start - len(leading_lines(own)), end + 1))
         for plan in group.plans:
             moved_nodes = [plan.class_statement] if plan.class_statement else plan.statements
             for moved in [*moved_nodes, *plan.moved_imports]:
                 start, end = edit.located.lines_of(moved)
                 allowed.update(range(start - len(leading_lines(moved)), end + 1))
+        self._need_module_import(edit, "os")  # the pid checks of both strategies
         if group.strategy == "lazy":
-            self._need_module_import(edit, "os")
             return
         function = edit.worker_init_name or self._worker_init_name(group.path)
         edit.worker_init_name = function
@@ -711,6 +712,11 @@ def _insert_imports(body: list[cst.BaseStatement], imports: list[cst.BaseStateme
     return body
 
 
+def _first_definition(body: list[cst.BaseStatement]) -> int:
+    return next((i for i, s in enumerate(body) if isinstance(s, (cst.ClassDef, cst.FunctionDef))),
+                len(body))
+
+
 def _insert_import(body: list[cst.BaseStatement], new: cst.BaseStatement
                    ) -> list[cst.BaseStatement]:
     name = _import_root(new)
@@ -718,6 +724,9 @@ def _insert_import(body: list[cst.BaseStatement], new: cst.BaseStatement
     while start < len(body) and ((_is_docstring(body[start]) and start == 0)
                                  or _is_future_import(body[start])):
         start += 1
+    if start < len(body) and not _is_import(body[start]):  # code first (a notebook's cell):
+        start = next((i for i, s in enumerate(body[:_first_definition(body)])  # the imports
+                      if i > start and _is_import(s)), start)  # before the first def or class
     block = start
     while block < len(body) and _is_import(body[block]):
         block += 1

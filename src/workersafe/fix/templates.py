@@ -9,6 +9,10 @@ import libcst as cst
 from .cstutil import as_statement, statements, with_leading_lines
 
 WORKER_INIT_NAME = "workersafe_worker_init"
+# Set by the generated `__setstate__`: the process that unpickled the dataset (and so opened
+# its handles). The worker-init function skips such a dataset: under spawn and forkserver a
+# worker unpickles its dataset, under fork it inherits the parent's handles and reopens them.
+UNPICKLED_PID = "_unpickled_pid"
 BLANK = cst.EmptyLine(indent=False)
 
 
@@ -24,35 +28,45 @@ def open_method(name: str, handle: str, body: Sequence[cst.BaseStatement],
     return template.with_changes(body=template.body.with_changes(body=[doc, *body]))
 
 
-def getstate_methods(dropped: Sequence[str], reopen: Sequence[str], base: str = ""
-                     ) -> list[cst.BaseStatement]:
-    """`__getstate__` (and `__setstate__` when `reopen`). `base`: the strategy a base class
-    was fixed with in the same run ("" when none): then its methods are extended (one chain)."""
+def drop_code(dropped: Sequence[str], state: str = "state", indent: str = "") -> str:
+    """The statements that leave `dropped` out of the dict `state`."""
+    if len(dropped) == 1:
+        return f'{indent}{state}.pop("{dropped[0]}", None)\n'
+    names = ", ".join(f'"{n}"' for n in dropped)
+    return f"{indent}for name in ({names}):\n{indent}    {state}.pop(name, None)\n"
+
+
+def getstate_methods(dropped: Sequence[str], reopen: Sequence[str], base: str = "",
+                     getstate: bool = True) -> list[cst.BaseStatement]:
+    """`__getstate__` (unless not `getstate`: the class has its own, extended instead) and
+    `__setstate__` when `reopen`. `base`: the strategy a base class was fixed with in the same
+    run ("" when none): then its methods are extended (one chain) and the base's
+    `__setstate__` records the unpickling process."""
     restore = ("super().__setstate__(state)" if base == "worker-init"
                else "self.__dict__.update(state)")
+    record = "" if base == "worker-init" else (
+        f"        self.{UNPICKLED_PID} = os.getpid()  # opened here: the worker init skips it\n")
     copy = "super().__getstate__()" if base else "self.__dict__.copy()"
-    if len(dropped) == 1:
-        drop = f'        state.pop("{dropped[0]}", None)\n'
-    else:
-        names = ", ".join(f'"{n}"' for n in dropped)
-        drop = f"        for name in ({names}):\n            state.pop(name, None)\n"
     reopen_lines = "".join(f"        self.{m}()\n" for m in reopen)
-    setstate = (
-        "\n"
-        "    def __setstate__(self, state):\n"
-        f"        {restore}\n"
-        f"{reopen_lines}"
-    ) if reopen else ""
-    code = (
-        "class _:\n"
-        "    def __getstate__(self):\n"
-        '        """Pickle without the open handles (workersafe): '
-        'spawn workers make their own."""\n'
-        f"        state = {copy}\n"
-        f"{drop}"
-        "        return state\n"
-        f"{setstate}"
-    )
+    code = "class _:\n"
+    if getstate:
+        code += (
+            "    def __getstate__(self):\n"
+            '        """Pickle without the open handles (workersafe): '
+            'spawn workers make their own."""\n'
+            f"        state = {copy}\n"
+            f"{drop_code(dropped, indent='        ')}"
+            "        return state\n"
+        )
+    if reopen:
+        code += (
+            "    def __setstate__(self, state):\n"
+            f"        {restore}\n"
+            f"{reopen_lines}"
+            f"{record}"
+        )
+    if code == "class _:\n":
+        return []
     cls = cst.parse_module(code).body[0]
     assert isinstance(cls, cst.ClassDef)
     return [with_leading_lines(member, [BLANK]) for member in statements(cls.body.body)]
@@ -98,6 +112,8 @@ def worker_init_function(name: str, branches: Sequence[tuple[str, Sequence[str]]
         "        if id(dataset) in seen:\n"
         "            continue\n"
         "        seen.add(id(dataset))\n"
+        f'        if getattr(dataset, "{UNPICKLED_PID}", None) == os.getpid():\n'
+        "            continue  # unpickled in this worker (spawn, forkserver): opened there\n"
         f"{calls}"
         '        pending.extend(getattr(dataset, "datasets", None) or ())\n'
         '        if getattr(dataset, "dataset", None) is not None:\n'

@@ -1,0 +1,143 @@
+"""Extending a class's own `__getstate__` with the attributes the fix drops, when it has one of
+two shapes the fix can follow:
+- `state = <a copy of self.__dict__>`, any statements, `return state` (its only return, `state`
+  bound nowhere else): the drops go right before the return;
+- `return {k: v for k, v in self.__dict__.items() if k not in ("a", "b")}` (or `k != "a"`):
+  the names join the excluded ones.
+A copy is `self.__dict__.copy()`, `dict(self.__dict__)`, `copy.copy(self.__dict__)`,
+`{**self.__dict__}` or a dict comprehension over `self.__dict__.items()`, with `vars(self)`
+for `self.__dict__` as well. Any other `__getstate__` is refused (merge by hand)."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import libcst as cst
+
+from .cstutil import dotted, function_params, single, target_names
+from .templates import drop_code
+
+
+def extended_getstate(method: cst.FunctionDef, dropped: Sequence[str]
+                      ) -> Optional[cst.FunctionDef]:
+    """`method` leaving `dropped` out of the state too; None when its shape is not one of the
+    two above."""
+    params = function_params(method)
+    if len(params) != 1 or not isinstance(method.body, cst.IndentedBlock) or not dropped:
+        return None
+    me = params[0]
+    body = list(method.body.body)
+    returns = [n for n in _own_nodes(method) if isinstance(n, cst.Return)]
+    last = single(body[-1]) if body else None
+    if len(returns) != 1 or returns[0] is not last or last.value is None:
+        return None
+    value = last.value
+    if isinstance(value, cst.DictComp):
+        test = _excluding(value, me, dropped)
+        if test is None:
+            return None
+        comp = value.for_in.with_changes(ifs=[value.for_in.ifs[0].with_changes(test=test)])
+        new_last = body[-1].with_changes(body=[last.with_changes(
+            value=value.with_changes(for_in=comp))])
+        return method.with_changes(body=method.body.with_changes(body=[*body[:-1], new_last]))
+    if not isinstance(value, cst.Name) or not _copied_once(method, body, value.value, me):
+        return None
+    drops = cst.parse_module(drop_code(dropped, value.value)).body
+    return method.with_changes(body=method.body.with_changes(
+        body=[*body[:-1], *drops, body[-1]]))
+
+
+def _own_nodes(method: cst.FunctionDef) -> list[cst.CSTNode]:
+    """The nodes of `method`, not those of functions, lambdas and classes inside it."""
+    found: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = list(method.body.children)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if not isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            stack.extend(node.children)
+    return found
+
+
+def _copied_once(method: cst.FunctionDef, body: list[cst.BaseStatement], state: str, me: str
+                 ) -> bool:
+    """`state = <copy of me.__dict__>` is a statement of the body, and the only binding of
+    `state` in the method."""
+    bindings = 0
+    for node in _own_nodes(method):
+        if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For,
+                             cst.CompFor, cst.NamedExpr, cst.AsName)):
+            target = node.name if isinstance(node, cst.AsName) else node.target
+            bindings += state in target_names(target)
+        elif isinstance(node, cst.Del):
+            bindings += state in target_names(node.target)
+    copies = [s for s in body if isinstance(small := single(s), cst.Assign)
+              and len(small.targets) == 1 and target_names(small.targets[0].target) == {state}
+              and isinstance(small.targets[0].target, cst.Name) and _is_copy(small.value, me)]
+    return bindings == 1 and len(copies) == 1
+
+
+def _is_own_dict(expr: cst.BaseExpression, me: str) -> bool:
+    """`me.__dict__` or `vars(me)`."""
+    if dotted(expr) == f"{me}.__dict__":
+        return True
+    return (isinstance(expr, cst.Call) and dotted(expr.func) == "vars" and len(expr.args) == 1
+            and isinstance(expr.args[0].value, cst.Name) and expr.args[0].value.value == me)
+
+
+def _is_copy(expr: cst.BaseExpression, me: str) -> bool:
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "copy" and not expr.args:
+            return _is_own_dict(func.value, me)
+        if dotted(func) in ("dict", "copy.copy") and len(expr.args) == 1 \
+                and not expr.args[0].keyword and not expr.args[0].star:
+            return _is_own_dict(expr.args[0].value, me)
+        return False
+    if isinstance(expr, cst.Dict) and len(expr.elements) == 1:
+        element = expr.elements[0]
+        return isinstance(element, cst.StarredDictElement) and _is_own_dict(element.value, me)
+    return isinstance(expr, cst.DictComp) and _item_names(expr, me) is not None
+
+
+def _item_names(comp: cst.DictComp, me: str) -> Optional[str]:
+    """The key name of `{k: v for k, v in me.__dict__.items() ...}`, else None."""
+    loop = comp.for_in
+    iterated = loop.iter
+    if loop.inner_for_in is not None or not isinstance(iterated, cst.Call) or iterated.args \
+            or not isinstance(iterated.func, cst.Attribute) \
+            or iterated.func.attr.value != "items" or not _is_own_dict(iterated.func.value, me):
+        return None
+    target = loop.target
+    if not (isinstance(target, cst.Tuple) and len(target.elements) == 2
+            and isinstance(key := target.elements[0].value, cst.Name)
+            and isinstance(comp.key, cst.Name) and comp.key.value == key.value):
+        return None
+    return key.value
+
+
+def _excluding(comp: cst.DictComp, me: str, dropped: Sequence[str]
+               ) -> Optional[cst.BaseExpression]:
+    """The comprehension's condition excluding `dropped` as well: `k not in (...)` or
+    `k != "..."` (its only condition) gets the names added; None for any other shape."""
+    key = _item_names(comp, me)
+    if key is None or len(comp.for_in.ifs) != 1:
+        return None
+    test = comp.for_in.ifs[0].test
+    if not (isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name)
+            and test.left.value == key and len(test.comparisons) == 1):
+        return None
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    excluded: list[cst.BaseExpression]
+    if isinstance(operator, cst.NotEqual) and isinstance(right, cst.SimpleString):
+        excluded = [right]
+        brackets = "()"
+    elif isinstance(operator, cst.NotIn) and isinstance(right, (cst.Tuple, cst.List, cst.Set)) \
+            and all(isinstance(e.value, cst.SimpleString) for e in right.elements):
+        excluded = [e.value for e in right.elements]
+        brackets = {cst.Tuple: "()", cst.List: "[]", cst.Set: "{}"}[type(right)]
+    else:
+        return None
+    code = cst.Module([]).code_for_node
+    names = [code(e) for e in excluded] + [f'"{n}"' for n in dropped]
+    return cst.parse_expression(f"{key} not in {brackets[0]}{', '.join(names)}{brackets[1]}")
