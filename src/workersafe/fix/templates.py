@@ -24,18 +24,20 @@ def open_method(name: str, handle: str, body: Sequence[cst.BaseStatement],
     return template.with_changes(body=template.body.with_changes(body=[doc, *body]))
 
 
-def getstate_methods(dropped: Sequence[str], reopen: Sequence[str], base: str = ""
-                     ) -> list[cst.BaseStatement]:
+def getstate_methods(dropped: Sequence[str], reopen: Sequence[str], base: str = "",
+                     reset: Sequence[str] = ()) -> list[cst.BaseStatement]:
     """`__getstate__` (and `__setstate__` when `reopen`). `base`: the strategy a base class
-    was fixed with in the same run ("" when none): then its methods are extended (one chain)."""
+    was fixed with in the same run ("" when none): then its methods are extended (one chain).
+    `reset`: attributes pickled as None instead of left out (code tests them for None)."""
     restore = ("super().__setstate__(state)" if base == "worker-init"
                else "self.__dict__.update(state)")
     copy = "super().__getstate__()" if base else "self.__dict__.copy()"
+    drop = "".join(f'        state["{n}"] = None\n' for n in reset)
     if len(dropped) == 1:
-        drop = f'        state.pop("{dropped[0]}", None)\n'
-    else:
+        drop += f'        state.pop("{dropped[0]}", None)\n'
+    elif dropped:
         names = ", ".join(f'"{n}"' for n in dropped)
-        drop = f"        for name in ({names}):\n            state.pop(name, None)\n"
+        drop += f"        for name in ({names}):\n            state.pop(name, None)\n"
     reopen_lines = "".join(f"        self.{m}()\n" for m in reopen)
     setstate = (
         "\n"
