@@ -15,7 +15,7 @@ so spawned workers (and copies) open their own."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional, Sequence, cast
 
 import libcst as cst
 
@@ -69,11 +69,12 @@ class _Test:
 
 def guard_lazy_opens(located: Located, cls: cst.ClassDef, current: cst.ClassDef,
                      wanted: Sequence[tuple[FixPlan, Span]], registry: Registry,
-                     inherited_pickling: str = "") -> GuardedClass:
+                     inherited_pickling: str = "", base_strategy: str = "") -> GuardedClass:
     """`cls`: the class as parsed (positions are read from it); `current`: the same class with
     the edits of other fixes of this run (or `cls`). `wanted`: the findings' plans and the
     spans of their creating calls. `inherited_pickling`: a pickling method a base class
-    defines ("" when none). Raises Unfixable with the reason."""
+    defines ("" when none); `base_strategy`: the strategy a base class was fixed with in this
+    run ("" when none), whose `__getstate__` ours extends. Raises Unfixable with the reason."""
     if any(_assigns_slots(s) for s in cls.body.body):
         raise Unfixable(f"{cls.name.value} defines __slots__, which has no room for the "
                         "process id: add the process check by hand")
@@ -116,11 +117,16 @@ def guard_lazy_opens(located: Located, cls: cst.ClassDef, current: cst.ClassDef,
     new_cls = current.visit(ReplaceNodes(replacements))
     assert isinstance(new_cls, cst.ClassDef)
     if dropped:
-        own = custom_pickling(new_cls) or inherited_pickling
+        own = custom_pickling(cls) or inherited_pickling
+        added = find_method(new_cls, "__getstate__")  # by another fix of this run
         if own:
             result.notes.append(f"pickling left to the existing {own}")
+        elif added is not None:
+            new_cls = cast(cst.ClassDef, new_cls.visit(ReplaceNodes(
+                {added: _extended_getstate(added, dropped)})))
+            result.notes.append("__getstate__ drops the handle too")
         else:
-            new_cls = _with_getstate(new_cls, dropped)
+            new_cls = _with_getstate(new_cls, dropped, base_strategy)
             result.notes.append("__getstate__ drops the handle")
     result.cls = new_cls
     return result
@@ -277,14 +283,30 @@ def _release(attrs: list[str], absent: dict[str, bool]) -> list[cst.BaseStatemen
     return [cst.parse_statement(f"{line}\n") for line in code]
 
 
-def _with_getstate(cls: cst.ClassDef, dropped: dict[str, bool]) -> cst.ClassDef:
+def _getstate(dropped: dict[str, bool], base_strategy: str = "") -> cst.FunctionDef:
     reset = [a for a, none in dropped.items() if none]
     gone = [a for a, none in dropped.items() if not none]
-    members = getstate_methods(gone, [], reset=reset)
+    method = getstate_methods(gone, [], base_strategy, reset=reset)[0]
+    assert isinstance(method, cst.FunctionDef)
+    return method
+
+
+def _with_getstate(cls: cst.ClassDef, dropped: dict[str, bool], base_strategy: str
+                   ) -> cst.ClassDef:
     body = statements(cls.body.body)
     at = next((i + 1 for i, s in enumerate(body)
                if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), len(body))
-    return cls.with_changes(body=cls.body.with_changes(body=[*body[:at], *members, *body[at:]]))
+    method = _getstate(dropped, base_strategy)
+    return cls.with_changes(body=cls.body.with_changes(body=[*body[:at], method, *body[at:]]))
+
+
+def _extended_getstate(method: cst.FunctionDef, dropped: dict[str, bool]) -> cst.FunctionDef:
+    """The `__getstate__` another fix of this run wrote, also leaving out these handles: the
+    template's statements between its copy and its `return state` go before that return."""
+    ours = statements(_getstate(dropped).body.body)[2:-1]  # docstring, copy, ..., return
+    body = statements(method.body.body)
+    return method.with_changes(body=method.body.with_changes(
+        body=[*body[:-1], *ours, body[-1]]))
 
 
 # --- helpers --------------------------------------------------------------------------------

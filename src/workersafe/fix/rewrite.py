@@ -182,10 +182,16 @@ class Rewriter:
             raise Unfixable("cannot find the class at module level")
         inherited = next((m for base in self.project.mro(facts_cls)[1:] for m in PICKLING
                           if base.method(m)), "")
+        fixed = {(c.path, c.class_name): c.strategy for c in self.fixed_classes}
+        homes = [(self.project.class_file.get(base.qualname), base.name)
+                 for base in self.project.mro(facts_cls)[1:]]
+        base_strategy = next((fixed[(home.path, name)] for home, name in homes
+                              if home is not None and (home.path, name) in fixed), "")
         current = edit.replacements.get(cls, cls)
         assert isinstance(current, cst.ClassDef)
         wanted = [(f.plan, f.span) for f in findings if f.plan is not None]
-        guarded = guard_lazy_opens(edit.located, cls, current, wanted, self.registry, inherited)
+        guarded = guard_lazy_opens(edit.located, cls, current, wanted, self.registry, inherited,
+                                   base_strategy)
         edit.replacements[cls] = guarded.cls
         self.allowed_lines.setdefault(path, set()).update(guarded.changed_lines)
         self._need_module_import(edit, "os")
