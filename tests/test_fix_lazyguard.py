@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from expectations import FIXTURES
+
 from workersafe.config import Config
 from workersafe.engine import Engine
 from workersafe.fix.lazyguard import GuardedLazy, unguarded_left
