@@ -347,6 +347,9 @@ def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, 
         if uses and not forking:
             continue  # only main-process or spawned loaders
         where = f"{site.handle} opened lazily in {view.cls.name}.{lazy.method}"
+        # the fix adds the process check to the accessor's test (fix/lazyguard.py)
+        plan = FixPlan("unguarded-lazy", site.handle, view.cls.qualname, lazy.attr,
+                       method=lazy.method)
         for facts, loader in forking:
             use = _parent_use(index, view, triggers, facts, loader) \
                 or _holder_warmed(project, index, view, triggers, facts, loader, view_of)
@@ -355,13 +358,14 @@ def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, 
                               f"{where} without a process check is opened by the parent "
                               f"({use}) before the DataLoader at "
                               f"{_where(facts.path, loader.span.line)} forks its workers, "
-                              f"which then share it: reopen it when os.getpid() changes")
+                              f"which then share it: reopen it when os.getpid() changes",
+                              plan)
                 break
         else:
             yield Finding(home.path, site.span, "WS313",
                           f"{where} without a process check: if the parent uses the dataset "
                           f"before a forking DataLoader starts, the workers share it; reopen "
-                          f"it when os.getpid() changes")
+                          f"it when os.getpid() changes", plan)
 
 
 def _opener_site(view: View, lazy: LazyOpen) -> Optional[HandleSite]:

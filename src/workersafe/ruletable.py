@@ -77,7 +77,8 @@ RULES: tuple[Rule, ...] = (
          "worker_init_fn reaches it through wrappers", latent="WS312"),
     Rule("WS303", "parent-opens-lazy-handle",
          "A lazily opened handle without a process check is opened by the parent first.",
-         None, "nothing yet: reopen the handle when `os.getpid()` changes", latent="WS313"),
+         "unguarded-lazy", "adds a process check to the lazy open: reopened when `os.getpid()` "
+         "changes", latent="WS313"),
     Rule("WS311", "latent-handle-only-in-worker-init",
          "WS301's pattern, with no main-process use of the dataset found.",
          "worker-init-only", "as WS301"),
@@ -86,7 +87,7 @@ RULES: tuple[Rule, ...] = (
          "worker-init-only", "as WS302", default_on=False),
     Rule("WS313", "latent-parent-opens-lazy-handle",
          "WS303's pattern, with no parent use before a forking DataLoader found.",
-         None, "nothing yet: as WS303", default_on=False),
+         "unguarded-lazy", "as WS303", default_on=False),
 )
 
 BY_CODE: dict[str, Rule] = {rule.code: rule for rule in RULES}

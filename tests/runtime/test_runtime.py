@@ -8,7 +8,9 @@ For each program in ``fixtures/runtime/`` (and the bundled ``examples/remote_ima
    second fix changes nothing;
 4. the fixed copy works with num_workers 0, 1, 4 (fork), 4 persistent, and 4 under spawn;
    the file-backed shapes of fix v2 (HDF5, SQLite, LMDB shards, a zip archive, a session
-   with a retry adapter) also through a Subset, and with 2 under spawn and forkserver.
+   with a retry adapter) also through a Subset, and with 2 under spawn and forkserver; so do
+   the lazy opens without a process check (WS303: a session, an LMDB environment), opened by
+   the parent before its workers start.
 """
 
 from __future__ import annotations
@@ -255,6 +257,22 @@ PROGRAM_LIST += (
         "requests.Session()",
         (Before(FORK_4, REQUESTS_FAILURES),),
         fixed_configs=FULL_CONFIGS,  # a Session pickles: spawn worked before, and still does
+    ),
+    # WS303: a lazy open without a process check, opened by the parent first; the fix (the
+    # same whatever the strategy) adds the check to the lazy test
+    Program(
+        "lazy_session_parent_first",
+        "WS303",
+        "requests.Session()",
+        (Before(FORK_4, REQUESTS_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
+        "lazy_lmdb_parent_first",
+        "WS303",
+        "lmdb.open(",
+        (Before(SPAWN_2, LMDB_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
     ),
 )
 # The remedies as commonly written (issue 15): they fail in the main process and under a

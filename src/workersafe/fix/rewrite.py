@@ -27,6 +27,7 @@ from .cstutil import (
 from .factories import Factories
 from .handles import HandleNames
 from .initplan import find_method, plan_attr
+from .lazyguard import PICKLING, GuardedLazy, guard_lazy_opens
 from .modulefix import (
     importer_plan, is_functools_import, mentions, plan_module_handle, rewrite_importer,
     rewrite_module,
@@ -93,6 +94,8 @@ class Rewriter:
         self.project = Project(good, engine.config.all_dataset_bases())
         self.allowed_lines: dict[str, set[int]] = {}
         self.module_findings: list[Finding] = []
+        self.lazy_findings: list[Finding] = []  # WS303/WS313: lazy opens to guard
+        self.guarded_lazy: list[GuardedLazy] = []
         self.fixed_classes: list[FixedClass] = []
         # path → [(name, handle)] module handles to turn into accessors, and
         # path → [(source module, name, accessor)] imports of them to follow
@@ -120,6 +123,7 @@ class Rewriter:
             done[group.qualname] = group
             note = f"{group.strategy}" + (f"; {group.note}" if group.note else "")
             self.outcomes += [Outcome(f, "fixed", note) for f in group.findings]
+        self._guard_lazy_opens()
         self._finish_wiring()
         return self._render(), self.outcomes
 
@@ -142,6 +146,9 @@ class Rewriter:
             if plan.kind == "module":
                 self.module_findings.append(finding)
                 continue
+            if plan.kind == "unguarded-lazy":
+                self.lazy_findings.append(finding)
+                continue
             if plan.kind not in ("instance", "class") and not (
                     plan.kind in ("returned", "holder") and plan.via):
                 self.outcomes.append(Outcome(finding, "unfixable", _not_supported(plan.kind)))
@@ -158,6 +165,47 @@ class Rewriter:
                 seen.add(key)
                 group.loader_keys += [k for k in plan.loaders if k not in group.loader_keys]
         return groups
+
+    # --- lazy opens without a process check (WS303/WS313) -------------------------------------
+
+    def _guard_lazy_opens(self) -> None:
+        by_class: dict[tuple[str, str], list[Finding]] = {}
+        for finding in self.lazy_findings:
+            assert finding.plan is not None
+            by_class.setdefault((finding.path, finding.plan.class_qualname), []).append(finding)
+        for (path, qualname), findings in by_class.items():
+            try:
+                note = self._guard_class(path, qualname, findings)
+            except Unfixable as exc:
+                self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in findings]
+                continue
+            self.outcomes += [Outcome(f, "fixed", note) for f in findings]
+
+    def _guard_class(self, path: str, qualname: str, findings: list[Finding]) -> str:
+        facts_cls = self.project.classes.get(qualname)
+        edit = self._edit(path)
+        cls = find_class(edit.located.module, facts_cls.name) if facts_cls else None
+        if facts_cls is None or cls is None:
+            raise Unfixable("cannot find the class at module level")
+        inherited = next((m for base in self.project.mro(facts_cls)[1:] for m in PICKLING
+                          if base.method(m)), "")
+        fixed = {(c.path, c.class_name): c.strategy for c in self.fixed_classes}
+        homes = [(self.project.class_file.get(base.qualname), base.name)
+                 for base in self.project.mro(facts_cls)[1:]]
+        base_strategy = next((fixed[(home.path, name)] for home, name in homes
+                              if home is not None and (home.path, name) in fixed), "")
+        current = edit.replacements.get(cls, cls)
+        assert isinstance(current, cst.ClassDef)
+        wanted = [(f.plan, f.span) for f in findings if f.plan is not None]
+        guarded = guard_lazy_opens(edit.located, cls, current, wanted, self.registry, inherited,
+                                   base_strategy)
+        edit.replacements[cls] = guarded.cls
+        self.allowed_lines.setdefault(path, set()).update(guarded.changed_lines)
+        self._need_module_import(edit, "os")
+        self.guarded_lazy += [GuardedLazy(path, qualname, method, attr)
+                              for method, attr in guarded.guarded]
+        return "; ".join(["process check added: reopened when os.getpid() changes",
+                          *guarded.notes])
 
     # --- module-level handles ---------------------------------------------------------------
 

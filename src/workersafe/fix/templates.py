@@ -37,16 +37,19 @@ def drop_code(dropped: Sequence[str], state: str = "state", indent: str = "") ->
 
 
 def getstate_methods(dropped: Sequence[str], reopen: Sequence[str], base: str = "",
-                     getstate: bool = True) -> list[cst.BaseStatement]:
+                     getstate: bool = True, reset: Sequence[str] = ()
+                     ) -> list[cst.BaseStatement]:
     """`__getstate__` (unless not `getstate`: the class has its own, extended instead) and
     `__setstate__` when `reopen`. `base`: the strategy a base class was fixed with in the same
     run ("" when none): then its methods are extended (one chain) and the base's
-    `__setstate__` records the unpickling process."""
+    `__setstate__` records the unpickling process. `reset`: attributes pickled as None instead
+    of left out (code tests them for None)."""
     restore = ("super().__setstate__(state)" if base == "worker-init"
                else "self.__dict__.update(state)")
     record = "" if base == "worker-init" else (
         f"        self.{UNPICKLED_PID} = os.getpid()  # opened here: the worker init skips it\n")
     copy = "super().__getstate__()" if base else "self.__dict__.copy()"
+    drop = "".join(f'        state["{n}"] = None\n' for n in reset)
     reopen_lines = "".join(f"        self.{m}()\n" for m in reopen)
     code = "class _:\n"
     if getstate:
@@ -55,7 +58,7 @@ def getstate_methods(dropped: Sequence[str], reopen: Sequence[str], base: str = 
             '        """Pickle without the open handles (workersafe): '
             'spawn workers make their own."""\n'
             f"        state = {copy}\n"
-            f"{drop_code(dropped, indent='        ')}"
+            f"{drop}{drop_code(dropped, indent='        ') if dropped else ''}"
             "        return state\n"
         )
     if reopen:

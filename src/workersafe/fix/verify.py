@@ -8,6 +8,7 @@ import libcst
 
 from ..engine import CheckResult, Engine
 from ..source import Source, SourceError, decode
+from .lazyguard import unguarded_left
 from .promise import PromiseBroken, check_class, check_introduced_names
 from .rewrite import Rewriter
 
@@ -34,6 +35,9 @@ def verify(engine: Engine, result: CheckResult, rewriter: Rewriter,
         except PromiseBroken as exc:
             raise VerificationError(str(exc)) from None
     new_result = _relint(engine, result, new_files, rewriter)
+    problem = unguarded_left(rewriter.guarded_lazy, new_result.facts)
+    if problem:
+        raise VerificationError(problem)
     _check_idempotent(engine, new_result, strategy)
     return new_files
 
