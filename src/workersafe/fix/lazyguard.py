@@ -104,7 +104,7 @@ def guard_lazy_opens(located: Located, cls: cst.ClassDef, current: cst.ClassDef,
         absent[plan.attr] = test.absent
         pid = pids.get(plan.attr) or _free_attr(f"_{plan.attr.lstrip('_')}_pid", names_in_use)
         pids[plan.attr] = pid
-        release = released if htype is not None and htype.single_open else []
+        release = released if htype is not None and htype.drop_before_reopen else []
         replacements[node] = _guarded_if(located, node, test, pid, span, release, absent)
         result.changed_lines |= _header_lines(located, node)
         result.guarded.append((plan.method, plan.attr))
@@ -273,7 +273,7 @@ def _release(attrs: list[str], absent: dict[str, bool]) -> list[cst.BaseStatemen
     """Drop the inherited handle and what derives from it before opening again (the library
     refuses a second open of the same file in one process): set to None, or removed where
     the class's code asks whether the attribute exists."""
-    comment = "  # one open per process: release the old one first"
+    comment = "  # one open per process: drop the old one first"
     code: list[str] = []
     none = [a for a in attrs if not absent[a]]
     if none:
