@@ -28,6 +28,9 @@ class ModulePlan:
     pid_name: str
     importers: dict[str, tuple[cst.SimpleStatementLine, str]] = field(default_factory=dict)
     factory: bool = False  # a cached factory function: callers already call it
+    # module names the accessor takes in as its locals: `client = MongoClient()` before
+    # `db = client.capstone` (read by nothing else, here or in other modules)
+    absorbed: tuple[str, ...] = ()
 
 
 _CACHES = ("functools.cache", "functools.lru_cache", "cache", "lru_cache")
@@ -48,16 +51,18 @@ def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan
     value = created.value
     root = _root_name(value.func if isinstance(value, cst.Call) else value)
     assigned = {t.value for s in body for t in _assigned_names(s)}
-    if root in assigned and root != name:
-        raise Unfixable(f"{name} is derived from {root}, another module-level handle: "
-                        "turn that one into an accessor by hand")
-    moved: list[cst.BaseStatement] = [body[index]]
+    moved: list[cst.BaseStatement] = []
+    if root is not None and root in assigned and root != name:
+        moved = _source_statements(body, index, root, name)
+    moved.append(body[index])
     for statement in body[index + 1:]:
         if not _configures_name(statement, name):
             break
         moved.append(statement)
     base = name.lstrip("_").lower() or "handle"
-    plan = ModulePlan(name, handle, moved, f"get_{base}", f"_{base}", f"_{base}_pid")
+    plan = ModulePlan(name, handle, moved, f"get_{base}", f"_{base}", f"_{base}_pid",
+                      absorbed=tuple(t.value for s in moved for t in _assigned_names(s)
+                                     if t.value != name))
     taken = bound_names(body)
     for new in (plan.accessor, plan.private, plan.pid_name):
         if new in taken:
@@ -73,6 +78,33 @@ def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan
                     and node.target.value == name:
                 raise Unfixable(f"{name} is assigned again elsewhere in the module")
     return plan
+
+
+def _source_statements(body: list[cst.BaseStatement], index: int, root: str, name: str
+                       ) -> list[cst.BaseStatement]:
+    """`client = MongoClient()` (and its configuration) right before `db = client.capstone`:
+    the accessor of `db` takes them in, when nothing else in the module reads `client`."""
+    start = next((i for i in range(index - 1, -1, -1) if _assigns(body[i], root)), None)
+    if start is None or not all(_configures_name(s, root) for s in body[start + 1:index]):
+        raise Unfixable(f"{name} is derived from {root}, another module-level handle made "
+                        "elsewhere than right above it: turn that one into an accessor by hand")
+    source = single(body[start])
+    assert isinstance(source, cst.Assign)
+    if not isinstance(source.value, cst.Call):
+        raise Unfixable(f"{name} is derived from {root}, which is not created by a call")
+    taken = set(range(start, index + 1))
+    for i, statement in enumerate(body):
+        if i in taken or _configures_name(statement, name) and i > index:
+            continue
+        if root in loaded_names(statement) or root in bound_names([statement]):
+            raise Unfixable(f"{name} is derived from {root}, which the module also uses "
+                            f"elsewhere (in `{_first_line(statement)}`): turn {root} "
+                            "into an accessor by hand")
+    return body[start:index]
+
+
+def _first_line(statement: cst.BaseStatement) -> str:
+    return cst.Module([]).code_for_node(statement).strip().splitlines()[0][:60]
 
 
 def _plan_factory(body: list[cst.BaseStatement], factory: cst.FunctionDef, handle: str
