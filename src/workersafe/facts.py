@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 10  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 11  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -105,6 +105,9 @@ class ClassFacts:
     # container, method = the filling method (`Frames._envs[p] = lmdb.open(p)` in `_env`)
     class_caches: Tuple[HeldHandle, ...] = ()
     pickled: Optional[PickledState] = None  # when it defines __getstate__ or __reduce__
+    # (attr, source attr, method) for `self.txn = self.env.begin()`: what an attribute set
+    # from a call (held_calls) derives, known to be a handle only when linking
+    derived_attrs: Tuple[Tuple[str, str, str], ...] = ()
 
     def method(self, name: str) -> Optional[MethodFacts]:
         return next((m for m in self.methods if m.name == name), None)

@@ -308,13 +308,13 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
     """Handles kept from a call that returns one (`self.env = open_env(p)`): WS101 at the
     call; a cached factory's one object per process is WS102 at its creating call."""
     direct = {h.attr for member in mro for h in member.held}
+    derived = [(a, source, m) for member in mro for a, source, m in member.derived_attrs]
     for member in mro:
         home = project.class_file[member.qualname]
         for kept in member.held_calls:
             attr = kept.attr
             if (member.qualname, kept.method) not in view.init_run or attr in direct \
-                    or attr not in view.worker_reads or attr in view.guarded \
-                    or attr in view.closed_at_fork:
+                    or attr in view.guarded or attr in view.closed_at_fork:
                 continue
             found = project.returned_handle(kept.callee, view.cls, home)
             if found is None:
@@ -323,23 +323,30 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
             htype = registry.lookup(site.handle)
             if htype is None:
                 continue
+            # what workers read may be only an object derived from it (`self.txn =
+            # self.env.begin()`): that keeps the returned handle alive in them
+            kids = tuple(dict.fromkeys(a for a, source, m in derived if source == attr
+                                       and m in htype.derived_methods and a not in direct))
+            if not ({attr, *kids} & view.worker_reads):
+                continue
+            parent_use = bool({attr, *kids} & view.parent_uses)
             callee = kept.callee.rsplit(".", 1)[-1]
             if cached:
                 cand = Candidate("WS102", site, where.path,
                                  f"returned by the cached {callee}() and kept in "
                                  f"{member.name}.{attr}", view.cls.name,
                                  FixPlan("returned", site.handle, member.qualname, attr,
-                                         (attr,), kept.method),
+                                         (attr, *kids), kept.method),
                                  not htype.fork_safe)
-                yield cand, attr in view.parent_uses, attr, "instance"
+                yield cand, parent_use, attr, "instance"
                 continue
             cand = Candidate("WS101", HandleSite(site.handle, kept.span), home.path,
                              f"returned by {callee}() in {member.name}.{kept.method}",
                              view.cls.name, FixPlan("returned", site.handle, member.qualname,
-                                                    attr, (attr,), kept.method,
+                                                    attr, (attr, *kids), kept.method,
                                                     via=kept.callee, call=kept.span),
                              not htype.fork_safe)
-            yield cand, attr in view.parent_uses, attr, "instance"
+            yield cand, parent_use, attr, "instance"
 
 
 def _module_candidates(project: Project, registry: Registry, view: ClassView

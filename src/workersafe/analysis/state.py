@@ -147,6 +147,7 @@ class ClassState:
     init_params: tuple[str, ...] = ()
     param_attrs: list[tuple[str, str]] = field(default_factory=list)
     held_calls: list[HeldCall] = field(default_factory=list)
+    derived_attrs: list[tuple[str, str, str]] = field(default_factory=list)
     param_types: list[tuple[str, str]] = field(default_factory=list)
     identity_attrs: set[str] = field(default_factory=set)  # `self._pid = os.getpid()`
 

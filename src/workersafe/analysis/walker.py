@@ -651,6 +651,10 @@ class FactWalker:
                    value: ast.expr) -> None:
         """`self.env = open_env(p)` / `self._connect(p)`: the linker looks up what it returns."""
         callee = self._callee(value)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            source = self_attr(value.func.value)
+            if source is not None and source != attr:  # `self.txn = self.env.begin()`
+                cls.derived_attrs.append((attr, source, value.func.attr))
         if callee:
             cls.held_calls.append(HeldCall(attr, method.name, callee, self.positions.span(value)))
             if self.state.pid_guard_depth:
