@@ -576,6 +576,8 @@ class FactWalker:
                 # `self.h[worker_id] = open(p)`: one handle per process
                 per_process = self.ev.is_identity(target.slice)
                 self._hold(cls, method, attr, handle, per_process)
+            elif attr and cls and method and not self.ev.is_identity(target.slice):
+                self._held_call(cls, method, attr, value)  # `self.envs[k] = self.open_db(p)`
             refs = self.ev.refs_of(value) if handle is None else []
             if refs and attr and cls:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
@@ -649,7 +651,12 @@ class FactWalker:
 
     def _held_call(self, cls: ClassState, method: MethodState, attr: str,
                    value: ast.expr) -> None:
-        """`self.env = open_env(p)` / `self._connect(p)`: the linker looks up what it returns."""
+        """`self.env = open_env(p)` / `self._connect(p)`: the linker looks up what it returns;
+        also each element of `[self.open_db(p) for p in paths]` (or a dict's values)."""
+        if isinstance(value, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            value = value.elt
+        elif isinstance(value, ast.DictComp):
+            value = value.value
         callee = self._callee(value)
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
             source = self_attr(value.func.value)
