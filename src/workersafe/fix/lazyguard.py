@@ -24,8 +24,8 @@ from ..findings import FixPlan
 from ..registry import Registry
 from .classfix import custom_pickling
 from .cstutil import (
-    Located, ReplaceNodes, dotted, leading_lines, self_attr, single, statements, walk,
-    with_leading_lines,
+    Located, ReplaceNames, ReplaceNodes, dotted, leading_lines, self_attr, single, statements,
+    transform, walk, with_leading_lines,
 )
 from .handles import HandleNames
 from .initplan import find_method
@@ -122,9 +122,13 @@ def guard_lazy_opens(located: Located, cls: cst.ClassDef, current: cst.ClassDef,
         if own:
             result.notes.append(f"pickling left to the existing {own}")
         elif added is not None:
-            new_cls = cast(cst.ClassDef, new_cls.visit(ReplaceNodes(
-                {added: _extended_getstate(added, dropped)})))
-            result.notes.append("__getstate__ drops the handle too")
+            extended = _extended_getstate(added, dropped)
+            if extended is None:
+                result.notes.append("pickling left to the existing __getstate__ (it returns "
+                                    "no `state` dict to set the handle to None in)")
+            else:
+                new_cls = cast(cst.ClassDef, new_cls.visit(ReplaceNodes({added: extended})))
+                result.notes.append("__getstate__ drops the handle too")
         else:
             new_cls = _with_getstate(new_cls, dropped, base_strategy)
             result.notes.append("__getstate__ drops the handle")
@@ -300,13 +304,49 @@ def _with_getstate(cls: cst.ClassDef, dropped: dict[str, bool], base_strategy: s
     return cls.with_changes(body=cls.body.with_changes(body=[*body[:at], method, *body[at:]]))
 
 
-def _extended_getstate(method: cst.FunctionDef, dropped: dict[str, bool]) -> cst.FunctionDef:
-    """The `__getstate__` another fix of this run wrote, also leaving out these handles: the
-    template's statements between its copy and its `return state` go before that return."""
-    ours = statements(_getstate(dropped).body.body)[2:-1]  # docstring, copy, ..., return
+def _extended_getstate(method: cst.FunctionDef, dropped: dict[str, bool]
+                       ) -> Optional[cst.FunctionDef]:
+    """A `__getstate__` that ends in `return state` (another fix of this run wrote it, or the
+    class's own filters a copy of `__dict__`), also leaving out these handles: the template's
+    statements between its copy and its `return state` go before that return, without the
+    names it already drops. None when it returns something else."""
     body = statements(method.body.body)
+    last = single(body[-1]) if body else None
+    if not isinstance(last, cst.Return) or not isinstance(last.value, cst.Name):
+        return None
+    done = _dropped_keys(body, last.value.value)
+    wanted = {a: none for a, none in dropped.items() if a not in done}
+    if not wanted:
+        return method
+    ours = statements(_getstate(wanted).body.body)[2:-1]  # docstring, copy, ..., return
+    if last.value.value != "state":
+        ours = [transform(s, ReplaceNames({"state": cst.Name(last.value.value)})) for s in ours]
     return method.with_changes(body=method.body.with_changes(
         body=[*body[:-1], *ours, body[-1]]))
+
+
+def _dropped_keys(body: Sequence[cst.BaseStatement], state: str) -> set[str]:
+    """The keys `state["x"] = None`, `state.pop("x", ...)` or `del state["x"]` already drop."""
+    keys: set[str] = set()
+    for statement in body:
+        small = single(statement)
+        if isinstance(small, cst.Assign) and len(small.targets) == 1:
+            keys |= _keys_of(small.targets[0].target, state)
+        elif isinstance(small, cst.Del):
+            keys |= _keys_of(small.target, state)
+        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+                and dotted(small.value.func) == f"{state}.pop" and small.value.args \
+                and isinstance(key := small.value.args[0].value, cst.SimpleString):
+            keys.add(str(key.evaluated_value))
+    return keys
+
+
+def _keys_of(target: cst.BaseExpression, state: str) -> set[str]:
+    if isinstance(target, cst.Subscript) and dotted(target.value) == state \
+            and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index) \
+            and isinstance(key := target.slice[0].slice.value, cst.SimpleString):
+        return {str(key.evaluated_value)}
+    return set()
 
 
 # --- helpers --------------------------------------------------------------------------------
