@@ -344,15 +344,17 @@ class _ClassReader:
 
     def read(self, node: ast.ClassDef) -> RemedyClass:
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        self._process_values(methods)
+        nodes = {id(m): list(ast.walk(m)) for m in methods}  # one walk of each method
+        self._process_values(methods, nodes)
         for method in methods:
-            self.method(method)
+            self.method(method, nodes[id(method)])
         return RemedyClass(self.cls.qualname, tuple(self.init_none),
                            tuple(sorted(self.init_set - {a.attr for a in self.init_none})),
                            tuple(self.lazy), tuple(sorted(self.param_attrs & self.indexed)),
                            tuple(sorted(self.member_uses)))
 
-    def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
+    def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST]
+               ) -> None:
         state = self.owner.state
         func = FunctionState(node.name, f"{self.cls.qualname}.{node.name}", False, False,
                              Env(state.module_env), MethodState(node.name))
@@ -360,9 +362,9 @@ class _ClassReader:
         try:
             params = {a.arg for a in (*node.args.posonlyargs, *node.args.args,
                                       *node.args.kwonlyargs)}
-            checked = any(self._process_value(t.test, node.name) for t in ast.walk(node)
+            checked = any(self._process_value(t.test, node.name) for t in nodes
                           if isinstance(t, (ast.If, ast.IfExp, ast.While, ast.Assert)))
-            for sub in ast.walk(node):
+            for sub in nodes:
                 if isinstance(sub, ast.Subscript):
                     attr = self_attr(sub.value)
                     if attr:
@@ -426,11 +428,11 @@ class _ClassReader:
                 self.lazy.append(LazyOpen(attr, method, None, stmt.func.attr, checked))
                 return
 
-    def _process_values(self, methods: list[Union[ast.FunctionDef, ast.AsyncFunctionDef]]
-                        ) -> None:
+    def _process_values(self, methods: list[Union[ast.FunctionDef, ast.AsyncFunctionDef]],
+                        nodes: dict[int, list[ast.AST]]) -> None:
         """The attributes (class-wide) and locals (per method) holding a value derived from
         a process call: `self._pid = os.getpid()`, `info = get_worker_info(); w = info.id`."""
-        assigns = [(m.name, a) for m in methods for a in ast.walk(m)
+        assigns = [(m.name, a) for m in methods for a in nodes[id(m)]
                    if isinstance(a, ast.Assign)]
         changed = True
         while changed:
