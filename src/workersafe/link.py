@@ -279,9 +279,9 @@ class Project:
             home = self.class_file[owner_name]
             assigned = [r for member in self.mro(owner) for a, rs in member.attr_refs if a == attr
                         for r in rs]
-            found = [c for r in assigned for c in self.classes_of_ref(r, home, depth + 1)]
-            return found + [c for site, arg in self._kept_arguments(owner, attr)
-                            for r in arg.refs for c in self.classes_of_ref(r, site, depth + 1)]
+            kept = [c for r in assigned for c in self.classes_of_ref(r, home, depth + 1)]
+            return kept + [c for site, arg in self._kept_arguments(owner, attr)
+                           for r in arg.refs for c in self.classes_of_ref(r, site, depth + 1)]
         return []
 
     def _kept_arguments(self, cls: ClassFacts, attr: str) -> list[tuple[FileFacts, ArgRef]]:
