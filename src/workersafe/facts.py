@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 11  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 12  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -108,6 +108,8 @@ class ClassFacts:
     # (attr, source attr, method) for `self.txn = self.env.begin()`: what an attribute set
     # from a call (held_calls) derives, known to be a handle only when linking
     derived_attrs: Tuple[Tuple[str, str, str], ...] = ()
+    # (param, value) for an `__init__` parameter with a constant int default (`workers=4`)
+    init_int_defaults: Tuple[Tuple[str, int], ...] = ()
 
     def method(self, name: str) -> Optional[MethodFacts]:
         return next((m for m in self.methods if m.name == name), None)
@@ -167,6 +169,8 @@ class LoaderCall:
     path: str = ""
     num_workers_param: str = ""  # num_workers is this parameter ("<function>#<index>#<name>")
     function: str = ""  # the module-level function (or method) holding the call, qualified
+    # num_workers is `self.<attr>` in a method: "<class>.<attr>" (its constructions decide)
+    num_workers_attr: str = ""
 
 
 @dataclass(frozen=True)

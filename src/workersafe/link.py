@@ -279,8 +279,50 @@ class Project:
             home = self.class_file[owner_name]
             assigned = [r for member in self.mro(owner) for a, rs in member.attr_refs if a == attr
                         for r in rs]
-            return [c for r in assigned for c in self.classes_of_ref(r, home, depth + 1)]
+            kept = [c for r in assigned for c in self.classes_of_ref(r, home, depth + 1)]
+            return kept + [c for site, arg in self._kept_arguments(owner, attr)
+                           for r in arg.refs for c in self.classes_of_ref(r, site, depth + 1)]
         return []
+
+    def _kept_arguments(self, cls: ClassFacts, attr: str) -> list[tuple[FileFacts, ArgRef]]:
+        """What constructions of `cls` (or of a subclass using its `__init__`) pass for the
+        `__init__` parameter that `__init__` keeps as `self.<attr>` (`Trainer(ds)`,
+        `Trainer(train_set=ds)` for `self.train_set = train_set`)."""
+        kept = self._kept_param(cls, attr)
+        return self.arguments_for(kept[1]) if kept is not None else []
+
+    def _kept_param(self, cls: ClassFacts, attr: str) -> Optional[tuple[ClassFacts, str]]:
+        """The class whose `__init__` `cls` runs and its parameter ("<class>.__init__#<index>#
+        <name>") kept as `self.<attr>`; None when no parameter is kept there."""
+        init_owner = next((m for m in self.mro(cls) if m.method("__init__") is not None), None)
+        if init_owner is None:
+            return None
+        params = init_owner.init_params
+        param = next((p for p, a in init_owner.param_attrs if a == attr and p in params), None)
+        if param is None:
+            return None
+        return init_owner, f"{init_owner.qualname}.__init__#{params.index(param)}#{param}"
+
+    def _kept_workers(self, loader: LoaderCall) -> LoaderCall:
+        """The loader with `num_workers=self.<attr>` made constant when every construction
+        of the class gives that `__init__` parameter a constant (passed, or its default):
+        the largest; unchanged (workers) when one does not."""
+        owner_name, _, attr = loader.num_workers_attr.rpartition(".")
+        owner = self.classes.get(owner_name)
+        kept = self._kept_param(owner, attr) if owner is not None else None
+        if loader.num_workers is not None or kept is None:
+            return loader
+        init_owner, param = kept
+        default = dict(init_owner.init_int_defaults).get(param.rpartition("#")[2])
+        sites = self.call_sites().get(f"{init_owner.qualname}.__init__", ())
+        counts = []
+        for _, site in sites:
+            passed = [a for a in site.args if self._is_arg_for(a, param)]
+            counts.append(passed[0].int_value if passed else default)
+        if not counts or None in counts:
+            return loader
+        most = max(c for c in counts if c is not None)
+        return dataclasses.replace(loader, num_workers=most, num_workers_text=str(most))
 
     def _method_returns(self, cls: ClassFacts, name: str, depth: int
                         ) -> list[tuple[ClassFacts, DatasetRef]]:
@@ -334,6 +376,10 @@ class Project:
         target = self.resolve(site.target, facts)
         if target in self.functions:
             return [target]
+        built = self.classes.get(target)  # `Trainer(ds)`: a call of its `__init__`
+        if built is not None:
+            key = self._method_key(built, "__init__")
+            return [key] if key else []
         owner_name, _, name = target.rpartition(".")
         owner = self.classes.get(owner_name)
         key = self._method_key(owner, name) if owner is not None else ""
@@ -375,6 +421,7 @@ class Project:
         """The classes a loader's dataset argument may be; a parameter's through each call
         site, with `num_workers` from the same call when the loader takes it from a
         parameter of the same function (`make_loader(ds, 0)`)."""
+        loader = self._kept_workers(loader)
         if ref.kind != "param":
             for cls, constructing in self.classes_of_ref(ref, facts):
                 yield loader, cls, constructing

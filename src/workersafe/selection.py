@@ -126,6 +126,7 @@ class Selection:
         names |= {ref.target.split("#")[0].rpartition(".")[2]
                   for f in facts.values() for func in f.functions for ref in func.returns
                   if ref.kind == "param"}
+        names |= _keeping_classes(facts.values())
         pattern = words_pattern(names - self._callers_searched)
         self._callers_searched |= names
         if pattern is None:
@@ -211,15 +212,32 @@ def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]
 _LOADER_FIRST_ARG = re.compile(r"DataLoader\(\s*(?:dataset\s*=\s*)?(\w+)\s*[,)]")
 
 
+_LOADER_SELF_ARG = re.compile(r"DataLoader\(\s*(?:dataset\s*=\s*)?self\.(\w+)\s*[,)]")
+
+
 def _loader_of_parameter(text: str) -> bool:
     """A text test: a DataLoader whose dataset is a parameter of a function defined there
-    (`def val(net, dataset): DataLoader(dataset, ...)`); its callers say what it is."""
+    (`def val(net, dataset): DataLoader(dataset, ...)`), or an attribute set from a name
+    (`self.train_set = train_set`, a constructor's parameter); its callers say what it is."""
     if "DataLoader(" not in text:
         return False
     for match in _LOADER_FIRST_ARG.finditer(text):
         if re.search(rf"def \w+\([^)]*\b{match.group(1)}\b", text):
             return True
-    return False
+    return any(re.search(rf"self\.{match.group(1)}\s*=\s*\w+\s*$", text, re.M)
+               for match in _LOADER_SELF_ARG.finditer(text))
+
+
+def _keeping_classes(all_facts: Iterable[FileFacts]) -> set[str]:
+    """Names of the classes whose `__init__` keeps a parameter as an attribute that a
+    loader's dataset (or an argument of a call) is: their constructions pass the dataset
+    (`Trainer(ds)` for `DataLoader(self.train_set)`)."""
+    every = list(all_facts)
+    kept = {f"{c.qualname}.{attr}" for f in every for c in f.classes for _, attr in c.param_attrs}
+    refs = [r for f in every for loader in f.loaders for r in loader.datasets]
+    refs += [r for f in every for site in f.calls for a in site.args for r in a.refs]
+    return {r.target.rpartition(".")[0].rpartition(".")[2] for r in refs
+            if r.kind == "attr" and r.target in kept}
 
 
 class _BaseWords(dict[str, bool]):

@@ -103,7 +103,7 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
         tuple(cls.held_calls), tuple(cls.param_types),
         tuple(HeldHandle(attr, site(h), method) for attr, method, h in caches.stores),
         pickled_state(node) if node is not None else None,
-        tuple(cls.derived_attrs),
+        tuple(cls.derived_attrs), tuple(cls.init_int_defaults),
     )
 
 

@@ -10,7 +10,8 @@ from typing import Optional
 from ..facts import LoaderCall
 from ..torchnames import PARTIAL
 from .values import (
-    Evaluator, bool_value, call_args, dict_literal, int_value, is_name, is_none, string,
+    Evaluator, bool_value, call_args, dict_literal, int_value, is_name, is_none, self_attr,
+    string,
 )
 
 # DataLoader's parameters in order, as far as a positional argument can reach one we read.
@@ -27,19 +28,34 @@ def read_loader(call: ast.Call, ev: Evaluator) -> LoaderCall:
     context = read_context(args.get("multiprocessing_context"), ev)
     init_node = args.get("worker_init_fn")
     worker_inits = worker_init_names(init_node, ev) if init_node is not None else ()
+    workers_node = args.get("num_workers")
     return LoaderCall(ev.positions.span(call), tuple(refs), num_workers, text, persistent,
-                      context, worker_inits, num_workers_param=_param_of(args.get("num_workers"),
-                                                                         ev))
+                      context, worker_inits, num_workers_param=_param_of(workers_node, ev),
+                      num_workers_attr=_attr_of(workers_node, ev))
 
 
 def _param_of(node: Optional[ast.expr], ev: Evaluator) -> str:
     """The function parameter `num_workers=n` passes on (the callers' arguments decide)."""
-    if type(node) is ast.Call and is_name(node.func, "int") and len(node.args) == 1:
-        node = node.args[0]  # num_workers=int(workers)
+    node = _unwrap_int(node)
     if type(node) is not ast.Name:
         return ""
     refs = ev.state.env.refs(node.id) or []
     return next((r.target for r in refs if r.kind == "param"), "")
+
+
+def _unwrap_int(node: Optional[ast.expr]) -> Optional[ast.expr]:
+    """`int(workers)` → `workers`."""
+    if type(node) is ast.Call and is_name(node.func, "int") and len(node.args) == 1:
+        return node.args[0]
+    return node
+
+
+def _attr_of(node: Optional[ast.expr], ev: Evaluator) -> str:
+    """`num_workers=self.workers` in a method: "<class>.workers" (its constructions decide)."""
+    node = _unwrap_int(node)
+    attr = self_attr(node) if node is not None else None
+    cls = ev.state.current_class()
+    return f"{cls.qualname}.{attr}" if attr and cls is not None else ""
 
 
 def loader_arguments(call: ast.Call, ev: Evaluator) -> dict[str, ast.expr]:

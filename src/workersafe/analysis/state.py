@@ -149,6 +149,7 @@ class ClassState:
     held_calls: list[HeldCall] = field(default_factory=list)
     derived_attrs: list[tuple[str, str, str]] = field(default_factory=list)
     param_types: list[tuple[str, str]] = field(default_factory=list)
+    init_int_defaults: list[tuple[str, int]] = field(default_factory=list)
     identity_attrs: set[str] = field(default_factory=set)  # `self._pid = os.getpid()`
 
     def held_in(self, method: str, attr: str) -> Optional[Handle]:

@@ -21,8 +21,8 @@ from .state import (
     ClassState, Env, Frame, FunctionState, Handle, MethodState, State,
 )
 from .values import (
-    Evaluator, call_args, elements, first_arg, is_name, is_none, is_self, is_super, self_attr,
-    string,
+    Evaluator, call_args, elements, first_arg, int_value, is_name, is_none, is_self, is_super,
+    self_attr, string,
 )
 
 # Deeper code is reported (WS001), not analysed: nobody writes it, and libcst (which `fix`
@@ -176,6 +176,7 @@ class FactWalker:
                     annotated = state.q(arg.annotation) if arg.annotation is not None else None
                     if annotated:
                         owner.param_types.append((arg.arg, annotated))
+                owner.init_int_defaults = _int_defaults(args)
             func = FunctionState(node.name, f"{owner.qualname}.{node.name}", False, False, env,
                                  method)
             if node.name != "__init__":  # `def evaluate(self, dataset)`: what callers pass
@@ -421,7 +422,8 @@ class FactWalker:
                 self.scoped_starts.setdefault(outer.qualname, method)
         else:
             self._note_calls(node, name, outer)
-            if name is not None and node.args and name not in _NOT_HANDLE_CALLEES \
+            if name is not None and (node.args or node.keywords) \
+                    and name not in _NOT_HANDLE_CALLEES \
                     and name.partition(".")[0] not in _LIBRARY_ROOTS \
                     and self._function_call(node.func):
                 args = self.ev.arg_refs(node)
@@ -785,3 +787,12 @@ _HOOKS[ast.AsyncFunctionDef] = _HOOKS[ast.FunctionDef]
 _HOOKS[ast.AsyncWith] = _HOOKS[ast.With]
 _HOOKS[ast.AsyncFor] = _HOOKS[ast.For]
 _HOOKS[ast.SetComp] = _HOOKS[ast.GeneratorExp] = _HOOKS[ast.ListComp]
+
+
+def _int_defaults(args: ast.arguments) -> list[tuple[str, int]]:
+    """(parameter, value) for each parameter whose default is a constant int."""
+    positional = (*args.posonlyargs, *args.args)
+    pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
+             *zip(args.kwonlyargs, args.kw_defaults)]
+    return [(arg.arg, value) for arg, default in pairs
+            if default is not None and (value := int_value(default)) is not None]
