@@ -246,10 +246,16 @@ class Rewriter:
                 raise Unfixable(f"{other} reads {name} through its module: rewrite that by hand")
         for extra in plan.absorbed:  # a local of the accessor now: no other module may read it
             for other, source in self.result.sources.items():
-                if other != path and home_module and mentions(source.text, extra) \
-                        and mentions(source.text, home_module.rsplit(".", 1)[-1]):
-                    raise Unfixable(f"{name} is derived from {extra}, which {other} may import "
-                                    f"from this module: turn {extra} into an accessor by hand")
+                if other == path or not mentions(source.text, extra):
+                    continue
+                imported = importer_plan(self._edit(other).located.module, home_module, extra,
+                                         plan.accessor, self._import_resolver(other))
+                through = bool(home_module) \
+                    and mentions(source.text, home_module.rsplit(".", 1)[-1]) \
+                    and re.search(rf"\.{re.escape(extra)}\b", source.text) is not None
+                if imported is not None or through:
+                    raise Unfixable(f"{name} is derived from {extra}, which {other} reads from "
+                                    f"this module: turn {extra} into an accessor by hand")
         self.module_fixes.setdefault(path, []).append((name, handle))
         self._allow_name_lines(path, name)
         if plan.factory:  # its cache decorator goes, and the functools import if now unused
