@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 11  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 12  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -167,6 +167,9 @@ class LoaderCall:
     path: str = ""
     num_workers_param: str = ""  # num_workers is this parameter ("<function>#<index>#<name>")
     function: str = ""  # the module-level function (or method) holding the call, qualified
+    # built by a framework function (`fastai.basic_data.DataBunch.create`, a row of
+    # frameworks.FRAMEWORK_LOADERS), not by a `DataLoader(...)` call: its qualified name
+    framework: str = ""
 
 
 @dataclass(frozen=True)

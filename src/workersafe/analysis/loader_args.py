@@ -1,6 +1,9 @@
 """How a `DataLoader(...)` call is read: its dataset, `num_workers`, `persistent_workers`,
 `multiprocessing_context` and `worker_init_fn` — passed by position, by keyword, through
-`**kwargs` (a dict literal, or a name bound to one), or through a variable."""
+`**kwargs` (a dict literal, or a name bound to one), or through a variable. A call of a
+framework function that builds DataLoaders (`DataBunch.create(train_ds, valid_ds,
+num_workers=4)`, see `frameworks.FRAMEWORK_LOADERS`) is read as one such loader of all its
+datasets, with the framework's default worker count when none is given."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import ast
 from typing import Optional
 
 from ..facts import LoaderCall
+from ..frameworks import FrameworkLoader
 from ..torchnames import PARTIAL
 from .values import (
     Evaluator, bool_value, call_args, dict_literal, int_value, is_name, is_none, string,
@@ -42,25 +46,46 @@ def _param_of(node: Optional[ast.expr], ev: Evaluator) -> str:
     return next((r.target for r in refs if r.kind == "param"), "")
 
 
-def loader_arguments(call: ast.Call, ev: Evaluator) -> dict[str, ast.expr]:
-    """Parameter name → the expression passed for it (later arguments win)."""
+def read_framework_loader(call: ast.Call, row: FrameworkLoader, ev: Evaluator) -> LoaderCall:
+    """A framework call read as a DataLoader of each dataset it is given."""
+    args = loader_arguments(call, ev, row.positional, row.workers,
+                            "*" if row.variadic_datasets else "")
+    refs = [ref for param, node in args.items()
+            if param in row.datasets or param.startswith("*#")
+            for ref in ev.refs_of(node)]
+    node = args.get(row.workers)
+    num_workers, text = read_num_workers(node, ev) if node is not None \
+        else (row.default_workers, row.default_text)
+    return LoaderCall(ev.positions.span(call), tuple(refs), num_workers, text, False, "", (),
+                      num_workers_param=_param_of(node, ev), framework=row.name)
+
+
+def loader_arguments(call: ast.Call, ev: Evaluator,
+                     positional: tuple[str, ...] = LOADER_POSITIONAL,
+                     workers: str = "num_workers", rest: str = "") -> dict[str, ast.expr]:
+    """Parameter name → the expression passed for it (later arguments win); positional
+    arguments past `positional` are `<rest>#<index>` when `rest` names them."""
     args: dict[str, ast.expr] = {}
     position = 0
     for arg in call_args(call):
         if arg.star == "**":
-            args.update(_kwargs_of(arg.value, ev))
+            args.update(_kwargs_of(arg.value, ev, workers))
         elif arg.star:
-            args["num_workers"] = arg.value  # *args: unknown, assume anything
+            args[workers] = arg.value  # *args: unknown, assume anything
+            if rest:
+                args[f"{rest}#*{position}"] = arg.value
         elif arg.keyword is not None:
             args[arg.keyword] = arg.value
         else:
-            if position < len(LOADER_POSITIONAL):
-                args[LOADER_POSITIONAL[position]] = arg.value
+            if position < len(positional):
+                args[positional[position]] = arg.value
+            elif rest:
+                args[f"{rest}#{position}"] = arg.value
             position += 1
     return args
 
 
-def _kwargs_of(expr: ast.expr, ev: Evaluator) -> dict[str, ast.expr]:
+def _kwargs_of(expr: ast.expr, ev: Evaluator, workers: str) -> dict[str, ast.expr]:
     literal = dict_literal(expr)
     if literal is not None:
         return literal
@@ -68,7 +93,7 @@ def _kwargs_of(expr: ast.expr, ev: Evaluator) -> dict[str, ast.expr]:
         bound = ev.state.env.kwargs(expr.id)
         if bound is not None:
             return bound
-    return {"num_workers": expr}  # unknown **kwargs: may set num_workers
+    return {workers: expr}  # unknown **kwargs: may set num_workers
 
 
 def read_num_workers(node: Optional[ast.expr], ev: Evaluator) -> tuple[Optional[int], str]:
