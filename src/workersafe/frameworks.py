@@ -59,10 +59,17 @@ class FrameworkLoader:
     default_text: str = "0"  # that default as the framework spells it (for the message)
     # `from <module> import *` that binds `attr` bare, and whether modules below it do too
     star_sources: tuple[tuple[str, bool], ...] = ()
+    # the identifier whose mention makes a file a candidate (the prefilter); "": the class
+    # name (`DataBunch`). Not a word prose uses ("DataLoaders" in a docstring).
+    word: str = ""
 
     @property
     def name(self) -> str:
         return f"{self.module}.{self.attr}"
+
+    @property
+    def prefilter_word(self) -> str:
+        return self.word or self.attr.partition(".")[0]
 
 
 # fastai v1 (`fastai.basic_data`): `DataBunch.create(train_ds, valid_ds, test_ds=None, path='.',
@@ -92,7 +99,7 @@ FRAMEWORK_LOADERS: tuple[FrameworkLoader, ...] = (
     # `DataLoaders.from_dsets(*ds, path='.', bs=64, device=None, dl_type=TfmdDL, **kwargs)`:
     # one TfmdDL per dataset, `num_workers` passed on to it
     replace(_V2_TFMD, attr="DataLoaders.from_dsets", positional=(), datasets=(),
-            variadic_datasets=True),
+            variadic_datasets=True, word="from_dsets"),
     # `DataLoader(dataset=None, bs=None, num_workers=0, ...)`: fastai's own loader
     FrameworkLoader(module="fastai.data.load", attr="DataLoader",
                     positional=("dataset", "bs", "num_workers"), datasets=("dataset",),
@@ -123,5 +130,5 @@ def framework_loader(name: str, star_modules: Iterable[str]) -> Optional[Framewo
 
 
 def framework_loader_words() -> tuple[str, ...]:
-    """The class names a framework loader call spells (for the prefilter)."""
-    return tuple(sorted({row.attr.partition(".")[0] for row in FRAMEWORK_LOADERS}))
+    """The identifiers a framework loader call spells (for the prefilter)."""
+    return tuple(sorted({row.prefilter_word for row in FRAMEWORK_LOADERS}))

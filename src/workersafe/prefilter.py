@@ -2,10 +2,9 @@
 
 A handle can only be created where its module is named (`import requests`, `from h5py import
 File as F`) and its constructor is named; a dataset or a loader only where `Dataset`,
-`DataLoader`, a framework's loader-building class (`DataBunch`, `TfmdDL`: see
+`DataLoader`, a framework's loader-building name (`DataBunch`, `from_dsets`: see
 `frameworks.FRAMEWORK_LOADERS`) or a configured base is named, as the end of an
-identifier. Files failing both
-are never parsed."""
+identifier. Files failing both are never parsed."""
 
 from __future__ import annotations
 
@@ -17,8 +16,8 @@ from typing import Iterable, Optional
 from .frameworks import framework_loader_words
 from .registry import Registry
 
-DATASET_WORDS = ("Dataset", "DataLoader", "DataPipe") + tuple(
-    w for w in framework_loader_words() if w not in ("DataLoader",))
+_TORCH_WORDS = ("Dataset", "DataLoader", "DataPipe")
+DATASET_WORDS = _TORCH_WORDS + tuple(w for w in framework_loader_words() if w not in _TORCH_WORDS)
 
 
 @dataclass(frozen=True)
