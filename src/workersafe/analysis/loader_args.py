@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ..facts import LoaderCall
+from ..facts import DatasetRef, LoaderCall
 from ..frameworks import FrameworkLoader
 from ..torchnames import PARTIAL
 from .values import (
@@ -25,15 +25,35 @@ def read_loader(call: ast.Call, ev: Evaluator) -> LoaderCall:
     args = loader_arguments(call, ev)
     dataset = args.get("dataset")
     refs = ev.refs_of(dataset) if dataset is not None else []
-    num_workers, text = read_num_workers(args.get("num_workers"), ev)
+    return _loader_call(call, args, refs, read_num_workers(args.get("num_workers"), ev),
+                        args.get("num_workers"), ev)
+
+
+def read_framework_loader(call: ast.Call, row: FrameworkLoader, ev: Evaluator) -> LoaderCall:
+    """A framework call read as a DataLoader of each dataset it is given; the loader keywords
+    it passes on (`persistent_workers`, `multiprocessing_context`, `worker_init_fn`) as such."""
+    args = loader_arguments(call, ev, row.positional, row.workers,
+                            "*" if row.variadic_datasets else "")
+    refs = [ref for param, node in args.items()
+            if param in row.datasets or param.startswith("*#")
+            for ref in ev.refs_of(node)]
+    node = args.get(row.workers)
+    workers = read_num_workers(node, ev) if node is not None \
+        else (row.default_workers, row.default_text)
+    return _loader_call(call, args, refs, workers, node, ev, framework=row.name)
+
+
+def _loader_call(call: ast.Call, args: dict[str, ast.expr], refs: list[DatasetRef],
+                 workers: tuple[Optional[int], str], workers_node: Optional[ast.expr],
+                 ev: Evaluator, framework: str = "") -> LoaderCall:
     persistent_node = args.get("persistent_workers")
     persistent = bool_value(persistent_node) if persistent_node is not None else False
     context = read_context(args.get("multiprocessing_context"), ev)
     init_node = args.get("worker_init_fn")
     worker_inits = worker_init_names(init_node, ev) if init_node is not None else ()
-    return LoaderCall(ev.positions.span(call), tuple(refs), num_workers, text, persistent,
-                      context, worker_inits, num_workers_param=_param_of(args.get("num_workers"),
-                                                                         ev))
+    return LoaderCall(ev.positions.span(call), tuple(refs), workers[0], workers[1], persistent,
+                      context, worker_inits, num_workers_param=_param_of(workers_node, ev),
+                      framework=framework)
 
 
 def _param_of(node: Optional[ast.expr], ev: Evaluator) -> str:
@@ -44,20 +64,6 @@ def _param_of(node: Optional[ast.expr], ev: Evaluator) -> str:
         return ""
     refs = ev.state.env.refs(node.id) or []
     return next((r.target for r in refs if r.kind == "param"), "")
-
-
-def read_framework_loader(call: ast.Call, row: FrameworkLoader, ev: Evaluator) -> LoaderCall:
-    """A framework call read as a DataLoader of each dataset it is given."""
-    args = loader_arguments(call, ev, row.positional, row.workers,
-                            "*" if row.variadic_datasets else "")
-    refs = [ref for param, node in args.items()
-            if param in row.datasets or param.startswith("*#")
-            for ref in ev.refs_of(node)]
-    node = args.get(row.workers)
-    num_workers, text = read_num_workers(node, ev) if node is not None \
-        else (row.default_workers, row.default_text)
-    return LoaderCall(ev.positions.span(call), tuple(refs), num_workers, text, False, "", (),
-                      num_workers_param=_param_of(node, ev), framework=row.name)
 
 
 def loader_arguments(call: ast.Call, ev: Evaluator,
