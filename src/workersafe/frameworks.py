@@ -8,7 +8,11 @@ A configured `dataset-bases` entry is matched the same way (a star import of its
 a package above it), see `Project.is_torch_dataset`.
 
 Framework classes that merely *subclass* torch's Dataset (torchvision's `VisionDataset`,
-PyG's `Dataset`) are not here: they count when configured in `dataset-bases`."""
+PyG's `Dataset`) are not here: they count when configured in `dataset-bases`.
+
+`FRAMEWORK_LOADERS` lists framework functions that build DataLoaders with workers from the
+datasets given to them (fastai's `DataBunch.create`, `DataLoaders.from_dsets`, `TfmdDL`):
+the analysis reads a call of one as a DataLoader of each of its datasets."""
 
 from __future__ import annotations
 
