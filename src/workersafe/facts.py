@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 12  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 13  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -171,6 +171,9 @@ class LoaderCall:
     function: str = ""  # the module-level function (or method) holding the call, qualified
     # num_workers is `self.<attr>` in a method: "<class>.<attr>" (its constructions decide)
     num_workers_attr: str = ""
+    # built by a framework function (`fastai.basic_data.DataBunch.create`, a row of
+    # frameworks.FRAMEWORK_LOADERS), not by a `DataLoader(...)` call: its qualified name
+    framework: str = ""
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 A handle can only be created where its module is named (`import requests`, `from h5py import
 File as F`) and its constructor is named; a dataset or a loader only where `Dataset`,
-`DataLoader` or a configured base is named, as the end of an identifier. Files failing both
-are never parsed."""
+`DataLoader`, a framework's loader-building name (`DataBunch`, `from_dsets`: see
+`frameworks.FRAMEWORK_LOADERS`) or a configured base is named, as the end of an
+identifier. Files failing both are never parsed."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Iterable, Optional
 
+from .frameworks import framework_loader_words
 from .registry import Registry
 
-DATASET_WORDS = ("Dataset", "DataLoader", "DataPipe")
+_TORCH_WORDS = ("Dataset", "DataLoader", "DataPipe")
+DATASET_WORDS = _TORCH_WORDS + tuple(w for w in framework_loader_words() if w not in _TORCH_WORDS)
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,10 @@ class Prefilter:
                    for root, shorts in self._pairs)
 
     @cached_property
+    def _words_without_data(self) -> tuple[str, ...]:
+        return tuple(w for w in self.dataset_words if "Data" not in w)
+
+    @cached_property
     def _dataset_word_ends(self) -> "re.Pattern[str]":
         return re.compile("(?:" + "|".join(map(re.escape, self.dataset_words)) + r")(?!\w)")
 
@@ -48,7 +55,7 @@ class Prefilter:
         """A dataset word that ends an identifier (`IterableDataset`, `data.DataLoader(`): code
         can only name torch's classes (or a configured base) so. Prose such as "DataLoaders"
         or "Datasets" in a docstring does not count."""
-        if "Data" not in text and not self.extra_dataset_words:
+        if "Data" not in text and not any(w in text for w in self._words_without_data):
             return False
         return any(word in text for word in self.dataset_words) \
             and self._dataset_word_ends.search(text) is not None

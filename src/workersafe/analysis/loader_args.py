@@ -1,13 +1,17 @@
 """How a `DataLoader(...)` call is read: its dataset, `num_workers`, `persistent_workers`,
 `multiprocessing_context` and `worker_init_fn` — passed by position, by keyword, through
-`**kwargs` (a dict literal, or a name bound to one), or through a variable."""
+`**kwargs` (a dict literal, or a name bound to one), or through a variable. A call of a
+framework function that builds DataLoaders (`DataBunch.create(train_ds, valid_ds,
+num_workers=4)`, see `frameworks.FRAMEWORK_LOADERS`) is read as one such loader of all its
+datasets, with the framework's default worker count when none is given."""
 
 from __future__ import annotations
 
 import ast
 from typing import Optional
 
-from ..facts import LoaderCall
+from ..facts import DatasetRef, LoaderCall
+from ..frameworks import FrameworkLoader
 from ..torchnames import PARTIAL
 from .values import (
     Evaluator, bool_value, call_args, dict_literal, int_value, is_name, is_none, self_attr,
@@ -22,16 +26,35 @@ def read_loader(call: ast.Call, ev: Evaluator) -> LoaderCall:
     args = loader_arguments(call, ev)
     dataset = args.get("dataset")
     refs = ev.refs_of(dataset) if dataset is not None else []
-    num_workers, text = read_num_workers(args.get("num_workers"), ev)
+    return _loader_call(call, args, refs, read_num_workers(args.get("num_workers"), ev),
+                        args.get("num_workers"), ev)
+
+
+def read_framework_loader(call: ast.Call, row: FrameworkLoader, ev: Evaluator) -> LoaderCall:
+    """A framework call read as a DataLoader of each dataset it is given; the loader keywords
+    it passes on (`persistent_workers`, `multiprocessing_context`, `worker_init_fn`) as such."""
+    args = loader_arguments(call, ev, row.positional, row.workers,
+                            "*" if row.variadic_datasets else "")
+    refs = [ref for param, node in args.items()
+            if param in row.datasets or param.startswith("*#")
+            for ref in ev.refs_of(node)]
+    node = args.get(row.workers)
+    workers = read_num_workers(node, ev) if node is not None \
+        else (row.default_workers, row.default_text)
+    return _loader_call(call, args, refs, workers, node, ev, framework=row.name)
+
+
+def _loader_call(call: ast.Call, args: dict[str, ast.expr], refs: list[DatasetRef],
+                 workers: tuple[Optional[int], str], workers_node: Optional[ast.expr],
+                 ev: Evaluator, framework: str = "") -> LoaderCall:
     persistent_node = args.get("persistent_workers")
     persistent = bool_value(persistent_node) if persistent_node is not None else False
     context = read_context(args.get("multiprocessing_context"), ev)
     init_node = args.get("worker_init_fn")
     worker_inits = worker_init_names(init_node, ev) if init_node is not None else ()
-    workers_node = args.get("num_workers")
-    return LoaderCall(ev.positions.span(call), tuple(refs), num_workers, text, persistent,
+    return LoaderCall(ev.positions.span(call), tuple(refs), workers[0], workers[1], persistent,
                       context, worker_inits, num_workers_param=_param_of(workers_node, ev),
-                      num_workers_attr=_attr_of(workers_node, ev))
+                      num_workers_attr=_attr_of(workers_node, ev), framework=framework)
 
 
 def _param_of(node: Optional[ast.expr], ev: Evaluator) -> str:
@@ -58,25 +81,32 @@ def _attr_of(node: Optional[ast.expr], ev: Evaluator) -> str:
     return f"{cls.qualname}.{attr}" if attr and cls is not None else ""
 
 
-def loader_arguments(call: ast.Call, ev: Evaluator) -> dict[str, ast.expr]:
-    """Parameter name → the expression passed for it (later arguments win)."""
+def loader_arguments(call: ast.Call, ev: Evaluator,
+                     positional: tuple[str, ...] = LOADER_POSITIONAL,
+                     workers: str = "num_workers", rest: str = "") -> dict[str, ast.expr]:
+    """Parameter name → the expression passed for it (later arguments win); positional
+    arguments past `positional` are `<rest>#<index>` when `rest` names them."""
     args: dict[str, ast.expr] = {}
     position = 0
     for arg in call_args(call):
         if arg.star == "**":
-            args.update(_kwargs_of(arg.value, ev))
+            args.update(_kwargs_of(arg.value, ev, workers))
         elif arg.star:
-            args["num_workers"] = arg.value  # *args: unknown, assume anything
+            args[workers] = arg.value  # *args: unknown, assume anything
+            if rest:
+                args[f"{rest}#*{position}"] = arg.value
         elif arg.keyword is not None:
             args[arg.keyword] = arg.value
         else:
-            if position < len(LOADER_POSITIONAL):
-                args[LOADER_POSITIONAL[position]] = arg.value
+            if position < len(positional):
+                args[positional[position]] = arg.value
+            elif rest:
+                args[f"{rest}#{position}"] = arg.value
             position += 1
     return args
 
 
-def _kwargs_of(expr: ast.expr, ev: Evaluator) -> dict[str, ast.expr]:
+def _kwargs_of(expr: ast.expr, ev: Evaluator, workers: str) -> dict[str, ast.expr]:
     literal = dict_literal(expr)
     if literal is not None:
         return literal
@@ -84,7 +114,7 @@ def _kwargs_of(expr: ast.expr, ev: Evaluator) -> dict[str, ast.expr]:
         bound = ev.state.env.kwargs(expr.id)
         if bound is not None:
             return bound
-    return {"num_workers": expr}  # unknown **kwargs: may set num_workers
+    return {workers: expr}  # unknown **kwargs: may set num_workers
 
 
 def read_num_workers(node: Optional[ast.expr], ev: Evaluator) -> tuple[Optional[int], str]:

@@ -12,9 +12,10 @@ import dataclasses
 from typing import Callable, Optional, Sequence
 
 from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
+from ..frameworks import framework_loader
 from ..registry import Registry
 from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
-from .loader_args import read_loader
+from .loader_args import read_framework_loader, read_loader
 from .names import bind_import, bind_import_from, imported_by_call
 from .positions import Positions
 from .state import (
@@ -412,8 +413,10 @@ class FactWalker:
         outer = self._outer_function()
         if name in LOADERS:
             loader = read_loader(node, self.ev)
-            self.loaders.append(loader if outer is None
-                                else dataclasses.replace(loader, function=outer.qualname))
+            self._add_loader(loader, outer)
+        elif name is not None and (row := framework_loader(
+                name, self.state.scope.all_star_modules())) is not None:
+            self._add_loader(read_framework_loader(node, row, self.ev), outer)
         elif name in SET_START_METHOD and (node.args or node.keywords):
             method = string(first_arg(node)) or "?"
             if outer is None:
@@ -437,6 +440,10 @@ class FactWalker:
         self.walk_all(node.args)
         for keyword in node.keywords:
             self.walk(keyword.value)
+
+    def _add_loader(self, loader: LoaderCall, outer: Optional[FunctionState]) -> None:
+        self.loaders.append(loader if outer is None
+                            else dataclasses.replace(loader, function=outer.qualname))
 
     def _outer_function(self) -> Optional[FunctionState]:
         """The outermost function (or method) the walk is in: what a call inside it runs for."""

@@ -395,6 +395,10 @@ class Rewriter:
                 return f"cannot find the DataLoader call at {path}:{line}"
             if any(arg.star for arg in call.args):
                 return f"the DataLoader at {path}:{line} takes *args/**kwargs"
+            framework = self._framework_of(path, line, col)
+            if framework:
+                return (f"the DataLoaders at {path}:{line} are built by {framework}, which may "
+                        "not pass a worker_init_fn on to them")
             if _in_lightning_class(edit.located, call):
                 return (f"the DataLoader at {path}:{line} is built in a Lightning module, which "
                         "only adds its own worker seeding when worker_init_fn is unset")
@@ -403,6 +407,13 @@ class Rewriter:
                         f"{group.module or '(unknown)'}")
             group.loaders.append((path, call))
         return ""
+
+    def _framework_of(self, path: str, line: int, col: int) -> str:
+        """The framework function building the loader at that place, or "" (a DataLoader)."""
+        facts = self.result.facts.get(path)
+        loaders = facts.loaders if facts is not None else ()
+        return next((loader.framework for loader in loaders
+                     if (loader.span.line, loader.span.col) == (line, col)), "")
 
     def _unfollowed_loader(self, wired: list[tuple[str, int, int]]) -> str:
         """A DataLoader with workers whose dataset the analysis did not resolve: it may get
