@@ -75,9 +75,23 @@ def python_tree(text: str) -> ast.Module:
         where = f"line {exc.lineno}" if exc.lineno else "position unknown"
         if exc.lineno and exc.offset:
             where += f", column {max(exc.offset - 1, 0)}"
-        raise ParseError(f"syntax error: {message} ({where})") from None
+        raise ParseError(f"syntax error: {message} ({where}){grammar_hint()}") from None
     except (ValueError, OverflowError) as exc:
         raise ParseError(f"cannot parse: {exc}") from None
+
+
+# The newest Python whose grammar workersafe supports (pyproject's classifiers, .ci/other-pythons).
+NEWEST_PYTHON = (3, 13)
+
+
+def grammar_hint(version: tuple[int, ...] = tuple(sys.version_info[:2])) -> str:
+    """What to say after a syntax error when the running Python is not the newest: the file may
+    be valid for a newer one (3.12's f-strings and `type` aliases fail to parse on 3.11), and the
+    parser is the running interpreter's."""
+    if tuple(version) >= NEWEST_PYTHON:
+        return ""
+    return (f"; read with Python {version[0]}.{version[1]}'s grammar: code for a newer Python "
+            f"needs workersafe run on that Python")
 
 
 @contextmanager
