@@ -18,6 +18,7 @@ from ..facts import Span
 from ..findings import Finding
 from ..frameworks import LOADER_OWNER_BASE_WORDS
 from ..link import Project
+from ..ruletable import UNREADABLE
 from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_class
 from .cstguard import libcst_problem
 from .cstutil import (
@@ -137,7 +138,7 @@ class Rewriter:
         for finding in self.result.findings:
             plan = finding.plan
             key = (finding.path, finding.span)
-            if finding.code == "WS001":
+            if finding.code == UNREADABLE:
                 self.outcomes.append(Outcome(finding, "unfixable", finding.message))
                 continue
             if plan is None:  # no rewrite for it (the WS3xx remedies, for now)
