@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 13  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 14  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -200,7 +200,6 @@ class ModuleHandle:
 
     name: str
     site: HandleSite
-    via_call: bool = False  # `@functools.cache def get_client(): return boto3.client(...)`
     # a process-global cache (`_CACHE[path] = zipfile.ZipFile(path)`) filled by this function
     filled_by: str = ""
 
@@ -247,7 +246,6 @@ class WorkerInit:
     sets: Tuple[AttrSite, ...] = ()  # `dataset.x = <handle>`
     calls: Tuple[AttrSite, ...] = ()  # `dataset.m(...)`
     walks_wrappers: bool = False  # reads `.dataset`/`.datasets`, isinstance, loops, passes it on
-    other_work: bool = False  # statements that are not about the dataset (seeding, sharding)
     loader: Optional[Span] = None  # for a lambda: the DataLoader call it is passed to
 
 

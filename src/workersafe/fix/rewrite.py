@@ -238,7 +238,7 @@ class Rewriter:
             if other == path or not mentions(source.text, name):
                 continue
             other_edit = self._edit(other)
-            found = importer_plan(other_edit.located.module, home_module, name, plan.accessor,
+            found = importer_plan(other_edit.located.module, home_module, name,
                                   self._import_resolver(other))
             if found is not None:
                 importers.append((other, found[1], name))
@@ -250,7 +250,7 @@ class Rewriter:
                 if other == path or not mentions(source.text, extra):
                     continue
                 imported = importer_plan(self._edit(other).located.module, home_module, extra,
-                                         plan.accessor, self._import_resolver(other))
+                                         self._import_resolver(other))
                 through = bool(home_module) \
                     and mentions(source.text, home_module.rsplit(".", 1)[-1]) \
                     and re.search(rf"\.{re.escape(extra)}\b", source.text) is not None
@@ -301,8 +301,7 @@ class Rewriter:
         for name, handle in self.module_fixes.get(path, []):
             module = rewrite_module(module, plan_module_handle(module, name, handle))
         for source_module, name, accessor in self.importer_fixes.get(path, []):
-            found = importer_plan(module, source_module, name, accessor,
-                                  self._import_resolver(path))
+            found = importer_plan(module, source_module, name, self._import_resolver(path))
             if found is not None:
                 module = rewrite_importer(module, found[0], name, found[1], accessor)
         return module.bytes
