@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from ..facts import (
-    AttrSite, DatasetUse, LazyOpen, LoaderWrap, RemedyClass, RemedyFacts, WorkerInit,
+    AttrSite, DatasetUse, LazyOpen, LoaderWrap, RemedyClass, RemedyFacts, UseKind, WorkerInit,
 )
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
@@ -302,7 +302,7 @@ class _Remedies:
                 and env.refs(value.value.id) is not None:
             self.use("member", value.value, node, node.attr, value.attr)
 
-    def use(self, kind: str, expr: ast.expr, at: ast.AST, member: str = "",
+    def use(self, kind: UseKind, expr: ast.expr, at: ast.AST, member: str = "",
             via: str = "") -> None:
         if self.state.current_class() is not None or isinstance(expr, ast.Call):
             return
