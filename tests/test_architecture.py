@@ -67,7 +67,12 @@ def _own(name: str) -> Optional[str]:
 def imports_of(module: str) -> Set[str]:
     path = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    return imports_in(tree, module, is_package=path.name == "__init__.py")
+
+
+def imports_in(tree: ast.AST, module: str, is_package: bool = False) -> Set[str]:
+    """Our modules that `tree`, the code of `module`, imports anywhere in it."""
+    package = module if is_package else module.rpartition(".")[0]
     found: Set[str] = set()
     for node in _import_nodes(tree):
         if isinstance(node, ast.Import):
@@ -161,6 +166,13 @@ def test_function_local_and_relative_imports_are_read(tmp_path: Path) -> None:
             names.add((0, node.names[0].name))
     assert (1, "cli") not in names  # TYPE_CHECKING-only: excluded
     assert {(1, None), (1, "fix"), (0, "workersafe.report"), (1, "analysis.extract")} <= names
+    # and resolved to our modules, as if this were the code of `workersafe.paths`
+    assert imports_in(tree, "workersafe.paths") == {
+        "workersafe.engine",  # `from . import engine`: the submodule, not the package
+        "workersafe.fix.apply",
+        "workersafe.report",
+        "workersafe.analysis.extract",
+    }
 
 
 def test_no_import_cycle() -> None:

@@ -20,6 +20,7 @@ from workersafe.config import Config
 from workersafe.engine import Engine
 from workersafe.fix.apply import fix_result, write_order
 from workersafe.fix.promise import PromiseBroken, check_class, check_introduced_names
+from workersafe.fixes import rewrite
 from workersafe.registry import DEFAULT_REGISTRY
 
 MULTI_FILE = FIXTURES / "fix" / "mf_from_import"
@@ -195,3 +196,49 @@ def test_global_bound_only_under_main_is_caught() -> None:
         check_introduced_names("m.py", old, new, libcst.parse_module(new))
     bound = "import os\n" + new
     check_introduced_names("m.py", old, bound, libcst.parse_module(bound))
+
+
+TWO_DATASETS = '''import requests
+import sqlite3
+from torch.utils.data import DataLoader, Dataset
+
+
+class A(Dataset):
+    def __init__(self):
+        self.s = requests.Session()
+
+    def __getitem__(self, i):
+        return self.s.get(str(i))
+
+
+class B(Dataset):
+    def __init__(self):
+        self.db = sqlite3.connect("x.db")
+
+    def __getitem__(self, i):
+        return self.db.execute("select 1")
+
+
+def main():
+    return DataLoader(A(), num_workers=2), DataLoader(B(), num_workers=2)
+'''
+
+
+@pytest.mark.parametrize("chosen, other", [("A", "B"), ("B", "A")])
+def test_fixing_one_finding_leaves_the_other_and_verifies(tmp_path: Path, chosen: str,
+                                                          other: str) -> None:
+    """The editor's quick fix of one finding: the fix shifts the lines the other finding's
+    message names (its loader's line), yet verification matches it by its typed fields, and
+    the second-fix check does not fix it either."""
+    (tmp_path / "m.py").write_text(TWO_DATASETS)
+    engine = Engine(Config())
+    result = engine.check_paths([str(tmp_path)])
+    assert sorted(f.plan.class_qualname[-1] for f in result.findings if f.plan) == ["A", "B"]
+    done = rewrite(engine, result, "worker-init",
+                   only=lambda f: f.plan is not None and f.plan.class_qualname.endswith(chosen))
+    assert [f.plan.class_qualname[-1] for f in done.fixed if f.plan] == [chosen]
+    assert not any("verification" in note for note in done.notes.values()), done.notes
+    (new_text,) = done.new_texts.values()
+    left = engine.check_text(str(tmp_path / "m.py"), new_text)
+    assert [f.code for f in left] == ["WS101"]
+    assert f"created in {other}.__init__" in left[0].message

@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Optional, Tuple
+from typing import Any, Literal, Optional, Tuple
 
-FACTS_VERSION = 13  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 14  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -124,12 +124,18 @@ class HandleArg:
     site: HandleSite
 
 
+RefKind = Literal["call", "name", "attr", "param", "kept"]
+UseKind = Literal["getitem", "iter", "len", "member"]
+
+
 @dataclass(frozen=True)
 class DatasetRef:
     """What a DataLoader's dataset argument (or a factory's return value) refers to."""
 
-    kind: str  # "call" (Cls(...) or factory(...)), "name" (module variable), "attr" (self.x),
-    # "param" (a parameter of a module-level function: target "<function>#<index>#<name>")
+    # "call" (Cls(...) or factory(...)), "name" (module variable), "attr" (self.x), "param" (a
+    # parameter of a module-level function: target "<function>#<index>#<name>"), "kept" (made by
+    # the linker: an attribute of a dataset kept by another, `<outer class>.<attr>`)
+    kind: RefKind
     target: str  # qualified name of the class, function or variable
     handle_args: Tuple[HandleArg, ...] = ()
     arg_refs: Tuple[ArgRef, ...] = ()  # what else the call is given: `DS(Reader(p))`
@@ -200,7 +206,6 @@ class ModuleHandle:
 
     name: str
     site: HandleSite
-    via_call: bool = False  # `@functools.cache def get_client(): return boto3.client(...)`
     # a process-global cache (`_CACHE[path] = zipfile.ZipFile(path)`) filled by this function
     filled_by: str = ""
 
@@ -247,7 +252,6 @@ class WorkerInit:
     sets: Tuple[AttrSite, ...] = ()  # `dataset.x = <handle>`
     calls: Tuple[AttrSite, ...] = ()  # `dataset.m(...)`
     walks_wrappers: bool = False  # reads `.dataset`/`.datasets`, isinstance, loops, passes it on
-    other_work: bool = False  # statements that are not about the dataset (seeding, sharding)
     loader: Optional[Span] = None  # for a lambda: the DataLoader call it is passed to
 
 
@@ -267,7 +271,7 @@ class DatasetUse:
     """A parent-side use of a dataset: `ds[i]`, `iter(ds)`, `for x in ds`, `len(ds)`, a method
     or attribute of it or of an object it keeps (`ds.get_env()`, `ds.reader.open()`)."""
 
-    kind: str  # "getitem", "iter", "len", "member" (`ds.get_env()`, `ds.reader.open()`)
+    kind: UseKind  # "member": `ds.get_env()`, `ds.reader.open()`
     refs: Tuple[DatasetRef, ...]
     span: Span
     scope: str = ""

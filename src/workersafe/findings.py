@@ -59,6 +59,17 @@ class Finding:
     # A notebook's finding, as reported: its 1-based cell, the span counted within the cell
     # (the engine and fixer see the joined module and leave this None; see notebook.in_cells).
     cell: Optional[int] = field(default=None, compare=False)
+    # What the finding is about, from its plan (`identity()`); kept when the plan is dropped
+    # (a finding the fix was not asked for: `replace(finding, plan=None)`)
+    subject: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        plan = self.plan
+        if plan is not None and not self.subject:
+            about: tuple[str, ...] = (plan.kind, plan.handle, plan.class_qualname, plan.attr)
+            if plan.worker_init is not None:  # a remedy: which worker_init_fn makes it
+                about += (plan.method,)
+            object.__setattr__(self, "subject", about)
 
     @property
     def line(self) -> int:
@@ -73,8 +84,6 @@ class Finding:
 
     def identity(self) -> tuple[str, ...]:
         """What the finding is about, independent of where it sits in the file (lines move
-        when code is rewritten): used to match findings before and after a fix."""
-        plan = self.plan
-        if plan is None:
-            return (self.path, self.code, self.message)
-        return (self.path, self.code, plan.kind, plan.handle, plan.class_qualname, plan.attr)
+        when code is rewritten): used to match findings before and after a fix. Typed fields
+        (`subject`); only a finding that never had a plan (WS001) is told by its message."""
+        return (self.path, self.code) + (self.subject or (self.message,))

@@ -16,7 +16,7 @@ from .config import (
     Config, ConfigError, find_pyproject, flake8_value, load_pyproject_data, with_requires_python,
 )
 from .paths import CACHE_DIR_NAME, ancestors
-from .ruletable import DEFAULT_SELECT
+from .ruletable import DEFAULT_SELECT, UNREADABLE
 
 _OPTIONS = (
     ("--workersafe-extra-handles", "extra_handles",
@@ -97,8 +97,8 @@ class WorkerSafeChecker:
                 findings = engine.check_text(self.filename, text, _module(self.filename),
                                              noqa=False, tree=self.tree)
         except Exception as exc:  # noqa: BLE001 - never crash flake8
-            yield 1, 0, f"WS001 internal error in workersafe ({type(exc).__name__}: {exc})", \
-                type(self)
+            message = f"internal error in workersafe ({type(exc).__name__}: {exc})"
+            yield 1, 0, f"{UNREADABLE} {message}", type(self)
             return
         for finding in findings:
             yield finding.line, finding.col, f"{finding.code} {finding.message}", type(self)

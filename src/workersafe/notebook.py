@@ -89,6 +89,7 @@ def _validate(text: str) -> None:
         return
     try:
         reads = nbformat.reads
+        # nbformat's `reads` has no annotations (the one `type: ignore` in src/)
         notebook = reads(text, as_version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]
         nbformat.validate(notebook)
     except Exception as exc:  # noqa: BLE001 - nbformat raises many types for bad input

@@ -19,6 +19,8 @@ GENERIC_CONFIG_ATTRS = frozenset({"close", "timeout"})
 GENERIC_CONFIG_CALLS = frozenset({
     "update", "setdefault", "set", "add", "append", "extend", "register", "load",
 })
+# A statement in one of these prefixes only sets up the connection it runs on (`sql_config_calls`).
+CONFIGURING_SQL = ("PRAGMA",)
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,6 @@ class HandleType:
     name: str  # qualified constructor name, e.g. "requests.Session"
     fork_safe: bool  # survives fork (e.g. redis-py resets its pool after fork)
     picklable: bool  # survives being pickled into a spawn/forkserver worker
-    problem: str  # what goes wrong when workers share it: the message phrase
     derived_methods: tuple[str, ...] = ()  # methods whose result keeps the handle alive
     derived_subscript: bool = False  # `handle[key]` keeps the handle alive (h5py)
     single_open: bool = False  # a second open in the same process fails (lmdb)
@@ -40,6 +41,9 @@ class HandleType:
     closers: tuple[str, ...] = tuple(sorted(GENERIC_CLOSERS))  # methods that release it
     config_attrs: tuple[str, ...] = tuple(sorted(GENERIC_CONFIG_ATTRS))  # read only to configure
     config_calls: tuple[str, ...] = tuple(sorted(GENERIC_CONFIG_CALLS))  # called only to configure
+    # methods that only configure when given a `CONFIGURING_SQL` statement (`conn.execute("PRAGMA
+    # ...")`); any other query is the parent's own work
+    sql_config_calls: tuple[str, ...] = ()
 
     @property
     def drop_before_reopen(self) -> bool:
@@ -61,49 +65,45 @@ _HTTP_CONFIG_ATTRS = GENERIC_CONFIG_ATTRS | {
 }
 _HTTP_CONFIG_CALLS = GENERIC_CONFIG_CALLS | {"mount"}
 _DB_CONFIG_CALLS = GENERIC_CONFIG_CALLS | {
-    "set_trace_callback", "execute", "executescript", "row_factory", "create_function",
+    "set_trace_callback", "row_factory", "create_function",
     "create_aggregate", "create_collation", "set_authorizer", "set_progress_handler",
 }
 
 # One template per family of libraries; a row is its template with a name (and overrides).
+# HTTP: workers share one connection pool (TLS errors, responses for another worker's request).
 _HTTP = HandleType(
     name="", fork_safe=False, picklable=False,
-    problem="workers share one connection pool (TLS errors, responses for another worker's "
-            "request)",
     config_attrs=tuple(sorted(_HTTP_CONFIG_ATTRS)), config_calls=tuple(sorted(_HTTP_CONFIG_CALLS)))
-_CLOUD = HandleType(name="", fork_safe=False, picklable=False,
-                    problem="workers share one connection pool (TLS errors, hangs)")
-_GRPC = HandleType(name="", fork_safe=False, picklable=False,
-                   problem="workers share one gRPC channel (hangs, 'Fork support is only "
-                           "compatible with epoll1')")
+# cloud SDKs: workers share one connection pool (TLS errors, hangs)
+_CLOUD = HandleType(name="", fork_safe=False, picklable=False)
+# gRPC: workers share one channel (hangs, "Fork support is only compatible with epoll1")
+_GRPC = HandleType(name="", fork_safe=False, picklable=False)
+# databases: workers share one connection (corrupted protocol state, wrong rows)
 _DB = HandleType(name="", fork_safe=False, picklable=False,
-                 problem="workers share one database connection (corrupted protocol state, "
-                         "wrong rows)",
-                 derived_methods=("cursor",), config_calls=tuple(sorted(_DB_CONFIG_CALLS)))
-_FILE = HandleType(name="", fork_safe=False, picklable=False,
-                   problem="workers share one file descriptor and offset (wrong bytes, "
-                           "BadZipFile, crashes)")
-# h5py returns the file a forked worker inherited when it opens that file again: the fix drops
-# the old objects first. HDF5 then closes the child's copy only (its descriptor; for a file
-# read, the parent's reads and its file lock stay as they were).
+                 derived_methods=("cursor",), config_calls=tuple(sorted(_DB_CONFIG_CALLS)),
+                 sql_config_calls=("execute", "executescript"))
+# archives: workers share one file descriptor and offset (wrong bytes, BadZipFile, crashes)
+_FILE = HandleType(name="", fork_safe=False, picklable=False)
+# HDF5: workers share one file handle (corrupted reads, crashes). h5py returns the file a forked
+# worker inherited when it opens that file again: the fix drops the old objects first. HDF5
+# then closes the child's copy only (its descriptor; for a file read, the parent's reads and its
+# file lock stay as they were).
 _H5 = HandleType(name="", fork_safe=False, picklable=False,
-                 problem="workers share one HDF5 file handle (corrupted reads, crashes)",
                  derived_methods=("get", "require_dataset", "require_group"),
                  derived_subscript=True, shares_open=True)
-# py-lmdb refuses to open an environment already open in the process (even one inherited
-# through fork): the fix drops the old one before opening again. Dropping is safe where closing
-# is not: py-lmdb's finalizers skip a forked child, while `close()` there would abort the
-# inherited read transaction in the parent's shared reader table.
+# LMDB: workers share one environment (MDB_BAD_RSLOT, crashes). py-lmdb refuses to open an
+# environment already open in the process (even one inherited through fork): the fix drops the
+# old one before opening again. Dropping is safe where closing is not: py-lmdb's finalizers
+# skip a forked child, while `close()` there would abort the inherited read transaction in the
+# parent's shared reader table.
 _LMDB = HandleType(name="", fork_safe=False, picklable=False,
-                   problem="workers share one LMDB environment (MDB_BAD_RSLOT, crashes)",
                    derived_methods=("begin", "open_db"), single_open=True)
-# PyTables and netCDF4 files, read in forked workers (4 workers, 20,000 random rows each way,
-# parent read first), gave no wrong row: their reads are positioned, and each process keeps its
-# own cache. Their objects do not pickle: spawn and forkserver workers crash.
-_HDF_READER = HandleType(name="", fork_safe=True, picklable=False,
-                         problem="the file object does not pickle (spawn workers crash)")
+# PyTables and netCDF4 files (HDF5): read in forked workers (4 workers, 20,000 random rows each
+# way, parent read first), they gave no wrong row: their reads are positioned, and each process
+# keeps its own cache. Their objects do not pickle: spawn and forkserver workers crash.
+_HDF_READER = HandleType(name="", fork_safe=True, picklable=False)
+# redis-py resets its pool after fork, but a client does not pickle
 _REDIS = HandleType(name="", fork_safe=True, picklable=False,
-                    problem="a redis client does not pickle",
                     derived_methods=("pipeline", "pubsub"))
 
 
@@ -191,20 +191,10 @@ class Registry:
         """Attributes read only to configure a handle, of any known type."""
         return _union(GENERIC_CONFIG_ATTRS, (t.config_attrs for t in self.types.values()))
 
-    def config_calls(self) -> frozenset[str]:
-        """Methods called only to configure a handle, of any known type."""
-        return _union(GENERIC_CONFIG_CALLS, (t.config_calls for t in self.types.values()))
-
     def derived_methods(self, handle: str) -> frozenset[str]:
         """Methods whose result, called on a `handle` (a registry key), keeps it alive."""
         htype = self.lookup(handle)
         return GENERIC_DERIVED_METHODS.union(htype.derived_methods if htype else ())
-
-    def module_roots(self) -> frozenset[str]:
-        return frozenset(t.module_root for t in self.types.values())
-
-    def short_names(self) -> frozenset[str]:
-        return frozenset(t.short_name for t in self.types.values())
 
     def prefilter_pairs(self) -> frozenset[tuple[str, str]]:
         """(module root, constructor short name): a file that creates this handle contains both."""
@@ -213,10 +203,7 @@ class Registry:
     def with_config(self, extra: Iterable[str] = (), disabled: Iterable[str] = ()) -> Registry:
         types = dict(self.types)
         for name in extra:
-            types[name] = HandleType(
-                name, fork_safe=False, picklable=False,
-                problem="workers share one handle (configured in extra-handles)",
-            )
+            types[name] = HandleType(name, fork_safe=False, picklable=False)
         for name in disabled:
             types.pop(name, None)
         return replace(self, types=types)

@@ -23,6 +23,7 @@ from .facts import (
 from .findings import Finding, FixPlan
 from .link import SPAWN_LIKE, LoaderUse, Methods, Project, method_closure
 from .registry import Registry
+from .ruletable import latent_of
 
 
 class View(Protocol):
@@ -37,6 +38,13 @@ class View(Protocol):
 ViewOf = Callable[[Project, ClassFacts], View]
 ByClass = dict[str, list[LoaderUse]]  # Project.loaders_by_class()
 Located = tuple[FileFacts, LoaderCall]
+
+
+def _latent(code: str) -> str:
+    """The latent twin of `code`, from the rule table (every WS30x has one)."""
+    twin = latent_of(code)
+    assert twin is not None, code
+    return twin
 
 
 @dataclass(frozen=True)
@@ -148,7 +156,7 @@ def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Lo
                               f"{what}: {evidence} runs in the main process and fails; "
                               f"open it in the dataset (an opener __init__ calls)", plan)
             else:
-                yield Finding(path, span, "WS311",
+                yield Finding(path, span, _latent("WS301"),
                               f"{what}: it fails wherever the dataset runs in the main process "
                               f"(num_workers=0, ds[i]); open it in the dataset "
                               f"(an opener __init__ calls)", plan)
@@ -247,7 +255,7 @@ def _misses_wrapper(project: Project, index: _Index, view_of: ViewOf, by_class: 
         if not (init.init.sets or init.init.calls):
             continue
         site, does = _what_init_does(init)
-        yield Finding(init.facts.path, site.span, "WS312",
+        yield Finding(init.facts.path, site.span, _latent("WS302"),
                       f"worker_init_fn {init.label} {does} without walking wrappers (no "
                       f"DataLoader with a known dataset using it found): under Subset, "
                       f"ConcatDataset or random_split the inner dataset is never reached; walk "
@@ -362,7 +370,7 @@ def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, 
                               plan)
                 break
         else:
-            yield Finding(home.path, site.span, "WS313",
+            yield Finding(home.path, site.span, _latent("WS303"),
                           f"{where} without a process check: if the parent uses the dataset "
                           f"before a forking DataLoader starts, the workers share it; reopen "
                           f"it when os.getpid() changes", plan)

@@ -56,8 +56,7 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
                         for f in walker.functions),
         loaders=tuple(walker.loaders),
         calls=tuple(walker.calls),
-        module_handles=tuple(ModuleHandle(name, ev.site(h), via_call)
-                             for name, (h, via_call) in handles.items())
+        module_handles=tuple(ModuleHandle(name, ev.site(h)) for name, (h, _) in handles.items())
         + tuple(ModuleHandle(name, ev.site(h), filled_by=filler)
                 for name, (h, filler) in state.module_caches.items() if name not in handles),
         module_vars=tuple((n, tuple(r)) for n, r in walker.module_refs().items()),

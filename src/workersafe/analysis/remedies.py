@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from ..facts import (
-    AttrSite, DatasetUse, LazyOpen, LoaderWrap, RemedyClass, RemedyFacts, WorkerInit,
+    AttrSite, DatasetUse, LazyOpen, LoaderWrap, RemedyClass, RemedyFacts, UseKind, WorkerInit,
 )
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
@@ -116,24 +116,11 @@ class _Remedies:
             self.statements(node.body)
             scope = self.scope
             if scope.touched:
-                other = any(not self._about_worker(stmt) for stmt in node.body)
                 self.inits.append(WorkerInit(func.qualname, self.span(node), tuple(scope.sets),
-                                             tuple(scope.calls), scope.walks, other))
+                                             tuple(scope.calls), scope.walks))
         finally:
             state.frames.pop()
             self.scope = outer
-
-    def _about_worker(self, stmt: ast.stmt) -> bool:
-        """A statement of a worker_init_fn that is about the worker's dataset (or nothing)."""
-        if isinstance(stmt, (ast.Pass, ast.Return)) or (
-                isinstance(stmt, ast.Expr) and string(stmt.value) is not None):
-            return True
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and self.scope.kinds.get(node.id) in (INFO, DATASET):
-                return True
-            if isinstance(node, ast.Call) and self.q(node.func) in GET_WORKER_INFO:
-                return True
-        return False
 
     # --- statements (in order: the bindings follow them) --------------------------------
 
@@ -277,8 +264,8 @@ class _Remedies:
             self.expression(init.body)
             if self.scope.touched:
                 self.inits.append(WorkerInit("", self.span(init), tuple(self.scope.sets),
-                                             tuple(self.scope.calls), self.scope.walks, False,
-                                             self.span(loader)))
+                                             tuple(self.scope.calls), self.scope.walks,
+                                             loader=self.span(loader)))
         finally:
             self.scope = outer
 
@@ -315,7 +302,7 @@ class _Remedies:
                 and env.refs(value.value.id) is not None:
             self.use("member", value.value, node, node.attr, value.attr)
 
-    def use(self, kind: str, expr: ast.expr, at: ast.AST, member: str = "",
+    def use(self, kind: UseKind, expr: ast.expr, at: ast.AST, member: str = "",
             via: str = "") -> None:
         if self.state.current_class() is not None or isinstance(expr, ast.Call):
             return

@@ -102,7 +102,7 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
                 names_in_use.add(attr)
         opener_body = _prepared(plan, strategy, names_in_use)
         doc = f"Create this process's {plan.handle} (workersafe: once per DataLoader worker)."
-        new_members.append(open_method(plan.opener, plan.handle, opener_body, doc)
+        new_members.append(open_method(plan.opener, opener_body, doc)
                            .with_changes(leading_lines=[BLANK]))
         if strategy == "lazy":
             pid = f"_{plan.attrs[0].lstrip('_')}_pid"  # one per group: they open together

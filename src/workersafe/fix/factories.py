@@ -17,6 +17,7 @@ from typing import Callable, Mapping, Optional
 
 import libcst as cst
 
+from ..analysis.walker import CONTAINER_ADDERS
 from ..facts import ClassFacts, FileFacts
 from ..findings import FixPlan
 from ..link import Project
@@ -30,8 +31,6 @@ from .rerun import RerunCheck
 
 # Calls followed into the project's code, at most (as the analysis follows returns).
 MAX_DEPTH = 4
-# Methods that fill a container (the check refuses them on one that is not the callee's).
-_FILLING = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
 # Decorators that add nothing the opener would run (a dataclass only writes `__init__`).
 _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "dataclass",
                                "dataclasses.dataclass"})
@@ -255,7 +254,7 @@ def _binds_or_opens(small: cst.BaseSmallStatement, names: HandleNames, attrs: se
     func = value.func
     if names.creation(value) is not None or id(value) in check.vouched:
         return True  # project code `check` vouched for
-    if isinstance(func, cst.Attribute) and func.attr.value in _FILLING:
+    if isinstance(func, cst.Attribute) and func.attr.value in CONTAINER_ADDERS:
         return True  # `self.envs.append(env)`: the check refused it unless the list is its own
     if isinstance(func, cst.Attribute) and func.attr.value in _CONSTRUCTION \
             and isinstance(func.value, cst.Call) and dotted(func.value.func) == "super":

@@ -10,12 +10,8 @@ from typing import Iterable, Mapping, Optional
 import libcst as cst
 
 from ..registry import DERIVED_CALLABLE_SUFFIXES, GENERIC_CONFIG_CALLS, GENERIC_DERIVED_METHODS
-from ..registry import HandleType, Registry
+from ..registry import CONFIGURING_SQL, HandleType, Registry
 from .cstutil import dotted, root_self_attr, self_attr, single, walk
-
-# Statements that configure a handle through one of these set up the connection itself; any
-# other use of it (a query whose result `__init__` reads) is the parent's own work.
-_CONFIGURING_SQL = ("PRAGMA",)
 
 
 class HandleNames:
@@ -35,12 +31,15 @@ class HandleNames:
         types = [t for t in (registry.lookup(h) for h in handles) if t is not None] \
             or list(registry.types.values())
         derived, configuring = set(GENERIC_DERIVED_METHODS), set(GENERIC_CONFIG_CALLS)
+        sql: set[str] = set()
         for htype in types:
             derived.update(htype.derived_methods)
             configuring.update(htype.config_calls)
+            sql.update(htype.sql_config_calls)
         self.derived_methods = frozenset(derived)
         # methods that only configure the handle they are called on (`session.mount(...)`)
         self.config_calls = frozenset(configuring)
+        self.sql_config_calls = frozenset(sql)  # `conn.execute("PRAGMA ...")`
         self.subscript_types = any(t.derived_subscript for t in types)
 
     def qualified(self, func: cst.BaseExpression) -> str:
@@ -57,9 +56,6 @@ class HandleNames:
             made = self.factories.get(dotted(node.func))
             return self.registry.lookup(made or self.qualified(node.func))
         return None
-
-    def creates_in(self, node: cst.CSTNode) -> bool:
-        return any(self.creation(sub) is not None for sub in walk(node))
 
     def derives(self, expr: cst.BaseExpression, attrs: set[str], names: set[str]) -> bool:
         """Is `expr` a tracked handle, or an object derived from one (kept alive by it)?
@@ -113,7 +109,7 @@ class HandleNames:
             if not (isinstance(func, cst.Attribute) and _rooted(func.value, attrs, names)):
                 return False
             method = func.attr.value
-            if method in ("execute", "executescript"):
+            if method in self.sql_config_calls:
                 return _configuring_sql(small.value)
             return method in self.config_calls
         if isinstance(small, cst.Assign):
@@ -145,7 +141,7 @@ def _configuring_sql(call: cst.Call) -> bool:
         return False
     text = call.args[0].value.evaluated_value
     text = text.decode("latin-1") if isinstance(text, bytes) else text
-    return text.lstrip().upper().startswith(_CONFIGURING_SQL)
+    return text.lstrip().upper().startswith(CONFIGURING_SQL)
 
 
 def _import_map(module: cst.Module) -> dict[str, str]:

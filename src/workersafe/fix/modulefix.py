@@ -301,7 +301,7 @@ class _ReadsToCall(ReplaceNames):
         return not (set(self.mapping) & params)
 
 
-def importer_plan(module: cst.Module, source_module: str, name: str, accessor: str,
+def importer_plan(module: cst.Module, source_module: str, name: str,
                   module_of_import: Callable[[cst.ImportFrom], str]
                   ) -> Optional[tuple[cst.SimpleStatementLine, str]]:
     """In another module: the `from <source_module> import NAME [as X]` statement, if any."""

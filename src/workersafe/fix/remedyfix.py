@@ -10,7 +10,6 @@ verification checks it like any other rewrite."""
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import replace
 from typing import Final, Optional
 
@@ -158,11 +157,11 @@ class RemedyRewriter(Rewriter):
                 continue
             decided.add(id(found))
             outcomes.append(Outcome(found, outcome.status, outcome.note))
-        left = {_remedy_key(f) for f in middle.findings}
+        left = {f.identity() for f in middle.findings}
         for finding in self.result.findings:  # WS001 and the like, decided by no one yet
             if id(finding) in decided or any(g.findings.count(finding) for g in groups):
                 continue
-            if finding.code in REMEDY_CODES and _remedy_key(finding) not in left:
+            if finding.code in REMEDY_CODES and finding.identity() not in left:
                 # not chosen (the editor's quick fix of its twin), but fixed all the same
                 outcomes.append(Outcome(finding, "fixed", "with the worker_init_fn's fix"))
             else:
@@ -181,11 +180,6 @@ class RemedyRewriter(Rewriter):
             for offset in range(block.size):
                 mapping[block.b + offset + 1] = block.a + offset + 1
         return set(touched) | {mapping[line] for line in inner_allowed if line in mapping}
-
-
-def _remedy_key(finding: Finding) -> tuple[str, str, str]:
-    """A remedy finding, whatever lines moved (its message names lines)."""
-    return finding.path, finding.code, re.sub(r"\d+", "", finding.message)
 
 
 def _of_group(finding: Finding, group: RemedyGroup) -> bool:

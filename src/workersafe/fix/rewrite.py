@@ -18,6 +18,7 @@ from ..facts import Span
 from ..findings import Finding
 from ..frameworks import LOADER_OWNER_BASE_WORDS
 from ..link import Project
+from ..ruletable import UNREADABLE
 from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_class
 from .cstguard import libcst_problem
 from .cstutil import (
@@ -137,7 +138,7 @@ class Rewriter:
         for finding in self.result.findings:
             plan = finding.plan
             key = (finding.path, finding.span)
-            if finding.code == "WS001":
+            if finding.code == UNREADABLE:
                 self.outcomes.append(Outcome(finding, "unfixable", finding.message))
                 continue
             if plan is None:  # no rewrite for it (the WS3xx remedies, for now)
@@ -237,7 +238,7 @@ class Rewriter:
             if other == path or not mentions(source.text, name):
                 continue
             other_edit = self._edit(other)
-            found = importer_plan(other_edit.located.module, home_module, name, plan.accessor,
+            found = importer_plan(other_edit.located.module, home_module, name,
                                   self._import_resolver(other))
             if found is not None:
                 importers.append((other, found[1], name))
@@ -249,7 +250,7 @@ class Rewriter:
                 if other == path or not mentions(source.text, extra):
                     continue
                 imported = importer_plan(self._edit(other).located.module, home_module, extra,
-                                         plan.accessor, self._import_resolver(other))
+                                         self._import_resolver(other))
                 through = bool(home_module) \
                     and mentions(source.text, home_module.rsplit(".", 1)[-1]) \
                     and re.search(rf"\.{re.escape(extra)}\b", source.text) is not None
@@ -300,8 +301,7 @@ class Rewriter:
         for name, handle in self.module_fixes.get(path, []):
             module = rewrite_module(module, plan_module_handle(module, name, handle))
         for source_module, name, accessor in self.importer_fixes.get(path, []):
-            found = importer_plan(module, source_module, name, accessor,
-                                  self._import_resolver(path))
+            found = importer_plan(module, source_module, name, self._import_resolver(path))
             if found is not None:
                 module = rewrite_importer(module, found[0], name, found[1], accessor)
         return module.bytes

@@ -20,7 +20,7 @@ def statement(code: str) -> cst.BaseStatement:
     return cst.parse_statement(code)
 
 
-def open_method(name: str, handle: str, body: Sequence[cst.BaseStatement],
+def open_method(name: str, body: Sequence[cst.BaseStatement],
                 docstring: str) -> cst.FunctionDef:
     template = statement(f'def {name}(self):\n    """{docstring}"""\n    pass\n')
     assert isinstance(template, cst.FunctionDef)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import libcst
 
@@ -38,7 +39,7 @@ def verify(engine: Engine, result: CheckResult, rewriter: Rewriter,
     problem = unguarded_left(rewriter.guarded_lazy, new_result.facts)
     if problem:
         raise VerificationError(problem)
-    _check_idempotent(engine, new_result, strategy)
+    _check_idempotent(engine, _unasked_kept(result, new_result), strategy)
     return new_files
 
 
@@ -118,6 +119,16 @@ def _relint(engine: Engine, result: CheckResult, new_files: dict[str, bytes],
         f = new_ones[0]
         raise VerificationError(f"re-lint still reports {f.code} in {f.path}: {f.message}")
     return new_result
+
+
+def _unasked_kept(result: CheckResult, new_result: CheckResult) -> CheckResult:
+    """`new_result` with the findings the fix was not asked for (no plan in `result`, e.g. the
+    other findings of an editor's quick fix) still without their plans: a second fix is asked
+    for the same findings as the first."""
+    unasked = {f.identity() for f in result.findings if f.plan is None}
+    findings = [replace(f, plan=None) if f.plan is not None and f.identity() in unasked else f
+                for f in new_result.findings]
+    return replace(new_result, findings=findings)
 
 
 def _check_idempotent(engine: Engine, new_result: CheckResult, strategy: str) -> None:

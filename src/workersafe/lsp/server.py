@@ -24,6 +24,7 @@ from ..findings import Finding
 from ..fixes import finding_key
 from ..notebook import is_notebook
 from ..report import DOCS_URL
+from ..ruletable import UNREADABLE, level_of
 from .edits import Edit, line_edits, noqa_edit
 from .state import Workspace
 
@@ -101,7 +102,7 @@ class WorkerSafeServer(LanguageServer):
         return types.Diagnostic(
             range=self.to_range(lines, (span.line - 1, span.col), end),
             message=finding.message,
-            severity=(types.DiagnosticSeverity.Warning if finding.code == "WS001"
+            severity=(types.DiagnosticSeverity.Warning if level_of(finding.code) == "warning"
                       else types.DiagnosticSeverity.Error),
             code=finding.code,
             code_description=types.CodeDescription(DOCS_URL.format(code=finding.code)),
@@ -283,7 +284,7 @@ def code_action(ls: WorkerSafeServer, params: types.CodeActionParams
                 action = _fix_action(ls, path, finding, diagnostic, lazy)
                 if action is not None:
                     actions.append(action)
-            if finding.code != "WS001":
+            if finding.code != UNREADABLE:
                 actions.append(_noqa_action(ls, path, finding, diagnostic))
     if fixable and (quick or fix_all):
         kinds = ([types.CodeActionKind.QuickFix] if quick else []) + (

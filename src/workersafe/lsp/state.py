@@ -14,6 +14,7 @@ from ..discovery import DiscoveryError, SourceFile, discover, module_name
 from ..engine import CheckResult, Engine
 from ..findings import Finding
 from ..fixes import FindingKey, Rewrite, finding_key, rewrite
+from ..paths import CACHE_DIR_NAME
 from ..reading import read_source
 from ..source import Source, SourceError, decode
 
@@ -49,7 +50,7 @@ class Workspace:
             self.config = Config()
         cache_dir = None
         if self.cache and self.config.cache and self.root:
-            cache_dir = os.path.join(self.root, ".workersafe_cache")
+            cache_dir = os.path.join(self.root, CACHE_DIR_NAME)
         # One process: parsing in a pool would fork the server (and its threads).
         self.engine = Engine(self.config, link=True, jobs=1, cache_dir=cache_dir)
         self.changed(files=True)
