@@ -265,3 +265,154 @@ def test_bad_configuration_still_serves(tmp_path: Path) -> None:
         assert await s.stop() == 0
 
     run(session())
+
+
+TWO_DATASETS = DATASET + "\n\n" + DATASET.split("\n\n\n", 1)[1].replace(
+    "RemoteImages", "RemoteLabels") + textwrap.dedent('''\
+
+
+    def make_loaders(urls):
+        from torch.utils.data import DataLoader
+
+        return (DataLoader(RemoteImages(urls), num_workers=4),
+                DataLoader(RemoteLabels(urls), num_workers=4))
+    ''')
+
+
+def test_quick_fix_of_one_finding_leaves_the_others(tmp_path: Path) -> None:
+    # The fix inserts lines above the other dataset and its DataLoader: the other finding
+    # moves (and its message names the loader's new line), it is still the same finding.
+    (tmp_path / "data.py").write_text(TWO_DATASETS)
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        uri = s.open("data.py")
+        found = await s.diagnostics_where(uri, lambda d: len(d) == 2)
+        first = min(found, key=lambda d: d.range.start.line)
+        actions = await s.code_actions(uri, [first])
+        fix = await s.resolve(next(a for a in actions if a.is_preferred))
+        assert fix.disabled is None and fix.edit is not None, fix.disabled
+        s.apply(fix.edit)
+        loaders = {name: line for line in s.texts[uri].splitlines()
+                   for name in ("RemoteImages", "RemoteLabels")
+                   if f"DataLoader({name}(" in line}
+        assert "worker_init_fn=" in loaders["RemoteImages"], loaders
+        assert "worker_init_fn=" not in loaders["RemoteLabels"], loaders
+        left = await s.diagnostics_where(uri, lambda d: len(d) == 1)
+        assert "RemoteLabels" in left[0].message
+        compile(s.texts[uri], "data.py", "exec")
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_refused_fix_is_disabled_without_resolve_too(tmp_path: Path) -> None:
+    text = DATASET.replace("    def __len__(self):\n",
+                           "    def reconnect(self):\n"
+                           "        self.session = requests.Session()\n\n"
+                           "    def __len__(self):\n")
+    (tmp_path / "data.py").write_text(text + SAME_FILE_LOADER)
+
+    async def session() -> None:
+        s = Session(tmp_path, resolve=False)
+        await s.start()
+        uri = s.open("data.py")
+        found = await s.diagnostics_where(uri, has("WS101"))
+        actions = await s.code_actions(uri, found)
+        fix = next(a for a in actions if a.is_preferred)
+        assert fix.edit is None and fix.disabled is not None
+        assert "reconnect" in fix.disabled.reason
+        fix_all = next(a for a in actions if a.title == "workersafe: fix all in this file")
+        assert fix_all.disabled is not None and "reconnect" in fix_all.disabled.reason
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_untitled_and_outside_buffers(tmp_path: Path) -> None:
+    workspace, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    workspace.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "other.py").write_text(DATASET + SAME_FILE_LOADER)
+
+    async def session() -> None:
+        s = Session(workspace)
+        await s.start()
+        for uri in ("untitled:Untitled-1", (elsewhere / "other.py").as_uri()):
+            s.open(uri, DATASET + SAME_FILE_LOADER)
+            found = await s.diagnostics_where(uri, has("WS101"))
+            related = found[0].related_information or []
+            assert [r.location.uri for r in related] == [uri]
+            actions = await s.code_actions(uri, found)
+            fix = await s.resolve(next(a for a in actions if a.is_preferred))
+            assert fix.edit is not None and list(fix.edit.changes or {}) == [uri]
+            s.apply(fix.edit)
+            await s.diagnostics_where(uri, clean)
+        assert not list(workspace.iterdir()), "nothing written for an untitled buffer"
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_unreadable_text_is_ws001(tmp_path: Path) -> None:
+    (tmp_path / "latin.py").write_bytes(b"from torch.utils.data import Dataset\nx = '\xe9'\n")
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        uri = s.open("binary.py", "from torch.utils.data import Dataset\n\x00\x01\x02\n")
+        found = await s.diagnostics_where(uri, has("WS001"))
+        assert "NUL bytes" in found[0].message
+        s.change(uri, DATASET + SAME_FILE_LOADER)
+        await s.diagnostics_where(uri, has("WS101"))
+        # the editor decoded a Latin-1 file for us: its text is analysed as shown
+        latin = s.open("latin.py", "from torch.utils.data import Dataset\nx = '\u00e9'\n")
+        await s.diagnostics_where(latin, clean)
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_files_changing_on_disk_and_save(tmp_path: Path) -> None:
+    (tmp_path / "dataset.py").write_text(DATASET)
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        dataset = s.open("dataset.py")
+        await s.diagnostics_where(dataset, has("WS111"))  # no DataLoader seen yet
+        (tmp_path / "train.py").write_text(TRAIN)  # created by git, another editor...
+        s.watched(("train.py", types.FileChangeType.Created))
+        await s.diagnostics_where(dataset, has("WS101"))
+        (tmp_path / "train.py").write_text(TRAIN.replace("num_workers=4", "num_workers=0"))
+        s.watched(("train.py", types.FileChangeType.Changed))
+        await s.diagnostics_where(dataset, clean)
+        (tmp_path / "train.py").write_text(TRAIN)
+        (tmp_path / "pyproject.toml").write_text("[tool.workersafe]\nignore = ['WS101']\n")
+        s.watched(("train.py", types.FileChangeType.Changed),
+                  ("pyproject.toml", types.FileChangeType.Created))
+        await s.diagnostics_where(dataset, clean)
+        (tmp_path / "pyproject.toml").unlink()
+        s.watched(("pyproject.toml", types.FileChangeType.Deleted))
+        await s.diagnostics_where(dataset, has("WS101"))
+        (tmp_path / "train.py").unlink()
+        s.watched(("train.py", types.FileChangeType.Deleted))
+        await s.diagnostics_where(dataset, has("WS111"))
+        assert [r.method for r in s.registrations] == [
+            types.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+
+        # a save publishes again (the file on disk is the buffer now)
+        before = s.publishes
+        s.save(dataset)
+        await s.next_publish(before)
+        # a file deleted while open: its buffer is still analysed, and still fixable
+        (tmp_path / "dataset.py").unlink()
+        s.watched(("dataset.py", types.FileChangeType.Deleted))
+        found = await s.diagnostics_where(dataset, has("WS111"))
+        actions = await s.code_actions(dataset, found)
+        fix = await s.resolve(next(a for a in actions if a.is_preferred))
+        assert fix.edit is not None, fix.disabled
+        assert await s.stop() == 0
+
+    run(session())

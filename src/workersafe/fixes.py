@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Optional
 
 from .facts import Span
-from .findings import Finding
+from .findings import Finding, FixPlan
 from .fix.apply import fix_result, render_diff, write_all
 from .fix.apply import _report as report_outcomes
 from .fix.outcome import FixResult
@@ -42,13 +42,32 @@ def finding_key(finding: Finding) -> FindingKey:
     return finding.path, finding.span, finding.code
 
 
+@dataclass(frozen=True)
+class _Unchosen(Finding):
+    """A finding the fixer is to leave alone (no plan), that still matches itself in the
+    fixer's re-lint: its identity is the one its plan gives (the re-lint's findings have
+    their plans)."""
+
+    held: Optional[FixPlan] = field(default=None, compare=False)
+
+    @classmethod
+    def of(cls, finding: Finding) -> Finding:
+        if finding.plan is None:
+            return finding
+        return cls(finding.path, finding.span, finding.code, finding.message, None,
+                   finding.fixable, finding.cell, finding.plan)
+
+    def identity(self) -> tuple[str, ...]:
+        return Finding.identity(replace(self, plan=self.held))
+
+
 def rewrite(engine: "Engine", result: "CheckResult", strategy: str,
             only: Optional[Callable[[Finding], bool]] = None) -> Rewrite:
     """The fix of the findings `only` accepts (all when None), as new file texts. Findings
     not chosen stay in the check result (the fixer's re-lint expects them) without their
     fix plan, so the fixer leaves them alone."""
     if only is not None:
-        chosen = [f if only(f) else replace(f, plan=None) for f in result.findings]
+        chosen = [f if only(f) else _Unchosen.of(f) for f in result.findings]
         result = replace(result, findings=chosen)
     fixed = fix_result(engine, result, strategy)
     texts = {}

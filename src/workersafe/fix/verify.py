@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import libcst
 
@@ -38,7 +39,7 @@ def verify(engine: Engine, result: CheckResult, rewriter: Rewriter,
     problem = unguarded_left(rewriter.guarded_lazy, new_result.facts)
     if problem:
         raise VerificationError(problem)
-    _check_idempotent(engine, new_result, strategy)
+    _check_idempotent(engine, _left_alone(result, new_result), strategy)
     return new_files
 
 
@@ -118,6 +119,18 @@ def _relint(engine: Engine, result: CheckResult, new_files: dict[str, bytes],
         f = new_ones[0]
         raise VerificationError(f"re-lint still reports {f.code} in {f.path}: {f.message}")
     return new_result
+
+
+def _left_alone(result: CheckResult, new_result: CheckResult) -> CheckResult:
+    """The re-lint without the plans of the findings the fix was asked to leave alone (those
+    without a plan in `result`: the language server fixes one finding of several), so the
+    second run, like the first, leaves them alone."""
+    alone = {f.identity() for f in result.findings if f.plan is None}
+    if not alone:
+        return new_result
+    findings = [replace(f, plan=None) if f.plan is not None and f.identity() in alone else f
+                for f in new_result.findings]
+    return replace(new_result, findings=findings)
 
 
 def _check_idempotent(engine: Engine, new_result: CheckResult, strategy: str) -> None:
