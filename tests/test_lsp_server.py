@@ -170,28 +170,35 @@ def test_syntax_error_is_ws001_and_the_server_survives(tmp_path: Path) -> None:
 
 
 def test_a_3000_line_file_answers_quickly(tmp_path: Path) -> None:
-    filler = "".join(f"\n\ndef helper_{i}(x):\n    return x + {i}\n" for i in range(750))
-    text = DATASET + filler + SAME_FILE_LOADER
+    # bench/'s generated 3,000-line candidate file: datasets with handles, DataLoaders, 26
+    # findings. A few hundred ms on an idle 2-core machine (docs/editors.md); the bound leaves
+    # room for a CI machine running other tests at the same time.
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gen_worstcase
+
+    path = gen_worstcase.generate_single_file(tmp_path / "big_dataset.py", 3000)
+    text = path.read_text()
     assert len(text.splitlines()) >= 3000
-    (tmp_path / "data.py").write_text(text)
 
     async def session() -> None:
         s = Session(tmp_path)
         await s.start()
-        uri = s.open("data.py")
+        uri = s.open("big_dataset.py")
         found = await s.diagnostics_where(uri, has("WS101"))
+        assert len(found) > 20
         s.change(uri, text + "\n")  # warm: the first analysis imported the engine
         await s.diagnostics_where(uri, has("WS101"))
-        timings = []
+        diagnostics, actions = [], []
         for n in range(3):
             started = time.perf_counter()
             s.change(uri, text + "\n" * (n + 2))
-            await s.diagnostics_where(uri, has("WS101"))
-            timings.append(time.perf_counter() - started - 0.05)  # minus the debounce
+            found = await s.diagnostics_where(uri, has("WS101"))
+            diagnostics.append(time.perf_counter() - started - 0.05)  # minus the debounce
             started = time.perf_counter()
-            await s.code_actions(uri, found)
-            timings.append(time.perf_counter() - started)
-        assert min(timings[0::2]) < 0.5 and min(timings[1::2]) < 0.5, timings
+            listed = await s.code_actions(uri, [d for d in found if d.code == "WS101"][:1])
+            actions.append(time.perf_counter() - started)
+            assert any(a.is_preferred for a in listed)
+        assert min(diagnostics) < 1.0 and min(actions) < 0.5, (diagnostics, actions)
         assert await s.stop() == 0
 
     run(session())
@@ -416,3 +423,22 @@ def test_files_changing_on_disk_and_save(tmp_path: Path) -> None:
         assert await s.stop() == 0
 
     run(session())
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("x = 1", "x = 1  # noqa: WS101"),
+    ("x = 1  # noqa: E501", "x = 1  # noqa: E501,WS101"),
+    ("x = 1  # noqa:E501,B950", "x = 1  # noqa:E501,B950,WS101"),
+    ("x = 1  # NOQA: E501 long line", "x = 1  # NOQA: E501,WS101 long line"),
+    ("x = 1  # type: ignore  # noqa: E501", "x = 1  # type: ignore  # noqa: E501,WS101"),
+    ("x = 1  # keep", "x = 1  # keep  # noqa: WS101"),
+])
+def test_noqa_edit_appends_to_an_existing_comment(line: str, expected: str) -> None:
+    from workersafe.lsp.edits import noqa_edit
+
+    text = f"import os\n{line}\nprint(x)\n"
+    edit = noqa_edit(text, 2, "WS101")
+    assert (edit.start_line, edit.end_line) == (1, 1)
+    assert apply_edits(text, [types.TextEdit(types.Range(
+        types.Position(edit.start_line, edit.start_col),
+        types.Position(edit.end_line, edit.end_col)), edit.text)]).splitlines()[1] == expected
