@@ -27,12 +27,14 @@ class Session:
         self.published: dict[str, Optional[int]] = {}  # uri → version of the last diagnostics
         self.texts: dict[str, str] = {}
         self.changed = asyncio.Event()
+        self.publishes = 0  # diagnostics notifications received
         self.registrations: list[types.Registration] = []
 
         @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
             self.diagnostics[params.uri] = list(params.diagnostics)
             self.published[params.uri] = params.version
+            self.publishes += 1
             self.changed.set()
 
         @self.client.feature(types.CLIENT_REGISTER_CAPABILITY)
@@ -51,7 +53,8 @@ class Session:
             resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"])
             if self.resolves else None,
             code_action_literal_support=types.ClientCodeActionLiteralOptions(
-                types.ClientCodeActionKindOptions(["quickfix", "source.fixAll"])))
+                types.ClientCodeActionKindOptions(["quickfix", "source.fixAll"])),
+            is_preferred_support=True, disabled_support=True, data_support=True)
         caps = types.ClientCapabilities(
             text_document=types.TextDocumentClientCapabilities(
                 code_action=action_caps,
@@ -86,7 +89,9 @@ class Session:
     # --- documents ---------------------------------------------------------------------------
 
     def open(self, name: str, text: Optional[str] = None) -> str:
-        uri = self.uri(name)
+        """Open a file of the workspace (`name`), or any URI (`untitled:...`, a file
+        elsewhere) with `text`."""
+        uri = name if ":" in name else self.uri(name)
         text = (self.root / name).read_text() if text is None else text
         self.texts[uri], self.versions[uri] = text, 1
         self.changed.clear()
@@ -108,6 +113,20 @@ class Session:
         self.changed.clear()
         self.client.text_document_did_save(types.DidSaveTextDocumentParams(
             types.TextDocumentIdentifier(uri)))
+
+    def watched(self, *changes: tuple[str, types.FileChangeType]) -> None:
+        """Tell the server files changed on disk, as an editor's file watcher does."""
+        self.changed.clear()
+        self.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+            [types.FileEvent(self.uri(name), kind) for name, kind in changes]))
+
+    async def next_publish(self, after: int) -> None:
+        """Wait (bounded) until more than `after` diagnostics notifications arrived."""
+        async def until() -> None:
+            while self.publishes <= after:
+                self.changed.clear()
+                await self.changed.wait()
+        await self.wait(until())
 
     async def diagnostics_where(self, uri: str,
                                 check: Callable[[list[types.Diagnostic]], bool]

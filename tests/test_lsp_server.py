@@ -170,28 +170,35 @@ def test_syntax_error_is_ws001_and_the_server_survives(tmp_path: Path) -> None:
 
 
 def test_a_3000_line_file_answers_quickly(tmp_path: Path) -> None:
-    filler = "".join(f"\n\ndef helper_{i}(x):\n    return x + {i}\n" for i in range(750))
-    text = DATASET + filler + SAME_FILE_LOADER
+    # bench/'s generated 3,000-line candidate file: datasets with handles, DataLoaders, 26
+    # findings. A few hundred ms on an idle 2-core machine (docs/editors.md); the bound leaves
+    # room for a CI machine running other tests at the same time.
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gen_worstcase
+
+    path = gen_worstcase.generate_single_file(tmp_path / "big_dataset.py", 3000)
+    text = path.read_text()
     assert len(text.splitlines()) >= 3000
-    (tmp_path / "data.py").write_text(text)
 
     async def session() -> None:
         s = Session(tmp_path)
         await s.start()
-        uri = s.open("data.py")
+        uri = s.open("big_dataset.py")
         found = await s.diagnostics_where(uri, has("WS101"))
+        assert len(found) > 20
         s.change(uri, text + "\n")  # warm: the first analysis imported the engine
         await s.diagnostics_where(uri, has("WS101"))
-        timings = []
+        diagnostics, actions = [], []
         for n in range(3):
             started = time.perf_counter()
             s.change(uri, text + "\n" * (n + 2))
-            await s.diagnostics_where(uri, has("WS101"))
-            timings.append(time.perf_counter() - started - 0.05)  # minus the debounce
+            found = await s.diagnostics_where(uri, has("WS101"))
+            diagnostics.append(time.perf_counter() - started - 0.05)  # minus the debounce
             started = time.perf_counter()
-            await s.code_actions(uri, found)
-            timings.append(time.perf_counter() - started)
-        assert min(timings[0::2]) < 0.5 and min(timings[1::2]) < 0.5, timings
+            listed = await s.code_actions(uri, [d for d in found if d.code == "WS101"][:1])
+            actions.append(time.perf_counter() - started)
+            assert any(a.is_preferred for a in listed)
+        assert min(diagnostics) < 1.0 and min(actions) < 0.5, (diagnostics, actions)
         assert await s.stop() == 0
 
     run(session())
@@ -265,3 +272,173 @@ def test_bad_configuration_still_serves(tmp_path: Path) -> None:
         assert await s.stop() == 0
 
     run(session())
+
+
+TWO_DATASETS = DATASET + "\n\n" + DATASET.split("\n\n\n", 1)[1].replace(
+    "RemoteImages", "RemoteLabels") + textwrap.dedent('''\
+
+
+    def make_loaders(urls):
+        from torch.utils.data import DataLoader
+
+        return (DataLoader(RemoteImages(urls), num_workers=4),
+                DataLoader(RemoteLabels(urls), num_workers=4))
+    ''')
+
+
+def test_quick_fix_of_one_finding_leaves_the_others(tmp_path: Path) -> None:
+    # The fix inserts lines above the other dataset and its DataLoader: the other finding
+    # moves (and its message names the loader's new line), it is still the same finding.
+    (tmp_path / "data.py").write_text(TWO_DATASETS)
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        uri = s.open("data.py")
+        found = await s.diagnostics_where(uri, lambda d: len(d) == 2)
+        first = min(found, key=lambda d: d.range.start.line)
+        actions = await s.code_actions(uri, [first])
+        fix = await s.resolve(next(a for a in actions if a.is_preferred))
+        assert fix.disabled is None and fix.edit is not None, fix.disabled
+        s.apply(fix.edit)
+        loaders = {name: line for line in s.texts[uri].splitlines()
+                   for name in ("RemoteImages", "RemoteLabels")
+                   if f"DataLoader({name}(" in line}
+        assert "worker_init_fn=" in loaders["RemoteImages"], loaders
+        assert "worker_init_fn=" not in loaders["RemoteLabels"], loaders
+        left = await s.diagnostics_where(uri, lambda d: len(d) == 1)
+        assert "RemoteLabels" in left[0].message
+        compile(s.texts[uri], "data.py", "exec")
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_refused_fix_is_disabled_without_resolve_too(tmp_path: Path) -> None:
+    text = DATASET.replace("    def __len__(self):\n",
+                           "    def reconnect(self):\n"
+                           "        self.session = requests.Session()\n\n"
+                           "    def __len__(self):\n")
+    (tmp_path / "data.py").write_text(text + SAME_FILE_LOADER)
+
+    async def session() -> None:
+        s = Session(tmp_path, resolve=False)
+        await s.start()
+        uri = s.open("data.py")
+        found = await s.diagnostics_where(uri, has("WS101"))
+        actions = await s.code_actions(uri, found)
+        fix = next(a for a in actions if a.is_preferred)
+        assert fix.edit is None and fix.disabled is not None
+        assert "reconnect" in fix.disabled.reason
+        fix_all = next(a for a in actions if a.title == "workersafe: fix all in this file")
+        assert fix_all.disabled is not None and "reconnect" in fix_all.disabled.reason
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_untitled_and_outside_buffers(tmp_path: Path) -> None:
+    workspace, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    workspace.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "other.py").write_text(DATASET + SAME_FILE_LOADER)
+
+    async def session() -> None:
+        s = Session(workspace)
+        await s.start()
+        for uri in ("untitled:Untitled-1", (elsewhere / "other.py").as_uri()):
+            s.open(uri, DATASET + SAME_FILE_LOADER)
+            found = await s.diagnostics_where(uri, has("WS101"))
+            related = found[0].related_information or []
+            assert [r.location.uri for r in related] == [uri]
+            actions = await s.code_actions(uri, found)
+            fix = await s.resolve(next(a for a in actions if a.is_preferred))
+            assert fix.edit is not None and list(fix.edit.changes or {}) == [uri]
+            s.apply(fix.edit)
+            await s.diagnostics_where(uri, clean)
+        assert not list(workspace.iterdir()), "nothing written for an untitled buffer"
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_unreadable_text_is_ws001(tmp_path: Path) -> None:
+    (tmp_path / "latin.py").write_bytes(b"from torch.utils.data import Dataset\nx = '\xe9'\n")
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        uri = s.open("binary.py", "from torch.utils.data import Dataset\n\x00\x01\x02\n")
+        found = await s.diagnostics_where(uri, has("WS001"))
+        assert "NUL bytes" in found[0].message
+        s.change(uri, DATASET + SAME_FILE_LOADER)
+        await s.diagnostics_where(uri, has("WS101"))
+        # the editor decoded a Latin-1 file for us: its text is analysed as shown
+        latin = s.open("latin.py", "from torch.utils.data import Dataset\nx = '\u00e9'\n")
+        await s.diagnostics_where(latin, clean)
+        assert await s.stop() == 0
+
+    run(session())
+
+
+def test_files_changing_on_disk_and_save(tmp_path: Path) -> None:
+    (tmp_path / "dataset.py").write_text(DATASET)
+
+    async def session() -> None:
+        s = Session(tmp_path)
+        await s.start()
+        dataset = s.open("dataset.py")
+        await s.diagnostics_where(dataset, has("WS111"))  # no DataLoader seen yet
+        (tmp_path / "train.py").write_text(TRAIN)  # created by git, another editor...
+        s.watched(("train.py", types.FileChangeType.Created))
+        await s.diagnostics_where(dataset, has("WS101"))
+        (tmp_path / "train.py").write_text(TRAIN.replace("num_workers=4", "num_workers=0"))
+        s.watched(("train.py", types.FileChangeType.Changed))
+        await s.diagnostics_where(dataset, clean)
+        (tmp_path / "train.py").write_text(TRAIN)
+        (tmp_path / "pyproject.toml").write_text("[tool.workersafe]\nignore = ['WS101']\n")
+        s.watched(("train.py", types.FileChangeType.Changed),
+                  ("pyproject.toml", types.FileChangeType.Created))
+        await s.diagnostics_where(dataset, clean)
+        (tmp_path / "pyproject.toml").unlink()
+        s.watched(("pyproject.toml", types.FileChangeType.Deleted))
+        await s.diagnostics_where(dataset, has("WS101"))
+        (tmp_path / "train.py").unlink()
+        s.watched(("train.py", types.FileChangeType.Deleted))
+        await s.diagnostics_where(dataset, has("WS111"))
+        assert [r.method for r in s.registrations] == [
+            types.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+
+        # a save publishes again (the file on disk is the buffer now)
+        before = s.publishes
+        s.save(dataset)
+        await s.next_publish(before)
+        # a file deleted while open: its buffer is still analysed, and still fixable
+        (tmp_path / "dataset.py").unlink()
+        s.watched(("dataset.py", types.FileChangeType.Deleted))
+        found = await s.diagnostics_where(dataset, has("WS111"))
+        actions = await s.code_actions(dataset, found)
+        fix = await s.resolve(next(a for a in actions if a.is_preferred))
+        assert fix.edit is not None, fix.disabled
+        assert await s.stop() == 0
+
+    run(session())
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("x = 1", "x = 1  # noqa: WS101"),
+    ("x = 1  # noqa: E501", "x = 1  # noqa: E501,WS101"),
+    ("x = 1  # noqa:E501,B950", "x = 1  # noqa:E501,B950,WS101"),
+    ("x = 1  # NOQA: E501 long line", "x = 1  # NOQA: E501,WS101 long line"),
+    ("x = 1  # type: ignore  # noqa: E501", "x = 1  # type: ignore  # noqa: E501,WS101"),
+    ("x = 1  # keep", "x = 1  # keep  # noqa: WS101"),
+])
+def test_noqa_edit_appends_to_an_existing_comment(line: str, expected: str) -> None:
+    from workersafe.lsp.edits import noqa_edit
+
+    text = f"import os\n{line}\nprint(x)\n"
+    edit = noqa_edit(text, 2, "WS101")
+    assert (edit.start_line, edit.end_line) == (1, 1)
+    assert apply_edits(text, [types.TextEdit(types.Range(
+        types.Position(edit.start_line, edit.start_col),
+        types.Position(edit.end_line, edit.end_col)), edit.text)]).splitlines()[1] == expected

@@ -220,3 +220,92 @@ def test_fix_keeps_or_refuses_other_json_layouts(tmp_path: Path, layout: str) ->
     assert json.dumps(json.loads(new), indent="\t" if layout == "tabs" else None,
                       separators=(",", ":") if layout == "compact" else None) + (
         "\n" if layout == "tabs" else "") == new
+
+
+# (file name, content, what `check` says about it): notebooks that cannot be analysed are a
+# WS001 naming the reason, never a traceback, and `fix` leaves them as they are.
+BAD_NOTEBOOKS = [
+    ("empty.ipynb", b"", "not a notebook (invalid JSON"),
+    ("binary.ipynb", b"\x89PNG\r\n\x1a\n\x00\x00", "not a notebook (invalid JSON"),
+    ("array.ipynb", b"[]", "not a notebook (the JSON is not an object)"),
+    ("cells.ipynb", b'{"cells": 3, "nbformat": 4, "nbformat_minor": 5, "metadata": {}}',
+     "not a notebook (no list of cells)"),
+    ("v3.ipynb", json.dumps({"nbformat": 3, "nbformat_minor": 0, "metadata": {},
+                             "worksheets": [{"cells": [{"cell_type": "code", "input": "x = 1",
+                                                        "language": "python", "outputs": []}],
+                                             "metadata": {}}]}).encode(),
+     "an nbformat 3 notebook: only nbformat 4 is read"),
+    ("v5.ipynb", b'{"cells": [], "nbformat": 5, "nbformat_minor": 0, "metadata": {}}',
+     "not a notebook (nbformat 5; 4 expected)"),
+    ("no_minor.ipynb", b'{"cells": [], "nbformat": 4, "metadata": {}}', "not a valid notebook"),
+]
+
+
+def test_bad_notebooks_are_ws001_and_left_alone(tmp_path: Path) -> None:
+    for name, content, _ in BAD_NOTEBOOKS:
+        (tmp_path / name).write_bytes(content)
+    nothing = nbformat.v4.new_notebook()
+    (tmp_path / "no_cells.ipynb").write_text(nbformat.writes(nothing))
+    prose = nbformat.v4.new_notebook()
+    prose.cells = [nbformat.v4.new_markdown_cell("# Notes"), nbformat.v4.new_raw_cell("((")]
+    (tmp_path / "prose.ipynb").write_text(nbformat.writes(prose))
+    snapshot = {p: p.read_bytes() for p in tmp_path.glob("*.ipynb")}
+    check = workersafe("check", ".", cwd=tmp_path)
+    lines = dict(line.split(":1:1: WS001 cannot analyse this file: ", 1)
+                 for line in check.stdout.splitlines())
+    assert {n: lines.get(n, "")[:len(m)] for n, _, m in BAD_NOTEBOOKS} == {
+        n: m for n, _, m in BAD_NOTEBOOKS}, check.stdout
+    assert len(lines) == len(BAD_NOTEBOOKS), "no_cells and prose: nothing to report"
+    for args in (("fix", "."), ("fix", "--diff", "."), ("check", ".", "--format", "json")):
+        done = workersafe(*args, cwd=tmp_path)
+        assert "Traceback" not in done.stdout + done.stderr and done.returncode in (0, 1), args
+    assert {p: p.read_bytes() for p in tmp_path.glob("*.ipynb")} == snapshot
+
+
+def test_fix_keeps_every_v4_layout(tmp_path: Path) -> None:
+    """nbformat 4.0-4.5 × indent 1/2 × sources as lists/strings × final newline or none, with
+    an attachment and IPython lines: fixed, valid, and every other byte as it was."""
+    cells = ["%load_ext autoreload\n?DataLoader\nDataLoader?\nurls = ['u']", DATASET_CELL,
+             "%%time\n" + LOADER_CELL]
+    variants = {}
+    for minor in range(6):
+        for indent in (1, 2):
+            for as_list in (True, False):
+                for newline in (True, False):
+                    name = f"v4.{minor}-indent{indent}-{'list' if as_list else 'str'}" \
+                           f"{'-newline' if newline else ''}.ipynb"
+                    path = write_notebook(tmp_path / name, cells, minor=minor)
+                    data = json.loads(path.read_text())
+                    data["cells"][0]["source"] = "![logo](attachment:logo.png)"
+                    data["cells"][0]["attachments"] = {"logo.png": {"image/png": "iVBORw0K"}}
+                    for cell in data["cells"]:
+                        text = "".join(cell["source"]) if isinstance(cell["source"], list) \
+                            else cell["source"]
+                        cell["source"] = text.splitlines(True) if as_list else text
+                    raw = json.dumps(data, indent=indent, ensure_ascii=False) + (
+                        "\n" if newline else "")
+                    nbformat.validate(nbformat.reads(raw, as_version=nbformat.NO_CONVERT))
+                    path.write_text(raw)
+                    variants[path] = raw
+    done = workersafe("fix", ".", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    for path, raw in variants.items():
+        old, new = json.loads(raw), json.loads(path.read_text())
+        nbformat.validate(nbformat.from_dict(new))
+        text = path.read_text()
+        assert text.endswith("\n") == raw.endswith("\n"), path.name
+        assert list(new) == list(old) and new["metadata"] == old["metadata"], path.name
+        assert new["nbformat_minor"] == old["nbformat_minor"], path.name
+        for before, after in zip(old["cells"], new["cells"]):
+            assert list(after) == list(before), path.name
+            assert type(after["source"]) is type(before["source"]), path.name
+            for key in ("outputs", "attachments", "metadata", "execution_count", "id"):
+                assert after.get(key) == before.get(key), (path.name, key)
+        assert new["cells"][:2] == old["cells"][:2], path.name  # untouched cells as they were
+        loader = "".join(new["cells"][3]["source"])
+        assert loader.startswith("%%time\n") and "worker_init_fn=" in loader, path.name
+        # the only difference: the two cells the fix rewrote (so the indentation is kept)
+        indent = len(raw.split("\n")[1]) - len(raw.split("\n")[1].lstrip())
+        new["cells"][2:4] = old["cells"][2:4]
+        assert json.dumps(new, indent=indent, ensure_ascii=False) + (
+            "\n" if raw.endswith("\n") else "") == raw, path.name

@@ -106,7 +106,7 @@ class Engine:
         texts = _Texts(sources, unread or set())
         stats.unread = len(texts.unread)
         facts, verdicts = self._analyse(files, texts, stats)
-        errors += [self._error_finding(f.path, f.error) for f in facts.values() if f.error]
+        errors += [self.error_finding(f.path, f.error) for f in facts.values() if f.error]
         findings = self._rules(facts)
         result = self._filter(findings + errors, sources)
         stats.errors = sum(1 for f in result if f.code == UNREADABLE)
@@ -124,7 +124,7 @@ class Engine:
         facts = file_facts(text, path, module, os.path.basename(path) == "__init__.py",
                            self.registry, tree)
         if facts.error:
-            return [self._error_finding(path, facts.error)]
+            return [self.error_finding(path, facts.error)]
         findings = self._rules({path: facts})
         if not noqa:
             return [f for f in findings if self.config.enabled(f.code)]
@@ -147,7 +147,7 @@ class Engine:
         facts = file_facts(text, here, module, os.path.basename(path) == "__init__.py",
                            self.registry, tree)
         if facts.error:
-            return [self._error_finding(path, facts.error)]
+            return [self.error_finding(path, facts.error)]
         every = {p: _replace(f, path=p) for p, f in index.facts.items()}
         every[here] = facts
         project = Project(list(every.values()), self.config.all_dataset_bases(),
@@ -159,7 +159,7 @@ class Engine:
         try:
             source = decode(path, raw)
         except SourceError as exc:
-            return self._filter([self._error_finding(path, str(exc))], {})
+            return self._filter([self.error_finding(path, str(exc))], {})
         return self.check_text(path, source.text, module_name(path, os.path.dirname(path) or "."))
 
     # --- steps --------------------------------------------------------------------------------
@@ -171,7 +171,7 @@ class Engine:
             try:
                 sources[file.path] = _read(file.path)
             except SourceError as exc:
-                errors.append(self._error_finding(file.path, str(exc)))
+                errors.append(self.error_finding(file.path, str(exc)))
         return sources, errors
 
     def _analyse(self, files: list[SourceFile], texts: "_Texts", stats: Stats
@@ -252,7 +252,7 @@ class Engine:
         return kept
 
     @staticmethod
-    def _error_finding(path: str, message: str) -> Finding:
+    def error_finding(path: str, message: str) -> Finding:
         return Finding(path, Span(1, 0, 1, 0), UNREADABLE, f"cannot analyse this file: {message}")
 
 

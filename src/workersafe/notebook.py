@@ -67,9 +67,8 @@ def load(raw: bytes) -> Notebook:
         data = json.loads(text)
     except (UnicodeDecodeError, ValueError) as exc:
         raise SourceError(f"not a notebook (invalid JSON: {exc})") from None
+    _check_shape(data)
     _validate(text)
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
-        raise SourceError("not a notebook (no list of cells)")
     lines: list[str] = []
     masked: list[str] = []
     python = _is_python(data)
@@ -80,6 +79,20 @@ def load(raw: bytes) -> Notebook:
         for line in _masked_cell(cell_text(cell), masked):
             lines.append(line if line.endswith(("\n", "\r")) else line + "\n")
     return Notebook(raw, data, "".join(lines), masked)
+
+
+def _check_shape(data: Any) -> None:
+    """What nbformat's validation assumes (its errors for other JSON are not for users)."""
+    if not isinstance(data, dict):
+        raise SourceError("not a notebook (the JSON is not an object)")
+    version = data.get("nbformat")
+    if isinstance(version, int) and not isinstance(version, bool) and version < 4:
+        raise SourceError(f"an nbformat {version} notebook: only nbformat 4 is read (convert it "
+                          "with `jupyter nbconvert --to notebook --nbformat 4 --inplace`)")
+    if version != 4:
+        raise SourceError(f"not a notebook (nbformat {version!r}; 4 expected)")
+    if not isinstance(data.get("cells"), list):
+        raise SourceError("not a notebook (no list of cells)")
 
 
 def _validate(text: str) -> None:

@@ -1,11 +1,13 @@
 """A fixed notebook runs: `workersafe fix` rewrites a notebook whose Dataset (one cell) holds a
 `zipfile.ZipFile` that its DataLoader (another cell) shares with worker processes; the fixed
-notebook's code cells, joined as Jupyter runs them one after another, then run with real fork
-workers (0, 2, 2 persistent) and every item arrives intact, in every epoch."""
+notebook's code cells, joined as Jupyter runs them one after another, run with real fork
+workers: unfixed they fail (the workers share the archive), fixed (0, 2, 2 persistent and 4
+workers) every item arrives intact, in every epoch."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -53,27 +55,45 @@ RUN = textwrap.dedent('''\
     print(json.dumps(epochs))''')
 
 
+# What a zip archive shared by forked workers does (tests/runtime/test_runtime.py's list).
+ZIP_FAILURES = re.compile(r"BadZipFile|zlib\.error|Bad CRC-32|JSONDecodeError|UnicodeDecodeError")
+TRIES = 5  # the unfixed run fails nearly every time; a bounded number of tries for races
+
+
+def run_cells(notebook: Path, archive: Path, workers: int, persistent: str
+              ) -> subprocess.CompletedProcess:
+    """Jupyter runs the cells in order in one namespace: the same as the joined cells as a
+    script, with the IPython lines (here `%matplotlib inline`) left out."""
+    code = "\n".join(line for line in code_of(notebook).splitlines() if not line.startswith("%"))
+    script = notebook.with_name("cells.py")
+    script.write_text(code + "\n")
+    env = {"WS_DATA": str(archive), "WS_WORKERS": str(workers), "WS_PERSISTENT": persistent,
+           "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"}
+    return subprocess.run([sys.executable, str(script)], cwd=notebook.parent, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
 def test_fixed_notebook_runs_with_workers(tmp_path: Path) -> None:
     archive = write_zip_archive(tmp_path / "records.zip", ITEMS)
     notebook = write_notebook(tmp_path / "train.ipynb", [IMPORTS, DATASET, LOADER, RUN])
     check = workersafe("check", "train.ipynb", cwd=tmp_path)
     assert "train.ipynb:cell 3:3:24: WS101 zipfile.ZipFile" in check.stdout, check.stdout
 
+    # unfixed, the bug shows: the workers share the archive's file offset
+    runs = []
+    while len(runs) < TRIES and not any(r.returncode and ZIP_FAILURES.search(r.stderr)
+                                        for r in runs):
+        runs.append(run_cells(notebook, archive, 4, "0"))
+    assert runs[-1].returncode and ZIP_FAILURES.search(runs[-1].stderr), [
+        (r.returncode, r.stderr[-500:]) for r in runs]
+
     fixed = workersafe("fix", "train.ipynb", cwd=tmp_path)
     assert fixed.returncode == 1 and "WS101 fixed" in fixed.stdout, fixed.stdout + fixed.stderr
     read_valid(notebook)
     assert workersafe("check", "train.ipynb", cwd=tmp_path).returncode == 0
 
-    # Jupyter runs the cells in order in one namespace: the same as the joined cells as a
-    # script, with the IPython lines (here `%matplotlib inline`) left out.
-    code = "\n".join(line for line in code_of(notebook).splitlines() if not line.startswith("%"))
-    script = tmp_path / "train_cells.py"
-    script.write_text(code + "\n")
-    for workers, persistent in ((0, "0"), (2, "0"), (2, "1")):
-        env = {"WS_DATA": str(archive), "WS_WORKERS": str(workers), "WS_PERSISTENT": persistent,
-               "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"}
-        done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
+    for workers, persistent in ((0, "0"), (2, "0"), (2, "1"), (4, "0")):
+        done = run_cells(notebook, archive, workers, persistent)
         assert done.returncode == 0, done.stderr[-3000:]
         epochs = json.loads(done.stdout.strip().splitlines()[-1])
         assert epochs == [list(range(ITEMS))] * 3, (workers, persistent)

@@ -40,6 +40,7 @@ class WorkerSafeServer(LanguageServer):
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.state: Optional[Workspace] = None
         self.published: set[str] = set()
+        self.uris: dict[str, str] = {}  # path → the URI the editor named it by (untitled:...)
         self.pending: Optional[asyncio.TimerHandle] = None
         self.shut_down = False  # `shutdown` was asked for
         self.exiting = False  # `exit` arrived
@@ -50,6 +51,9 @@ class WorkerSafeServer(LanguageServer):
         if self.state is None:
             self.state = Workspace(None)
         return self.state
+
+    def uri_of(self, path: str) -> str:
+        return self.uris.get(path) or from_fs_path(path) or path
 
     def publish(self) -> None:
         """Analyse (if anything changed) and publish diagnostics for every open document."""
@@ -69,7 +73,7 @@ class WorkerSafeServer(LanguageServer):
             findings = analysis.by_path.get(path, []) if path in open_paths else []
             text = state.text(path) or ""
             diagnostics = [self.diagnostic(f, text) for f in findings]
-            uri = from_fs_path(path) or path
+            uri = self.uri_of(path)
             document = self.workspace.text_documents.get(uri)
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri, diagnostics, version=document.version if document else None))
@@ -96,7 +100,7 @@ class WorkerSafeServer(LanguageServer):
             loader_text = self.workspace_state().text(path) or ""
             loader_lines = loader_text.splitlines(keepends=True) or [""]
             related.append(types.DiagnosticRelatedInformation(
-                types.Location(from_fs_path(path) or path,
+                types.Location(self.uri_of(path),
                                self.to_range(loader_lines, (line - 1, col), (line - 1, col))),
                 "the DataLoader whose worker processes share it"))
         return types.Diagnostic(
@@ -116,7 +120,7 @@ class WorkerSafeServer(LanguageServer):
         changes: dict[str, list[types.TextEdit]] = {}
         for path, new in sorted(new_texts.items()):
             old = state.text(path) or ""
-            changes[from_fs_path(path) or path] = [
+            changes[self.uri_of(path)] = [
                 self.text_edit(old, e) for e in line_edits(old, new)]
         return types.WorkspaceEdit(changes=changes)
 
@@ -130,6 +134,11 @@ class WorkerSafeServer(LanguageServer):
         action = caps.code_action if caps else None
         support = action.resolve_support if action else None
         return bool(support and "edit" in support.properties)
+
+    def can_show_disabled(self) -> bool:
+        caps = self.client_capabilities.text_document
+        action = caps.code_action if caps else None
+        return bool(action and action.disabled_support)
 
 
 server = WorkerSafeServer()
@@ -155,8 +164,12 @@ def _loader_sites(finding: Finding) -> list[tuple[str, int, int]]:
 
 
 def _path(uri: str) -> str:
-    path = to_fs_path(uri)
-    return os.path.normpath(os.path.abspath(path)) if path else uri
+    """The path the analysis knows a document by: a file's, or for a buffer never saved
+    (`untitled:Untitled-1`) its URI, as a Python file name."""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    if path:
+        return os.path.normpath(os.path.abspath(path))
+    return uri if uri.endswith((".py", ".pyi", ".ipynb")) else uri + ".py"
 
 
 # --- lifecycle ------------------------------------------------------------------------------------
@@ -211,6 +224,7 @@ def did_open(ls: WorkerSafeServer, params: types.DidOpenTextDocumentParams) -> N
     path = _path(params.text_document.uri)
     if is_notebook(path):  # a notebook's JSON opened as text: its code is read from disk
         return
+    ls.uris[path] = params.text_document.uri
     ls.workspace_state().open(path, params.text_document.text)
     ls.publish()
 
@@ -239,6 +253,7 @@ def did_save(ls: WorkerSafeServer, params: types.DidSaveTextDocumentParams) -> N
 def did_close(ls: WorkerSafeServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.workspace_state().close(_path(params.text_document.uri))
     ls.publish()
+    ls.uris.pop(_path(params.text_document.uri), None)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -302,60 +317,66 @@ def _fix_action(ls: WorkerSafeServer, path: str, finding: Finding,
         title=f"workersafe: create it per worker ({finding.code})",
         kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic], is_preferred=True,
         data={"fix": "one", "path": path, "key": _key_data(finding)})
-    return action if lazy else _resolved(ls, action)
+    return action if lazy else _up_front(ls, action)
 
 
 def _fix_all_action(ls: WorkerSafeServer, path: str, kind: str, lazy: bool
                     ) -> Optional[types.CodeAction]:
     action = types.CodeAction(title="workersafe: fix all in this file", kind=kind,
                               data={"fix": "file", "path": path})
-    return action if lazy else _resolved(ls, action)
+    return action if lazy else _up_front(ls, action)
 
 
 def _noqa_action(ls: WorkerSafeServer, path: str, finding: Finding,
                  diagnostic: types.Diagnostic) -> types.CodeAction:
     text = ls.workspace_state().text(path) or ""
     edit = noqa_edit(text, finding.line, finding.code)
-    uri = from_fs_path(path) or path
+    uri = ls.uri_of(path)
     return types.CodeAction(
         title=f"workersafe: ignore with # noqa: {finding.code}",
         kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
         edit=types.WorkspaceEdit(changes={uri: [ls.text_edit(text, edit)]}))
 
 
-def _resolved(ls: WorkerSafeServer, action: types.CodeAction) -> Optional[types.CodeAction]:
-    """The action with its edit, or None when the fixer cannot fix it."""
+def _resolved(ls: WorkerSafeServer, action: types.CodeAction) -> types.CodeAction:
+    """The action with its edit, or disabled with the fixer's reason when it cannot fix it."""
     data = action.data if isinstance(action.data, dict) else {}
     state = ls.workspace_state()
     path = data.get("path", "")
+    findings = state.analysis().by_path.get(path, [])
     key = None
     if data.get("fix") == "one":
-        finding = _finding_for(state.analysis().by_path.get(path, []), data)
+        finding = _finding_for(findings, data)
         if finding is None:
-            return None
+            action.disabled = types.CodeActionDisabled(
+                "the code changed since this fix was offered: ask for it again")
+            return action
         key = finding_key(finding)
     result = state.fix(path, key)
-    if not result.new_texts:
-        return None
-    action.edit = ls.workspace_edit(result.new_texts)
+    if result.new_texts:
+        action.edit = ls.workspace_edit(result.new_texts)
+        return action
+    wanted = [key] if key else [finding_key(f) for f in findings if f.plan is not None]
+    notes = [result.notes[k] for k in wanted if result.notes.get(k)]
+    action.disabled = types.CodeActionDisabled(
+        notes[0] if notes else "workersafe cannot fix this")
     return action
+
+
+def _up_front(ls: WorkerSafeServer, action: types.CodeAction) -> Optional[types.CodeAction]:
+    """For a client without codeAction/resolve: the edit now; a refused fix is listed
+    disabled (with the reason) when the client can show that, else left out."""
+    resolved = _resolved(ls, action)
+    if resolved.disabled is not None and not ls.can_show_disabled():
+        return None
+    return resolved
 
 
 @server.feature(types.CODE_ACTION_RESOLVE)
 def code_action_resolve(ls: WorkerSafeServer, action: types.CodeAction) -> types.CodeAction:
     if ls.pending is not None:
         ls.publish()
-    resolved = _resolved(ls, action)
-    if resolved is None:  # nothing to apply (the code changed, or the fix is not safe)
-        data = action.data if isinstance(action.data, dict) else {}
-        state = ls.workspace_state()
-        finding = _finding_for(state.analysis().by_path.get(data.get("path", ""), []), data)
-        key = finding_key(finding) if finding is not None and data.get("fix") == "one" else None
-        notes = [n for n in state.fix(data.get("path", ""), key).notes.values() if n]
-        action.disabled = types.CodeActionDisabled(
-            notes[0] if notes else "workersafe cannot fix this (any more)")
-        return action
-    return resolved
+    return _resolved(ls, action)
 
 
 def serve() -> int:

@@ -19,6 +19,8 @@ from ..reading import read_source
 from ..source import Source, SourceError, decode
 
 log = logging.getLogger("workersafe.lsp")
+# A file's text as read: (modification stamp, source or None, why it cannot be read or None)
+_Entry = tuple[tuple[int, int], Optional[Source], Optional[str]]
 
 
 @dataclass
@@ -35,7 +37,7 @@ class Workspace:
         self.buffers: dict[str, str] = {}  # path → unsaved text of an open document
         self.generation = 0
         self._files: Optional[list[SourceFile]] = None
-        self._disk: dict[str, tuple[tuple[int, int], Optional[Source]]] = {}
+        self._disk: dict[str, _Entry] = {}
         self._analysis: Optional[Analysis] = None
         self._fixes: dict[tuple[int, str, Optional[FindingKey]], Rewrite] = {}
         self.reload_config()
@@ -103,27 +105,42 @@ class Workspace:
     def _analyse(self) -> Analysis:
         files = self.files()
         sources: dict[str, Source] = {}
+        errors = []
         for file in files:
-            source = self.source(file.path)
+            _, source, error = self._entry(file.path)
             if source is not None:
                 sources[file.path] = source
-        result = self.engine.check_sources(files, sources)
+            elif error is not None:  # a WS001, as `workersafe check` reports it
+                errors.append(self.engine.error_finding(file.path, error))
+        result = self.engine.check_sources(files, sources, errors)
         by_path: dict[str, list[Finding]] = {}
         for finding in result.findings:
             by_path.setdefault(finding.path, []).append(finding)
         return Analysis(self.generation, result, by_path)
 
     def source(self, path: str) -> Optional[Source]:
-        """The text the analysis uses: the unsaved buffer, else the file on disk."""
+        """The text the analysis uses: the unsaved buffer, else the file on disk; None when
+        it cannot be read or decoded (`error` says why)."""
+        return self._entry(path)[1]
+
+    def error(self, path: str) -> Optional[str]:
+        """Why `path` (its buffer, else the file) cannot be analysed, or None."""
+        return self._entry(path)[2]
+
+    def _entry(self, path: str) -> "_Entry":
         text = self.buffers.get(path)
         if text is not None:
-            return buffer_source(path, text)
+            try:
+                return ((0, 0), buffer_source(path, text), None)
+            except SourceError as exc:
+                return ((0, 0), None, str(exc))
         entry = self._disk.get(path)
-        if entry is None:
-            entry = self._read(path)
-        return entry[1]
+        return entry if entry is not None else self._read(path)
 
     def text(self, path: str) -> Optional[str]:
+        text = self.buffers.get(path)
+        if text is not None:
+            return text
         source = self.source(path)
         return source.text if source is not None else None
 
@@ -137,13 +154,12 @@ class Workspace:
             if known is None or known[0] != _stamp(file.path):
                 self._read(file.path)
 
-    def _read(self, path: str) -> tuple[tuple[int, int], Optional[Source]]:
+    def _read(self, path: str) -> "_Entry":
         stamp = _stamp(path)
         try:
-            source: Optional[Source] = read_source(path)
-        except SourceError:
-            source = None  # the engine reports unreadable files it reads itself; here: skip
-        self._disk[path] = (stamp, source)
+            self._disk[path] = (stamp, read_source(path), None)
+        except SourceError as exc:
+            self._disk[path] = (stamp, None, str(exc) if stamp != (-1, -1) else None)
         return self._disk[path]
 
     # --- fixes -------------------------------------------------------------------------------
@@ -165,13 +181,15 @@ class Workspace:
 
 def buffer_source(path: str, text: str) -> Source:
     """An unsaved buffer as a Source; its bytes in the encoding it declares (the fixer parses
-    bytes)."""
+    bytes). SourceError for what `workersafe check` would not read either (NUL bytes, text
+    that cannot be encoded)."""
     raw = text.encode("utf-8", "surrogatepass")
-    try:
-        encoding = decode(path, raw).encoding  # a coding cookie names another encoding
-        raw = text.encode(encoding)
-    except (SourceError, LookupError, UnicodeEncodeError):
-        encoding = "utf-8"
+    encoding = decode(path, raw).encoding  # a coding cookie may name another encoding
+    if encoding != "utf-8":
+        try:
+            raw = text.encode(encoding)
+        except (LookupError, UnicodeEncodeError):
+            encoding = "utf-8"
     return Source(path, raw, text, encoding, False)
 
 
