@@ -308,7 +308,23 @@ def with_dominant_newline(module: cst.Module) -> cst.Module:
     dominant = max(counts, key=lambda ending: counts[ending])
     if counts[dominant] == 0 or dominant == module.default_newline:
         return module
-    return module.with_changes(default_newline=dominant)
+    # the lines that took the old default keep it: only new lines get the dominant one
+    kept = module.visit(_ExplicitNewlines(module.default_newline))
+    assert isinstance(kept, cst.Module)
+    return kept.with_changes(default_newline=dominant)
+
+
+class _ExplicitNewlines(cst.CSTTransformer):
+    """Every line ending that says "the module's default" (libcst's `Newline(None)`) spelled
+    out, so that changing the default changes no existing line."""
+
+    def __init__(self, value: str) -> None:
+        super().__init__()
+        self.value = value
+
+    def leave_Newline(self, original_node: cst.Newline, updated_node: cst.Newline) -> cst.Newline:
+        return updated_node.with_changes(value=self.value) if updated_node.value is None \
+            else updated_node
 
 
 def realigned(original: cst.BaseStatement, renamed: cst.BaseStatement) -> StatementLine:
