@@ -21,6 +21,7 @@ from ..facts import (
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
 from .names import dotted, qualify
+from .nodes import child_nodes, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
 from .values import Evaluator, elements, is_none, is_self, self_attr, string
 
@@ -128,7 +129,7 @@ class _Remedies:
         if isinstance(stmt, (ast.Pass, ast.Return)) or (
                 isinstance(stmt, ast.Expr) and string(stmt.value) is not None):
             return True
-        for node in ast.walk(stmt):
+        for node in subtree(stmt):
             if isinstance(node, ast.Name) and self.scope.kinds.get(node.id) in (INFO, DATASET):
                 return True
             if isinstance(node, ast.Call) and self.q(node.func) in GET_WORKER_INFO:
@@ -161,13 +162,13 @@ class _Remedies:
             self.statements(stmt.body)
             self.statements(stmt.orelse)
             return
-        for child in ast.iter_child_nodes(stmt):
+        for child in child_nodes(stmt):
             if isinstance(child, ast.stmt):
                 self.statement(child)
             elif isinstance(child, ast.expr):
                 self.expression(child)
             elif isinstance(child, _CLAUSES):
-                for sub in ast.iter_child_nodes(child):
+                for sub in child_nodes(child):
                     if isinstance(sub, ast.stmt):
                         self.statement(sub)
                     elif isinstance(sub, ast.expr):
@@ -223,7 +224,7 @@ class _Remedies:
     # --- expressions --------------------------------------------------------------------
 
     def expression(self, expr: ast.expr) -> None:
-        for node in _walk_expr(expr):
+        for node in subtree(expr, into_lambdas=False):
             if isinstance(node, ast.Call):
                 self.call(node)
             elif isinstance(node, ast.Attribute) and node.attr in WRAPPER_ATTRS \
@@ -344,7 +345,7 @@ class _ClassReader:
 
     def read(self, node: ast.ClassDef) -> RemedyClass:
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        nodes = {id(m): list(ast.walk(m)) for m in methods}  # one walk of each method
+        nodes = {id(m): subtree(m) for m in methods}  # one walk of each method
         self._process_values(methods, nodes)
         for method in methods:
             self.method(method, nodes[id(method)])
@@ -408,11 +409,11 @@ class _ClassReader:
                     attr = self_attr(target)
                     if attr and _or_self(stmt.value, attr):
                         self._lazy(method, attr, [stmt], checked)
-            for child in ast.iter_child_nodes(stmt):
+            for child in child_nodes(stmt):
                 if isinstance(child, ast.stmt):
                     self.block(method, [child], params, checked)
                 elif isinstance(child, _CLAUSES):
-                    self.block(method, [s for s in ast.iter_child_nodes(child)
+                    self.block(method, [s for s in child_nodes(child)
                                         if isinstance(s, ast.stmt)], params, checked)
 
     def _lazy(self, method: str, attr: str, body: list[ast.stmt], checked: bool) -> None:
@@ -452,7 +453,7 @@ class _ClassReader:
                             changed = True
 
     def _process_value(self, expr: ast.expr, method: str) -> bool:
-        for node in ast.walk(expr):
+        for node in subtree(expr):
             if isinstance(node, ast.Call) and self.owner.q(node.func) in PROCESS_CALLS:
                 return True
             if isinstance(node, ast.Name) and (method, node.id) in self.pid_names:
@@ -496,19 +497,6 @@ def _unset_tests(test: ast.expr) -> list[str]:
             name = string(operand.args[1])
             return [name] if name else []
     return []
-
-
-def _walk_expr(expr: ast.expr) -> list[ast.AST]:
-    """The nodes of an expression, not entering lambdas (a lambda passed as worker_init_fn is
-    read on its own)."""
-    out: list[ast.AST] = []
-    stack: list[ast.AST] = [expr]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        if not isinstance(node, ast.Lambda):
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))
-    return out
 
 
 def remedy_facts(tree: ast.Module, state: State, ev: Evaluator,
