@@ -22,10 +22,10 @@ _NOT_NODES_OF: dict[str, frozenset[str]] = {
     "names": frozenset({"Global", "Nonlocal"}),
     "value": frozenset({"Constant", "MatchSingleton"}),
 }
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
-def _fields(kind: type) -> tuple[str, ...]:
+def _fields(kind: type[ast.AST]) -> tuple[str, ...]:
     fields = _FIELDS[kind] = tuple(
         f for f in kind._fields
         if f not in _NOT_NODES and kind.__name__ not in _NOT_NODES_OF.get(f, ()))

@@ -224,17 +224,19 @@ class _Remedies:
     # --- expressions --------------------------------------------------------------------
 
     def expression(self, expr: ast.expr) -> None:
+        # exact types (`ast` makes no subclasses of its node types): the test runs per node
         for node in subtree(expr, into_lambdas=False):
-            if isinstance(node, ast.Call):
+            if type(node) is ast.Call:
                 self.call(node)
-            elif isinstance(node, ast.Attribute) and node.attr in WRAPPER_ATTRS \
-                    and self.kind(node.value) == DATASET:
-                self.scope.walks = True  # `dataset.dataset`, `dataset.datasets`
-            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-                self.use("getitem", node.value, node)
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                self.member(node)
-            elif isinstance(node, ast.comprehension):
+            elif type(node) is ast.Attribute:
+                if node.attr in WRAPPER_ATTRS and self.kind(node.value) == DATASET:
+                    self.scope.walks = True  # `dataset.dataset`, `dataset.datasets`
+                elif type(node.ctx) is ast.Load:
+                    self.member(node)
+            elif type(node) is ast.Subscript:
+                if type(node.ctx) is ast.Load:
+                    self.use("getitem", node.value, node)
+            elif type(node) is ast.comprehension:
                 self.iterated(node.iter, node.iter)
 
     def call(self, node: ast.Call) -> None:
