@@ -21,6 +21,7 @@ from ..facts import (
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
 from .names import dotted, qualify
+from .nodes import child_nodes, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
 from .values import Evaluator, elements, is_none, is_self, self_attr, string
 
@@ -148,13 +149,13 @@ class _Remedies:
             self.statements(stmt.body)
             self.statements(stmt.orelse)
             return
-        for child in ast.iter_child_nodes(stmt):
+        for child in child_nodes(stmt):
             if isinstance(child, ast.stmt):
                 self.statement(child)
             elif isinstance(child, ast.expr):
                 self.expression(child)
             elif isinstance(child, _CLAUSES):
-                for sub in ast.iter_child_nodes(child):
+                for sub in child_nodes(child):
                     if isinstance(sub, ast.stmt):
                         self.statement(sub)
                     elif isinstance(sub, ast.expr):
@@ -210,17 +211,19 @@ class _Remedies:
     # --- expressions --------------------------------------------------------------------
 
     def expression(self, expr: ast.expr) -> None:
-        for node in _walk_expr(expr):
-            if isinstance(node, ast.Call):
+        # exact types (`ast` makes no subclasses of its node types): the test runs per node
+        for node in subtree(expr, into_lambdas=False):
+            if type(node) is ast.Call:
                 self.call(node)
-            elif isinstance(node, ast.Attribute) and node.attr in WRAPPER_ATTRS \
-                    and self.kind(node.value) == DATASET:
-                self.scope.walks = True  # `dataset.dataset`, `dataset.datasets`
-            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-                self.use("getitem", node.value, node)
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                self.member(node)
-            elif isinstance(node, ast.comprehension):
+            elif type(node) is ast.Attribute:
+                if node.attr in WRAPPER_ATTRS and self.kind(node.value) == DATASET:
+                    self.scope.walks = True  # `dataset.dataset`, `dataset.datasets`
+                elif type(node.ctx) is ast.Load:
+                    self.member(node)
+            elif type(node) is ast.Subscript:
+                if type(node.ctx) is ast.Load:
+                    self.use("getitem", node.value, node)
+            elif type(node) is ast.comprehension:
                 self.iterated(node.iter, node.iter)
 
     def call(self, node: ast.Call) -> None:
@@ -331,7 +334,7 @@ class _ClassReader:
 
     def read(self, node: ast.ClassDef) -> RemedyClass:
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        nodes = {id(m): list(ast.walk(m)) for m in methods}  # one walk of each method
+        nodes = {id(m): subtree(m) for m in methods}  # one walk of each method
         self._process_values(methods, nodes)
         for method in methods:
             self.method(method, nodes[id(method)])
@@ -395,11 +398,11 @@ class _ClassReader:
                     attr = self_attr(target)
                     if attr and _or_self(stmt.value, attr):
                         self._lazy(method, attr, [stmt], checked)
-            for child in ast.iter_child_nodes(stmt):
+            for child in child_nodes(stmt):
                 if isinstance(child, ast.stmt):
                     self.block(method, [child], params, checked)
                 elif isinstance(child, _CLAUSES):
-                    self.block(method, [s for s in ast.iter_child_nodes(child)
+                    self.block(method, [s for s in child_nodes(child)
                                         if isinstance(s, ast.stmt)], params, checked)
 
     def _lazy(self, method: str, attr: str, body: list[ast.stmt], checked: bool) -> None:
@@ -439,7 +442,7 @@ class _ClassReader:
                             changed = True
 
     def _process_value(self, expr: ast.expr, method: str) -> bool:
-        for node in ast.walk(expr):
+        for node in subtree(expr):
             if isinstance(node, ast.Call) and self.owner.q(node.func) in PROCESS_CALLS:
                 return True
             if isinstance(node, ast.Name) and (method, node.id) in self.pid_names:
@@ -483,19 +486,6 @@ def _unset_tests(test: ast.expr) -> list[str]:
             name = string(operand.args[1])
             return [name] if name else []
     return []
-
-
-def _walk_expr(expr: ast.expr) -> list[ast.AST]:
-    """The nodes of an expression, not entering lambdas (a lambda passed as worker_init_fn is
-    read on its own)."""
-    out: list[ast.AST] = []
-    stack: list[ast.AST] = [expr]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        if not isinstance(node, ast.Lambda):
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))
-    return out
 
 
 def remedy_facts(tree: ast.Module, state: State, ev: Evaluator,

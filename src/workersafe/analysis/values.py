@@ -10,6 +10,7 @@ from typing import Iterable, NamedTuple, Optional
 from ..facts import OWN_CLASS, ArgRef, DatasetRef, HandleArg, HandleSite
 from ..registry import DERIVED_CALLABLE_SUFFIXES
 from ..torchnames import GET_CONTEXT, PROCESS_IDENTITY, WRAPPERS
+from .nodes import child_nodes
 from .positions import Positions
 from .state import Handle, State, Value
 
@@ -363,7 +364,7 @@ class Evaluator:
             cls = self.state.current_class()
             if cls is not None and is_self(expr.value):
                 return expr.attr in cls.identity_attrs
-        for child in ast.iter_child_nodes(expr):
+        for child in child_nodes(expr):
             if isinstance(child, _IDENTITY_PARTS) and self.is_identity(child):
                 return True
         return False

@@ -1,0 +1,83 @@
+"""Fast traversal of Python's `ast` for the small passes after the main walk (remedies,
+process checks): `ast.iter_child_nodes` and `ast.walk` go through a generator per node and
+try every field, which made them the largest cost of those passes on ML code.
+
+Both skip what no pass reads: expression contexts (`Load`, `Store`), operators, and the
+fields that hold identifiers, flags or constants rather than nodes."""
+
+from __future__ import annotations
+
+import ast
+
+# Fields that never hold a node, on every node type that has them (or only contexts and
+# operators: leaves without fields).
+_NOT_NODES = frozenset({
+    "ctx", "op", "ops", "id", "attr", "arg", "asname", "module", "level", "conversion",
+    "simple", "is_async", "kind", "type_comment", "kwd_attrs", "rest",
+})
+# Fields that never hold a node on some node types only (`TypeAlias.name` is a `Name`).
+_NOT_NODES_OF: dict[str, frozenset[str]] = {
+    "name": frozenset({"FunctionDef", "AsyncFunctionDef", "ClassDef", "ExceptHandler", "alias",
+                       "MatchAs", "MatchStar", "TypeVar", "ParamSpec", "TypeVarTuple"}),
+    "names": frozenset({"Global", "Nonlocal"}),
+    "value": frozenset({"Constant", "MatchSingleton"}),
+}
+_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+
+
+def _fields(kind: type[ast.AST]) -> tuple[str, ...]:
+    fields = _FIELDS[kind] = tuple(
+        f for f in kind._fields
+        if f not in _NOT_NODES and kind.__name__ not in _NOT_NODES_OF.get(f, ()))
+    return fields
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """The children of `node` in `ast.iter_child_nodes` order, less contexts and operators."""
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _fields(kind)
+    out: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            for item in value:
+                if isinstance(item, ast.AST):
+                    out.append(item)
+        elif isinstance(value, ast.AST):
+            out.append(value)
+    return out
+
+
+def subtree(node: ast.AST, into_lambdas: bool = True) -> list[ast.AST]:
+    """`node` and every node under it (less contexts and operators), in source order: each
+    node before its children, children in field order. Not under a lambda's node unless
+    `into_lambdas` (a lambda passed as `worker_init_fn=` is read on its own)."""
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = [node]
+    fields_of = _FIELDS
+    lam = ast.Lambda
+    node_type = ast.AST
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        kind = type(node)
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = _fields(kind)
+        if not fields or (kind is lam and not into_lambdas):
+            continue
+        children: list[ast.AST] = []
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, node_type):
+                        children.append(item)
+            elif isinstance(value, node_type):
+                children.append(value)
+        if children:
+            children.reverse()
+            stack.extend(children)
+    return out
