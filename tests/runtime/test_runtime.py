@@ -104,7 +104,9 @@ class Program:
     creates: str  # text of the handle-creating call: the finding's line
     before: tuple[Before, ...]
     spawn_after: tuple[str, ...] = field(default=STRATEGIES)  # strategies also run under spawn
-    holdout_every: int = 0  # the program trains on a Subset without every n-th item
+    # the program trains on a Subset without every n-th item; passed as WS_HOLDOUT (the
+    # programs that hard-code their split, subset_wrapped.py, ignore it)
+    holdout_every: int = 0
     fixed_configs: tuple[Config, ...] = ()  # the configurations run after the fix, if not
     # FIXED_CONFIGS plus SPAWN_4 for the strategies in `spawn_after`
     entry: Path | None = None  # the script to run; default fixtures/runtime/<name>.py
@@ -118,6 +120,13 @@ class Program:
     @property
     def files(self) -> list[Path]:
         return [self.path, *(self.path.with_name(module) for module in self.modules)]
+
+    def target(self, target: Target) -> Target:
+        """``target`` with this program's own options, passed as ``WS_*`` variables."""
+        if not self.holdout_every:
+            return target
+        return replace(target, extra_env={**target.extra_env,
+                                          "WS_HOLDOUT": str(self.holdout_every)})
 
     def creation_site(self) -> tuple[str, int]:
         """(file name, line) of the handle-creating call."""
@@ -286,12 +295,46 @@ PROGRAM_LIST += (
         (Before(Config(workers=0, epochs=1), NONE_SESSION),),
         fixed_configs=FULL_CONFIGS,
     ),
-    Program(
+    Program(  # the same program on a train split: get_worker_info().dataset is the Subset
         "worker_init_session_subset",
         "WS311",
         "self.session = None",
         (Before(Config(workers=2), NONE_SESSION),),
         holdout_every=8,
+        fixed_configs=FULL_CONFIGS,
+        entry=PROGRAMS / "worker_init_session.py",
+    ),
+)
+# Fix v4 shapes: a module handle derived from a module-level client (one accessor makes both),
+# a handle read only through the transaction derived from it, and handles a dataset's own
+# opener makes in a comprehension or stores by key.
+PROGRAM_LIST += (
+    Program(
+        "module_session_derived",
+        "WS102",
+        "requests.Session()",
+        (Before(FORK_4, REQUESTS_FAILURES),),
+        spawn_after=(),  # spawn re-imports the module: each worker had its own session anyway
+    ),
+    Program(
+        "lmdb_txn_from_opener",
+        "WS101",
+        "self._open_env(",
+        (Before(SPAWN_2, LMDB_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
+        "lmdb_shards_comprehension",
+        "WS101",
+        "self.open_db(p)",
+        (Before(SPAWN_2, LMDB_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
+        "lmdb_shards_keyed",
+        "WS101",
+        "self.open_db(path)",
+        (Before(SPAWN_2, LMDB_PICKLE),),
         fixed_configs=FULL_CONFIGS,
     ),
 )
@@ -326,7 +369,7 @@ def observe_bug(program: Program, target: Target, before: Before, stage: str) ->
     """Run until the bug shows (at most MAX_TRIES times); fail on any unexpected outcome."""
     outcomes: list[Outcome] = []
     for _ in range(MAX_TRIES):
-        outcome = run_program(program.path, target, before.config)
+        outcome = run_program(program.path, program.target(target), before.config)
         outcomes.append(outcome)
         if before.shows_bug(outcome):
             record(program.name, stage, before.config, outcome, tries=len(outcomes))
@@ -482,7 +525,7 @@ def test_fixed_program_works(
     runtime_target: Target,
 ) -> None:
     fixed = fixed_files(fixed_programs, program, strategy)[0]
-    outcome = run_program(fixed, runtime_target, config)
+    outcome = run_program(fixed, program.target(runtime_target), config)
     record(program.name, strategy, config, outcome)
     if not outcome.ok or outcome.summary is None:
         pytest.fail(f"the fixed program failed: {outcome.describe()}", pytrace=False)
@@ -523,8 +566,8 @@ def test_fixed_program_opens_once_per_process(
     program = PROGRAMS_BY_NAME[name]
     fixed = fixed_files(fixed_programs, program, strategy)[0]
     opens = tmp_path / "opens.txt"
-    target = replace(runtime_target, extra_env={**runtime_target.extra_env,
-                                                "WS_OPENS": str(opens)})
+    target = program.target(runtime_target)
+    target = replace(target, extra_env={**target.extra_env, "WS_OPENS": str(opens)})
     outcome = run_program(fixed, target, config)
     if not outcome.ok:
         pytest.fail(f"the fixed program failed: {outcome.describe()}", pytrace=False)

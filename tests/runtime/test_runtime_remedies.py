@@ -4,7 +4,8 @@ local TLS server, fail where the rules say, and `workersafe check` reports them.
 - worker_init_session.py: the accepted answer's remedy (None in `__init__`, a worker_init_fn
   sets `get_worker_info().dataset.session`) works with forked workers but fails with
   `num_workers=0` (WS311; WS301 when such a loader is in the code).
-- worker_init_session_subset.py: the same under a `Subset` fails with 2 workers (WS302).
+- worker_init_session.py on a train split (WS_HOLDOUT=8: the loader gets a `Subset`) fails
+  with 2 workers (WS302).
 - lazy_session_parent_first.py: a lazy session without a process check, opened by a sanity
   check in the parent, is shared by the forked workers (WS303).
 - worker_init_robust.py: the robust form (an opener `__init__` calls, re-run per worker
@@ -38,20 +39,27 @@ class Case:
     config: Config
     failures: tuple[str, ...]  # empty: the run must succeed (the remedy's own case)
     subset: bool = False  # WS_SUBSET=1 (worker_init_robust.py)
+    holdout: int = 0  # WS_HOLDOUT: train on a split without every n-th item (a Subset)
 
     @property
     def stage(self) -> str:
-        return "as-written-subset" if self.subset else "as-written"
+        return "as-written-subset" if self.subset or self.holdout else "as-written"
 
     @property
     def label(self) -> str:
-        return f"{self.program}-{self.config.label}{'-subset' if self.subset else ''}"
+        split = f"-holdout{self.holdout}" if self.holdout else ""
+        return f"{self.program}-{self.config.label}{'-subset' if self.subset else ''}{split}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**({"WS_SUBSET": "1"} if self.subset else {}),
+                **({"WS_HOLDOUT": str(self.holdout)} if self.holdout else {})}
 
 
 CASES = (
     Case("worker_init_session", Config(workers=0, epochs=1), NONE_SESSION),
     Case("worker_init_session", Config(workers=4), ()),  # where the remedy works
-    Case("worker_init_session_subset", Config(workers=2), NONE_SESSION),
+    Case("worker_init_session", Config(workers=2), NONE_SESSION, holdout=8),
     Case("lazy_session_parent_first", Config(workers=4), SHARED_SESSION),
     Case("lazy_session_parent_first", Config(workers=0, epochs=1), ()),  # no fork: fine
     *(Case("worker_init_robust", config, (), subset)
@@ -70,9 +78,7 @@ def _shows(outcome: Outcome, failures: tuple[str, ...]) -> bool:
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.label)
 def test_remedy_as_written(case: Case, runtime_target: Target) -> None:
     path = PROGRAMS / f"{case.program}.py"
-    if case.subset:
-        runtime_target = replace(runtime_target,
-                                 extra_env={**runtime_target.extra_env, "WS_SUBSET": "1"})
+    runtime_target = replace(runtime_target, extra_env={**runtime_target.extra_env, **case.env})
     outcomes: list[Outcome] = []
     for _ in range(MAX_TRIES if case.failures else 1):
         outcome = run_program(path, runtime_target, case.config)
@@ -96,8 +102,7 @@ def test_remedy_as_written(case: Case, runtime_target: Target) -> None:
 # (program, text on the reported line, code)
 EXPECTED_FINDINGS = (
     ("worker_init_session", "self.session = None", "WS311"),
-    ("worker_init_session_subset", "self.session = None", "WS311"),
-    ("worker_init_session_subset", "dataset.session = requests.Session()", "WS302"),
+    ("worker_init_session", "dataset.session = requests.Session()", "WS302"),
     ("lazy_session_parent_first", "self.session = requests.Session()", "WS303"),
 )
 

@@ -14,11 +14,13 @@ so spawned workers (and copies) open their own."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, cast
 
 import libcst as cst
 
+from ..analysis.pickled import ALL_BUT, pickled_state
 from ..facts import FileFacts, Span
 from ..findings import FixPlan
 from ..registry import Registry
@@ -122,7 +124,7 @@ def guard_lazy_opens(located: Located, cls: cst.ClassDef, current: cst.ClassDef,
         if own:
             result.notes.append(f"pickling left to the existing {own}")
         elif added is not None:
-            extended = _extended_getstate(added, dropped)
+            extended = _extended_getstate(new_cls, added, dropped)
             if extended is None:
                 result.notes.append("pickling left to the existing __getstate__ (it returns "
                                     "no `state` dict to set the handle to None in)")
@@ -304,17 +306,18 @@ def _with_getstate(cls: cst.ClassDef, dropped: dict[str, bool], base_strategy: s
     return cls.with_changes(body=cls.body.with_changes(body=[*body[:at], method, *body[at:]]))
 
 
-def _extended_getstate(method: cst.FunctionDef, dropped: dict[str, bool]
+def _extended_getstate(cls: cst.ClassDef, method: cst.FunctionDef, dropped: dict[str, bool]
                        ) -> Optional[cst.FunctionDef]:
-    """A `__getstate__` that ends in `return state` (another fix of this run wrote it, or the
-    class's own filters a copy of `__dict__`), also leaving out these handles: the template's
-    statements between its copy and its `return state` go before that return, without the
-    names it already drops. None when it returns something else."""
+    """`method`, the `__getstate__` of `cls`, if it ends in `return state` (another fix of
+    this run wrote it, or the class's own filters a copy of `__dict__`), also leaving out
+    these handles: the template's statements between its copy and its `return state` go
+    before that return, without the names it already drops. None when it returns something
+    else."""
     body = statements(method.body.body)
     last = single(body[-1]) if body else None
     if not isinstance(last, cst.Return) or not isinstance(last.value, cst.Name):
         return None
-    done = _dropped_keys(body, last.value.value)
+    done = _dropped_keys(cls)
     wanted = {a: none for a, none in dropped.items() if a not in done}
     if not wanted:
         return method
@@ -325,28 +328,17 @@ def _extended_getstate(method: cst.FunctionDef, dropped: dict[str, bool]
         body=[*body[:-1], *ours, body[-1]]))
 
 
-def _dropped_keys(body: Sequence[cst.BaseStatement], state: str) -> set[str]:
-    """The keys `state["x"] = None`, `state.pop("x", ...)` or `del state["x"]` already drop."""
-    keys: set[str] = set()
-    for statement in body:
-        small = single(statement)
-        if isinstance(small, cst.Assign) and len(small.targets) == 1:
-            keys |= _keys_of(small.targets[0].target, state)
-        elif isinstance(small, cst.Del):
-            keys |= _keys_of(small.target, state)
-        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
-                and dotted(small.value.func) == f"{state}.pop" and small.value.args \
-                and isinstance(key := small.value.args[0].value, cst.SimpleString):
-            keys.add(str(key.evaluated_value))
-    return keys
-
-
-def _keys_of(target: cst.BaseExpression, state: str) -> set[str]:
-    if isinstance(target, cst.Subscript) and dotted(target.value) == state \
-            and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index) \
-            and isinstance(key := target.slice[0].slice.value, cst.SimpleString):
-        return {str(key.evaluated_value)}
-    return set()
+def _dropped_keys(cls: cst.ClassDef) -> set[str]:
+    """The keys the class's `__getstate__` already leaves out of (or sets to None in) the
+    state, as the analysis reads them (analysis/pickled.py). Read on the class as this run
+    left it, not from its facts: those describe the file as it was, and another fix of this
+    run may have written the method or extended it. Nothing when it cannot be read key by
+    key."""
+    tree = ast.parse(cst.Module([cls]).code)
+    node = tree.body[0]
+    assert isinstance(node, ast.ClassDef)
+    state = pickled_state(node)
+    return set(state.names) if state is not None and state.mode == ALL_BUT else set()
 
 
 # --- helpers --------------------------------------------------------------------------------
