@@ -17,6 +17,7 @@ from .facts import (
     LoaderCall, MethodFacts, ModuleHandle,
 )
 from .frameworks import star_reexport
+from .registry import DEFAULT_REGISTRY, Registry
 from .torchnames import DATASET_BASES
 
 # The start method a target platform gives a loader that names none (see config.Config).
@@ -58,6 +59,8 @@ class Project:
     # start methods of a loader that names none and whose entry scripts set none: one per
     # platform the code targets (config `platform`, `target-version`)
     default_start: tuple[str, ...] = DEFAULT_START_METHODS
+    # the handle constructors: a project class deriving from one builds that handle
+    registry: Registry = DEFAULT_REGISTRY
     by_module: dict[str, FileFacts] = field(init=False)
     classes: dict[str, ClassFacts] = field(init=False)
     functions: dict[str, FunctionFacts] = field(init=False)
@@ -217,6 +220,18 @@ class Project:
         found = list(seen.values())
         self._mros[cls.qualname] = (cls, found)
         return list(found)
+
+    def handle_base(self, cls: ClassFacts) -> str:
+        """The handle constructor (a registry key) a project class derives from, through
+        its project bases (`class ApiSession(requests.Session)`, `class Mine(ApiSession)`):
+        its instances are handles of that kind. "" when none."""
+        for member in self.mro(cls):
+            facts = self.class_file[member.qualname]
+            for base in member.bases:
+                resolved = self.resolve(base, facts)
+                if resolved not in self.classes and self.registry.lookup(resolved) is not None:
+                    return resolved
+        return ""
 
     def is_torch_dataset(self, cls: ClassFacts) -> bool:
         for member in self.mro(cls):
@@ -508,7 +523,13 @@ class Project:
                     return self.returned_handle(method.returns_call, cls, home, depth + 1)
                 return None
             return None
-        func = self.functions.get(self.resolve(callee, facts))
+        resolved = self.resolve(callee, facts)
+        built = self.classes.get(resolved)
+        if built is not None:  # `ApiSession(url)`: a subclass of a handle constructor
+            handle = self.handle_base(built)
+            home = self.class_file[built.qualname]
+            return (HandleSite(handle, built.span), False, home) if handle else None
+        func = self.functions.get(resolved)
         if func is None:
             return None
         home = self.by_module.get(func.qualname.rpartition(".")[0], facts)

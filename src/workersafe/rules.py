@@ -340,8 +340,11 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
                                  not htype.fork_safe)
                 yield cand, parent_use, attr, "instance"
                 continue
+            how = f"returned by {callee}()" \
+                if project.resolve(kept.callee, home) not in project.classes \
+                else f"built as its subclass {callee}"
             cand = Candidate("WS101", HandleSite(site.handle, kept.span), home.path,
-                             f"returned by {callee}() in {member.name}.{kept.method}",
+                             f"{how} in {member.name}.{kept.method}",
                              view.cls.name, FixPlan("returned", site.handle, member.qualname,
                                                     attr, (attr, *kids), kept.method,
                                                     via=kept.callee, call=kept.span),
