@@ -86,7 +86,8 @@ class Project:
         self._mros: dict[str, tuple[ClassFacts, list[ClassFacts]]] = {}
         # class qualname → how it is reached through another class (see `loaders_by_class`)
         self.reached: dict[str, list[Reach]] = {}
-        self.has_caches = any(h.filled_by for f in self.files for h in f.module_handles)
+        self.has_caches = any(h.filled_by for f in self.files for h in f.module_handles) \
+            or any(c.class_caches for c in self.classes.values())
 
     # --- names ----------------------------------------------------------------------------
 
@@ -683,24 +684,37 @@ class Project:
     def calls_through(self, names: Iterable[str], facts: FileFacts
                       ) -> tuple[list[tuple[str, FileFacts]], set[str]]:
         """Bare names read (with the file they are read in), and those read inside the
-        project functions they call, a few calls deep; with those functions' names."""
+        project functions they call, a few calls deep; with those functions' names. A project
+        class read (`ZipReader.read(p)`) counts as calling each of its methods
+        ("<class>.<method>")."""
         found = [(name, facts) for name in names]
         functions: set[str] = set()
+        classes: set[str] = set()
         frontier = list(found)
         for _ in range(_MAX_RETURN_DEPTH):
             following: list[tuple[str, FileFacts]] = []
             for name, home in frontier:
                 # a bare name read: through the reading file's imports (`get_zip` imported)
-                qualified = dict(home.imports).get(name, name)
-                func = self.functions.get(self.resolve(qualified, home))
-                if func is None or func.qualname in functions:
-                    continue
-                functions.add(func.qualname)
-                inside = self.by_module.get(func.qualname.rpartition(".")[0], home)
-                following.extend((read, inside) for read in func.globals_read)
+                resolved = self.resolve(dict(home.imports).get(name, name), home)
+                func = self.functions.get(resolved)
+                if func is not None and func.qualname not in functions:
+                    functions.add(func.qualname)
+                    inside = self.by_module.get(func.qualname.rpartition(".")[0], home)
+                    following.extend((read, inside) for read in func.globals_read)
+                cls = self.classes.get(resolved) if func is None else None
+                if cls is not None and cls.qualname not in classes:
+                    classes.add(cls.qualname)
+                    inside = self.class_file[cls.qualname]
+                    functions.update(f"{cls.qualname}.{m.name}" for m in cls.methods)
+                    following.extend((read, inside) for m in cls.methods
+                                     for read in m.globals_read)
             found.extend(following)
             frontier = following
         return found, functions
+
+    def read_class(self, name: str, facts: FileFacts) -> Optional[ClassFacts]:
+        """The project class a bare name read in `facts` is (through its imports)."""
+        return self.classes.get(self.resolve(dict(facts.imports).get(name, name), facts))
 
     def worker_init_functions(self, loader: LoaderCall, facts: FileFacts) -> list[FunctionFacts]:
         found = (self.functions.get(self.resolve(name, facts)) for name in loader.worker_inits)

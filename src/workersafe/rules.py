@@ -401,10 +401,15 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
     if not filled:
         return
     seen: set[tuple[str, str]] = set()
+    own = {member.qualname for member in project.mro(view.cls)}  # its class caches: WS103
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
         reads, _ = project.calls_through(method.globals_read, project.class_file[owner.qualname])
         for read, facts in reads:
+            helper = project.read_class(read, facts)
+            if helper is not None and helper.qualname not in own:
+                yield from _helper_cache_candidates(project, registry, view, helper, filled,
+                                                    seen)
             found = project.module_handle(read, facts)
             if found is None or found[1].filled_by not in filled:
                 continue
@@ -423,6 +428,31 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
                                                     (handle.name,)),
                              not htype.fork_safe)
             yield cand, True, handle.name, "module"
+
+
+def _helper_cache_candidates(project: Project, registry: Registry, view: ClassView,
+                             helper: ClassFacts, filled: dict[str, str],
+                             seen: set[tuple[str, str]]
+                             ) -> Iterator[tuple[Candidate, bool, str, str]]:
+    """The class-level caches of a helper class the dataset calls (`ZipReader.zip_bank`
+    filled by `ZipReader.get_zipfile`): process-global like a module's, filled in the parent
+    when construction calls the filling method (WS102)."""
+    home = project.class_file[helper.qualname]
+    for cache in helper.class_caches:
+        name = f"{helper.name}.{cache.attr}"
+        first = filled.get(f"{helper.qualname}.{cache.method}")
+        htype = registry.lookup(cache.site.handle)
+        if first is None or htype is None or (home.path, name) in seen:
+            continue
+        seen.add((home.path, name))
+        cand = Candidate("WS102", cache.site, home.path,
+                         f"kept in the process-global cache {name} (filled by "
+                         f"{helper.name}.{cache.method}() in {view.cls.name}.{first}, in the "
+                         "parent)",
+                         view.cls.name, FixPlan("cache", cache.site.handle, view.cls.qualname,
+                                                name, (name,)),
+                         not htype.fork_safe)
+        yield cand, True, name, "module"
 
 
 def _class_cache_candidates(project: Project, registry: Registry, view: ClassView,
