@@ -681,12 +681,13 @@ class Project:
             methods.extend(m for m in found if m not in methods)
         return tuple(methods)
 
-    def calls_through(self, names: Iterable[str], facts: FileFacts
+    def calls_through(self, names: Iterable[str], facts: FileFacts,
+                      skip: frozenset[str] = frozenset()
                       ) -> tuple[list[tuple[str, FileFacts]], set[str]]:
         """Bare names read (with the file they are read in), and those read inside the
         project functions they call, a few calls deep; with those functions' names. A project
-        class read (`ZipReader.read(p)`) counts as calling each of its methods
-        ("<class>.<method>")."""
+        class with a class-level cache (`ZipReader.read(p)`, `ZipReader.zip_bank`), not one of
+        `skip`, read counts as calling each of its methods ("<class>.<method>")."""
         found = [(name, facts) for name in names]
         functions: set[str] = set()
         classes: set[str] = set()
@@ -702,7 +703,7 @@ class Project:
                     inside = self.by_module.get(func.qualname.rpartition(".")[0], home)
                     following.extend((read, inside) for read in func.globals_read)
                 cls = self.classes.get(resolved) if func is None else None
-                if cls is not None and cls.qualname not in classes:
+                if cls is not None and cls.class_caches and cls.qualname not in classes | skip:
                     classes.add(cls.qualname)
                     inside = self.class_file[cls.qualname]
                     functions.update(f"{cls.qualname}.{m.name}" for m in cls.methods)

@@ -392,19 +392,20 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
     functions they call: the workers share the parent's handles (WS102). A cache the parent
     never fills is filled per process: safe."""
     filled: dict[str, str] = {}  # filling function → the parent method that first calls it
+    own = frozenset(member.qualname for member in project.mro(view.cls))  # its caches: WS103
     for root, ran in _parent_fillers(view):
         for name in ran:
             owner, method = view.methods[name]
             home = project.class_file[owner.qualname]
-            for func in project.calls_through(method.globals_read, home)[1]:
+            for func in project.calls_through(method.globals_read, home, own)[1]:
                 filled.setdefault(func, root)
     if not filled:
         return
     seen: set[tuple[str, str]] = set()
-    own = {member.qualname for member in project.mro(view.cls)}  # its class caches: WS103
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
-        reads, _ = project.calls_through(method.globals_read, project.class_file[owner.qualname])
+        reads, _ = project.calls_through(method.globals_read, project.class_file[owner.qualname],
+                                         own)
         for read, facts in reads:
             helper = project.read_class(read, facts)
             if helper is not None and helper.qualname not in own:
