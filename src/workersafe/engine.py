@@ -151,7 +151,7 @@ class Engine:
         every = {p: _replace(f, path=p) for p, f in index.facts.items()}
         every[here] = facts
         project = Project(list(every.values()), self.config.all_dataset_bases(),
-                          self.config.start_methods())
+                          self.config.start_methods(), self.registry)
         mine = [_replace(f, path=path) for f in evaluate(project, self.registry) if f.path == here]
         return [f for f in mine if self.config.enabled(f.code)]
 
@@ -229,9 +229,10 @@ class Engine:
         good = [f for f in facts.values() if not f.error]
         bases, starts = self.config.all_dataset_bases(), self.config.start_methods()
         if self.link:
-            return evaluate(Project(good, bases, starts), self.registry)
+            return evaluate(Project(good, bases, starts, self.registry), self.registry)
         return [finding for f in good
-                for finding in evaluate(Project([f], bases, starts), self.registry)]
+                for finding in evaluate(Project([f], bases, starts, self.registry),
+                                        self.registry)]
 
     def _filter(self, findings: Iterable[Finding], sources: dict[str, Source]) -> list[Finding]:
         """select/ignore, then `# noqa` exactly as flake8 applies it."""

@@ -139,6 +139,10 @@ class DatasetRef:
     target: str  # qualified name of the class, function or variable
     handle_args: Tuple[HandleArg, ...] = ()
     arg_refs: Tuple[ArgRef, ...] = ()  # what else the call is given: `DS(Reader(p))`
+    # a "call": how many positional arguments it passes (-1: unknown, `*args`/`**kwargs`), and
+    # its keywords; tells a parameter left to its default from one given a value
+    positional: int = -1
+    keywords: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,7 @@ class ArgRef:
     keyword: str
     refs: Tuple[DatasetRef, ...] = ()
     int_value: Optional[int] = None
+    none: bool = False  # the constant None
 
 
 @dataclass(frozen=True)
@@ -241,6 +246,9 @@ class RemedyClass:
     # (method, attr, member) for `self.<attr>.<member>` in a method: what it uses of the
     # objects it keeps (`self.reader.get(k)` in `__getitem__`)
     member_uses: Tuple[Tuple[str, str, str], ...] = ()
+    # (param, site) for `self.x = <param>` in `__init__`: None when the caller passes None
+    param_kept: Tuple[Tuple[str, AttrSite], ...] = ()
+    none_defaults: Tuple[str, ...] = ()  # `__init__` parameters defaulting to None
 
 
 @dataclass(frozen=True)

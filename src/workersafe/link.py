@@ -17,6 +17,7 @@ from .facts import (
     LoaderCall, MethodFacts, ModuleHandle,
 )
 from .frameworks import star_reexport
+from .registry import DEFAULT_REGISTRY, Registry
 from .torchnames import DATASET_BASES
 
 # The start method a target platform gives a loader that names none (see config.Config).
@@ -58,6 +59,8 @@ class Project:
     # start methods of a loader that names none and whose entry scripts set none: one per
     # platform the code targets (config `platform`, `target-version`)
     default_start: tuple[str, ...] = DEFAULT_START_METHODS
+    # the handle constructors: a project class deriving from one builds that handle
+    registry: Registry = DEFAULT_REGISTRY
     by_module: dict[str, FileFacts] = field(init=False)
     classes: dict[str, ClassFacts] = field(init=False)
     functions: dict[str, FunctionFacts] = field(init=False)
@@ -83,7 +86,8 @@ class Project:
         self._mros: dict[str, tuple[ClassFacts, list[ClassFacts]]] = {}
         # class qualname → how it is reached through another class (see `loaders_by_class`)
         self.reached: dict[str, list[Reach]] = {}
-        self.has_caches = any(h.filled_by for f in self.files for h in f.module_handles)
+        self.has_caches = any(h.filled_by for f in self.files for h in f.module_handles) \
+            or any(c.class_caches for c in self.classes.values())
 
     # --- names ----------------------------------------------------------------------------
 
@@ -217,6 +221,18 @@ class Project:
         found = list(seen.values())
         self._mros[cls.qualname] = (cls, found)
         return list(found)
+
+    def handle_base(self, cls: ClassFacts) -> str:
+        """The handle constructor (a registry key) a project class derives from, through
+        its project bases (`class ApiSession(requests.Session)`, `class Mine(ApiSession)`):
+        its instances are handles of that kind. "" when none."""
+        for member in self.mro(cls):
+            facts = self.class_file[member.qualname]
+            for base in member.bases:
+                resolved = self.resolve(base, facts)
+                if resolved not in self.classes and self.registry.lookup(resolved) is not None:
+                    return resolved
+        return ""
 
     def is_torch_dataset(self, cls: ClassFacts) -> bool:
         for member in self.mro(cls):
@@ -508,7 +524,13 @@ class Project:
                     return self.returned_handle(method.returns_call, cls, home, depth + 1)
                 return None
             return None
-        func = self.functions.get(self.resolve(callee, facts))
+        resolved = self.resolve(callee, facts)
+        built = self.classes.get(resolved)
+        if built is not None:  # `ApiSession(url)`: a subclass of a handle constructor
+            handle = self.handle_base(built)
+            home = self.class_file[built.qualname]
+            return (HandleSite(handle, built.span), False, home) if handle else None
+        func = self.functions.get(resolved)
         if func is None:
             return None
         home = self.by_module.get(func.qualname.rpartition(".")[0], facts)
@@ -659,27 +681,41 @@ class Project:
             methods.extend(m for m in found if m not in methods)
         return tuple(methods)
 
-    def calls_through(self, names: Iterable[str], facts: FileFacts
+    def calls_through(self, names: Iterable[str], facts: FileFacts,
+                      skip: frozenset[str] = frozenset()
                       ) -> tuple[list[tuple[str, FileFacts]], set[str]]:
         """Bare names read (with the file they are read in), and those read inside the
-        project functions they call, a few calls deep; with those functions' names."""
+        project functions they call, a few calls deep; with those functions' names. A project
+        class with a class-level cache (`ZipReader.read(p)`, `ZipReader.zip_bank`), not one of
+        `skip`, read counts as calling each of its methods ("<class>.<method>")."""
         found = [(name, facts) for name in names]
         functions: set[str] = set()
+        classes: set[str] = set()
         frontier = list(found)
         for _ in range(_MAX_RETURN_DEPTH):
             following: list[tuple[str, FileFacts]] = []
             for name, home in frontier:
                 # a bare name read: through the reading file's imports (`get_zip` imported)
-                qualified = dict(home.imports).get(name, name)
-                func = self.functions.get(self.resolve(qualified, home))
-                if func is None or func.qualname in functions:
-                    continue
-                functions.add(func.qualname)
-                inside = self.by_module.get(func.qualname.rpartition(".")[0], home)
-                following.extend((read, inside) for read in func.globals_read)
+                resolved = self.resolve(dict(home.imports).get(name, name), home)
+                func = self.functions.get(resolved)
+                if func is not None and func.qualname not in functions:
+                    functions.add(func.qualname)
+                    inside = self.by_module.get(func.qualname.rpartition(".")[0], home)
+                    following.extend((read, inside) for read in func.globals_read)
+                cls = self.classes.get(resolved) if func is None else None
+                if cls is not None and cls.class_caches and cls.qualname not in classes | skip:
+                    classes.add(cls.qualname)
+                    inside = self.class_file[cls.qualname]
+                    functions.update(f"{cls.qualname}.{m.name}" for m in cls.methods)
+                    following.extend((read, inside) for m in cls.methods
+                                     for read in m.globals_read)
             found.extend(following)
             frontier = following
         return found, functions
+
+    def read_class(self, name: str, facts: FileFacts) -> Optional[ClassFacts]:
+        """The project class a bare name read in `facts` is (through its imports)."""
+        return self.classes.get(self.resolve(dict(facts.imports).get(name, name), facts))
 
     def worker_init_functions(self, loader: LoaderCall, facts: FileFacts) -> list[FunctionFacts]:
         found = (self.functions.get(self.resolve(name, facts)) for name in loader.worker_inits)

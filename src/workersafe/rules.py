@@ -340,8 +340,11 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
                                  not htype.fork_safe)
                 yield cand, parent_use, attr, "instance"
                 continue
+            how = f"returned by {callee}()" \
+                if project.resolve(kept.callee, home) not in project.classes \
+                else f"built as its subclass {callee}"
             cand = Candidate("WS101", HandleSite(site.handle, kept.span), home.path,
-                             f"returned by {callee}() in {member.name}.{kept.method}",
+                             f"{how} in {member.name}.{kept.method}",
                              view.cls.name, FixPlan("returned", site.handle, member.qualname,
                                                     attr, (attr, *kids), kept.method,
                                                     via=kept.callee, call=kept.span),
@@ -389,19 +392,25 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
     functions they call: the workers share the parent's handles (WS102). A cache the parent
     never fills is filled per process: safe."""
     filled: dict[str, str] = {}  # filling function → the parent method that first calls it
+    own = frozenset(member.qualname for member in project.mro(view.cls))  # its caches: WS103
     for root, ran in _parent_fillers(view):
         for name in ran:
             owner, method = view.methods[name]
             home = project.class_file[owner.qualname]
-            for func in project.calls_through(method.globals_read, home)[1]:
+            for func in project.calls_through(method.globals_read, home, own)[1]:
                 filled.setdefault(func, root)
     if not filled:
         return
     seen: set[tuple[str, str]] = set()
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
-        reads, _ = project.calls_through(method.globals_read, project.class_file[owner.qualname])
+        reads, _ = project.calls_through(method.globals_read, project.class_file[owner.qualname],
+                                         own)
         for read, facts in reads:
+            helper = project.read_class(read, facts)
+            if helper is not None and helper.qualname not in own:
+                yield from _helper_cache_candidates(project, registry, view, helper, filled,
+                                                    seen)
             found = project.module_handle(read, facts)
             if found is None or found[1].filled_by not in filled:
                 continue
@@ -420,6 +429,31 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
                                                     (handle.name,)),
                              not htype.fork_safe)
             yield cand, True, handle.name, "module"
+
+
+def _helper_cache_candidates(project: Project, registry: Registry, view: ClassView,
+                             helper: ClassFacts, filled: dict[str, str],
+                             seen: set[tuple[str, str]]
+                             ) -> Iterator[tuple[Candidate, bool, str, str]]:
+    """The class-level caches of a helper class the dataset calls (`ZipReader.zip_bank`
+    filled by `ZipReader.get_zipfile`): process-global like a module's, filled in the parent
+    when construction calls the filling method (WS102)."""
+    home = project.class_file[helper.qualname]
+    for cache in helper.class_caches:
+        name = f"{helper.name}.{cache.attr}"
+        first = filled.get(f"{helper.qualname}.{cache.method}")
+        htype = registry.lookup(cache.site.handle)
+        if first is None or htype is None or (home.path, name) in seen:
+            continue
+        seen.add((home.path, name))
+        cand = Candidate("WS102", cache.site, home.path,
+                         f"kept in the process-global cache {name} (filled by "
+                         f"{helper.name}.{cache.method}() in {view.cls.name}.{first}, in the "
+                         "parent)",
+                         view.cls.name, FixPlan("cache", cache.site.handle, view.cls.qualname,
+                                                name, (name,)),
+                         not htype.fork_safe)
+        yield cand, True, name, "module"
 
 
 def _class_cache_candidates(project: Project, registry: Registry, view: ClassView,

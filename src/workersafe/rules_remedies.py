@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Optional, Protocol
 
 from .facts import (
-    AttrSite, ClassFacts, DatasetUse, FileFacts, HandleSite, LazyOpen, LoaderCall, LoaderWrap,
-    RemedyClass, Span, WorkerInit,
+    AttrSite, ClassFacts, DatasetRef, DatasetUse, FileFacts, HandleSite, LazyOpen, LoaderCall,
+    LoaderWrap, RemedyClass, Span, WorkerInit,
 )
 from .findings import Finding, FixPlan
 from .link import SPAWN_LIKE, LoaderUse, Methods, Project, method_closure
@@ -108,7 +108,8 @@ def remedy_findings(project: Project, registry: Registry, view_of: ViewOf) -> li
         if not uses and not project.is_torch_dataset(cls):
             continue
         view = view_of(project, cls)
-        findings.extend(_worker_init_only(project, index, view, uses))
+        built = [(f, ref) for f, _, ref in loaders_by_class.get(cls.qualname, [])]
+        findings.extend(_worker_init_only(project, index, view, uses, built))
         findings.extend(_lazy_opened_in_parent(project, registry, index, view, uses, view_of))
     findings.extend(_misses_wrapper(project, index, view_of, loaders_by_class))
     return findings
@@ -116,8 +117,8 @@ def remedy_findings(project: Project, registry: Registry, view_of: ViewOf) -> li
 
 # --- WS301 / WS311 ------------------------------------------------------------------------
 
-def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Located]
-                      ) -> Iterator[Finding]:
+def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Located],
+                      built: list[tuple[FileFacts, DatasetRef]]) -> Iterator[Finding]:
     mro = project.mro(view.cls)
     remedy = [index.classes[m.qualname] for m in mro if m.qualname in index.classes]
     inits = [i for f, loader in uses for i in index.loader_inits(f, loader)]
@@ -133,24 +134,28 @@ def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Lo
                     or attr in view.methods:  # a property: its getter makes it
                 continue
             none_site = next((s for r in remedy for s in r.init_none if s.attr == attr), None)
+            owner = _owner_of_none(mro, remedy, attr) if none_site else view.cls.qualname
+            given = ""
             if none_site is None and attr in set_in_init:
-                continue
+                # `self.db = db`, every construction passing None (or leaving its None default)
+                found = _none_from_param(project, index, view, attr, built)
+                if found is None:
+                    continue
+                none_site, owner, param = found
+                given = f" (from its parameter {param}, which its constructions leave None)"
             if any(h.attr == attr and (m.qualname, h.method) in view.init_run
                    for m in mro for h in m.held):
                 continue
             reported.add(attr)
             evidence = _main_process_evidence(index, view, uses)
             if none_site is not None:
-                home = project.class_file[_owner_of_none(mro, remedy, attr)]
-                path, span = home.path, none_site.span
+                path, span = project.class_file[owner].path, none_site.span
             else:
                 path, span = init.facts.path, site
-            plan = _plan(init, attr,
-                         _owner_of_none(mro, remedy, attr) if none_site else view.cls.qualname,
-                         _handle_of(view, init.init, attr), uses)
+            plan = _plan(init, attr, owner, _handle_of(view, init.init, attr), uses)
             what = (f"{attr} of {view.cls.name} is "
-                    f"{'None' if none_site else 'not set'} after __init__ and created only by "
-                    f"worker_init_fn {init.label}")
+                    f"{'None' if none_site else 'not set'} after __init__{given} and created "
+                    f"only by worker_init_fn {init.label}")
             if evidence:
                 yield Finding(path, span, "WS301",
                               f"{what}: {evidence} runs in the main process and fails; "
@@ -199,6 +204,35 @@ def _handle_of(view: View, init: WorkerInit, attr: str) -> str:
                 if held.method == name and held.attr == attr:
                     return held.site.handle
     return ""
+
+
+def _none_from_param(project: Project, index: _Index, view: View, attr: str,
+                     built: list[tuple[FileFacts, DatasetRef]]
+                     ) -> Optional[tuple[AttrSite, str, str]]:
+    """`self.<attr> = <param>` in the `__init__` the class runs, where every construction
+    of the class the loaders use passes None for it, or leaves its None default: the
+    assignment, the class holding it and the parameter. None when any construction may pass
+    something else (or none is known)."""
+    owner = next((m for m in project.mro(view.cls) if m.method("__init__")), None)
+    remedy = index.classes.get(owner.qualname) if owner is not None else None
+    kept = next(((p, s) for p, s in remedy.param_kept if s.attr == attr), None) \
+        if remedy is not None else None
+    if owner is None or remedy is None or kept is None or not built:
+        return None
+    param, site = kept
+    position = owner.init_params.index(param) if param in owner.init_params else -1
+    for facts, ref in built:
+        if ref.kind != "call" or project.resolve(ref.target, facts) != view.cls.qualname:
+            return None
+        given = [a for a in ref.arg_refs
+                 if (a.keyword == param if a.keyword else a.position == position >= 0)]
+        if given:
+            if not given[0].none:
+                return None
+        elif param in ref.keywords or ref.positional < 0 or 0 <= position < ref.positional \
+                or param not in remedy.none_defaults:
+            return None
+    return site, owner.qualname, param
 
 
 def _owner_of_none(mro: list[ClassFacts], remedy: list[RemedyClass], attr: str) -> str:

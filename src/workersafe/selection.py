@@ -31,6 +31,8 @@ class Selection:
         self.by_path = by_path
         self.texts = texts  # may read a file left unread when asked for it (engine._Texts)
         self.handle_files = {p for p, t in texts.items() if prefilter.mentions_handle(t)}
+        self.handle_files |= _handle_subclass_files(texts, self.handle_files,
+                                                    prefilter.registry.short_names())
         self.dataset_files = {p for p, t in texts.items() if prefilter.mentions_dataset(t)}
         self.start_files = {p for p, t in texts.items() if _START_METHOD in t}
         self._imports: dict[str, set[str]] = {}
@@ -191,7 +193,8 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
 
 
 def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]) -> None:
-    """What demanded factories return and demanded module variables hold is demanded too."""
+    """What demanded factories return, demanded module variables hold and demanded classes
+    derive from is demanded too."""
     changed = True
     while changed:
         before = len(demanded)
@@ -203,6 +206,8 @@ def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]
                 if f"{facts.module}.{name}" in demanded or name in demanded:
                     demand((r.target for r in refs), facts)
             for cls in facts.classes:  # `Frames.from_config(cfg)`: what the method returns
+                if cls.qualname in demanded:  # a class built: its bases (a handle's subclass)
+                    demand(cls.bases, facts)
                 for method in cls.methods:
                     if method.returns and f"{cls.qualname}.{method.name}" in demanded:
                         demand((r.target for r in method.returns), facts)
@@ -263,6 +268,26 @@ def _dataset_class_names(texts: dict[str, str], paths: set[str], words: tuple[st
     word, or a base that is such a class (by name, transitively)."""
     graph = [(name, bases) for p in paths for name, bases in class_bases(texts[p])]
     names = {name for name, bases in graph if any(w in b for b in bases for w in words)}
+    return _subclass_names(graph, names)
+
+
+def _handle_subclass_files(texts: dict[str, str], handle_files: set[str],
+                           shorts: frozenset[str]) -> set[str]:
+    """Files defining a subclass of a handle constructor (`class ApiSession(requests.Session)`
+    in a handle file), or a subclass of one by name, transitively, in any file: building one
+    creates the handle."""
+    seeds = {name for p in handle_files for name, bases in class_bases(texts[p])
+             if set(bases) & shorts}
+    if not seeds:
+        return set()
+    by_path = {p: class_bases(t) for p, t in texts.items() if "class" in t}
+    names = _subclass_names([c for classes in by_path.values() for c in classes], seeds)
+    return {p for p, classes in by_path.items() if any(name in names for name, _ in classes)}
+
+
+def _subclass_names(graph: list[tuple[str, list[str]]], names: set[str]) -> set[str]:
+    """`names` and the classes of `graph` deriving from one of them (by name, transitively)."""
+    names = set(names)
     changed = True
     while changed:
         changed = False

@@ -103,6 +103,8 @@ class _Method:
         self.name = name
         self.state = state
         self.ev = ev
+        # locals bound to a container (`bank = Frames._envs`): stores through them fill it
+        self.aliases: dict[str, str] = {}
 
     def read(self, node: Function) -> None:
         state = self.state
@@ -115,7 +117,10 @@ class _Method:
             del state.frames[-2:]
 
     def container(self, expr: ast.expr) -> str:
-        """`self.x`, `cls.x` or `<Class>.x` for a class-level container x; else ""."""
+        """`self.x`, `cls.x` or `<Class>.x` for a class-level container x, or a local bound
+        to one; else ""."""
+        if isinstance(expr, ast.Name):
+            return self.aliases.get(expr.id, "")
         if not isinstance(expr, ast.Attribute) or expr.attr not in self.containers:
             return ""
         value = expr.value
@@ -138,6 +143,11 @@ class _Method:
                     if handle is not None:
                         env.handles[target.id] = handle
                     env.assign(target.id, ev.value_of(stmt.value))
+                    aliased = self.container(stmt.value)
+                    if aliased:
+                        self.aliases[target.id] = aliased
+                    else:
+                        self.aliases.pop(target.id, None)
                 elif isinstance(target, ast.Subscript) and handle is not None:
                     attr = self.container(target.value)
                     if attr and not guarded and not ev.is_identity(target.slice):

@@ -331,6 +331,8 @@ class _ClassReader:
         self.pid_attrs: set[str] = set()  # `self._pid = os.getpid()` anywhere in the class
         self.pid_names: set[tuple[str, str]] = set()  # (method, local) likewise
         self.member_uses: set[tuple[str, str, str]] = set()  # `self.reader.get` in a method
+        self.param_kept: list[tuple[str, AttrSite]] = []  # `self.db = db` in `__init__`
+        self.none_defaults: tuple[str, ...] = ()
 
     def read(self, node: ast.ClassDef) -> RemedyClass:
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -341,7 +343,8 @@ class _ClassReader:
         return RemedyClass(self.cls.qualname, tuple(self.init_none),
                            tuple(sorted(self.init_set - {a.attr for a in self.init_none})),
                            tuple(self.lazy), tuple(sorted(self.param_attrs & self.indexed)),
-                           tuple(sorted(self.member_uses)))
+                           tuple(sorted(self.member_uses)), tuple(self.param_kept),
+                           self.none_defaults)
 
     def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST]
                ) -> None:
@@ -352,6 +355,8 @@ class _ClassReader:
         try:
             params = {a.arg for a in (*node.args.posonlyargs, *node.args.args,
                                       *node.args.kwonlyargs)}
+            if node.name == "__init__":
+                self.none_defaults = _none_defaults(node.args)
             checked = any(self._process_value(t.test, node.name) for t in nodes
                           if isinstance(t, (ast.If, ast.IfExp, ast.While, ast.Assert)))
             for sub in nodes:
@@ -383,6 +388,8 @@ class _ClassReader:
                             self.init_set.add(attr)
                         if isinstance(stmt.value, ast.Name) and stmt.value.id in params:
                             self.param_attrs.add(attr)
+                            self.param_kept.append(
+                                (stmt.value.id, AttrSite(attr, self.owner.span(target))))
             elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
                 attr = self_attr(stmt.target)
                 if attr and method == "__init__":
@@ -496,3 +503,11 @@ def remedy_facts(tree: ast.Module, state: State, ev: Evaluator,
 
 
 __all__ = ["remedy_facts"]
+
+
+def _none_defaults(args: ast.arguments) -> tuple[str, ...]:
+    """The parameters whose default is the constant None."""
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return tuple(a.arg for a, d in pairs if is_none(d))

@@ -287,7 +287,11 @@ class Evaluator:
         short = name.rpartition(".")[2]
         passed = tuple(self.arg_refs(call)) \
             if (short[:1].isupper() or name == OWN_CLASS) and call.args else ()
-        return [DatasetRef("call", name, tuple(self._handle_args(call)), passed)]
+        unknown = any(type(a) is ast.Starred for a in call.args) \
+            or any(k.arg is None for k in call.keywords)
+        return [DatasetRef("call", name, tuple(self._handle_args(call)), passed,
+                           -1 if unknown else len(call.args),
+                           tuple(k.arg for k in call.keywords if k.arg))]
 
     def _own_method(self, func: ast.expr) -> Optional[str]:
         """`cls(...)`, `type(self)(...)`, `self.__class__(...)` → OWN_CLASS (the class the
@@ -303,7 +307,8 @@ class Evaluator:
         return f"{cls.qualname}.{method}" if method is not None and cls is not None else None
 
     def arg_refs(self, call: ast.Call) -> list[ArgRef]:
-        """The arguments that may be datasets (or holder objects), or are constant ints."""
+        """The arguments that may be datasets (or holder objects), or are constant ints or
+        None."""
         found = []
         for index, arg in enumerate(call_args(call)):
             if arg.star:
@@ -313,9 +318,11 @@ class Evaluator:
             number = int_value(value)
             if number is None and type(value) is ast.Name:
                 number = self.state.env.int_value(value.id)[1]
-            if refs or number is not None:
+            none = is_none(value)
+            if refs or number is not None or none:
                 keyword = arg.keyword or ""
-                found.append(ArgRef(-1 if keyword else index, keyword, tuple(refs), number))
+                found.append(ArgRef(-1 if keyword else index, keyword, tuple(refs), number,
+                                    none))
         return found
 
     def _handle_args(self, call: ast.Call) -> list[HandleArg]:

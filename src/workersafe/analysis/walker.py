@@ -587,14 +587,15 @@ class FactWalker:
                 self._hold(cls, method, attr, handle, per_process)
             elif attr and cls and method and not self.ev.is_identity(target.slice):
                 self._held_call(cls, method, attr, value)  # `self.envs[k] = self.open_db(p)`
+            if handle is None and attr is None and type(target.value) is ast.Name \
+                    and not self.ev.is_identity(target.slice):  # `_CACHE[os.getpid(), p]`
+                # before the refs below bind the name here (`zf = _CACHE.get(p)` has refs)
+                self._cache_store(target.value.id, value)
             refs = self.ev.refs_of(value) if handle is None else []
             if refs and attr and cls:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
             elif refs and type(target.value) is ast.Name:  # datasets[name] = DS(p)
                 state.env.assign_refs(target.value.id, refs)
-            if handle is None and attr is None and type(target.value) is ast.Name \
-                    and not self.ev.is_identity(target.slice):  # `_CACHE[os.getpid(), p]`
-                self._cache_store(target.value.id, value)
         elif isinstance(target, ast.Name):
             self._name_assign(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):

@@ -74,7 +74,11 @@ class Factories:
         elif plan.via.startswith("self."):
             self._check_method(cls, plan.via[len("self."):], 0)
         else:
-            self._check_function(self.project.resolve(plan.via, home), 0)
+            qualname = self.project.resolve(plan.via, home)
+            if qualname in self.project.classes:  # a subclass of the handle's constructor
+                self._check_class(self.project.classes[qualname], 0)
+            else:
+                self._check_function(qualname, 0)
         return {spelling: plan.handle}
 
     # --- the callees ----------------------------------------------------------------------

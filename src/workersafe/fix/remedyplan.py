@@ -111,6 +111,11 @@ class Prepass:
         if init is None or not function_params(init):
             raise Unfixable(f"{cname} has no __init__ of its own to open the handle in")
         this = function_params(init)[0]
+        for attr, param in _kept_params(init, this):
+            if attr in attrs:
+                raise Unfixable(f"{cname}.__init__ sets {this}.{attr} from its parameter "
+                                f"{param}, which the callers leave None: open the handle "
+                                "there by hand")
         new_lines = [reading.as_dataset(s, this) for s in moved]
         new_lines += [_statement(f"{this}.{name}()") for name in openers]
         self._check_names(new_lines, cstate.located.module, reading, this,
@@ -509,6 +514,18 @@ def _opener_reads(cls: cst.ClassDef, openers: list[str]) -> set[str]:
 def _self_reads(nodes: list[cst.BaseStatement], this: str) -> set[str]:
     return {n.attr.value for s in nodes for n in walk(s) if isinstance(n, cst.Attribute)
             and isinstance(n.value, cst.Name) and n.value.value == this}
+
+
+def _kept_params(init: cst.FunctionDef, this: str) -> list[tuple[str, str]]:
+    """(attr, param) for each `self.<attr> = <param>` at `__init__`'s own level."""
+    params = set(function_params(init)[1:])
+    found = []
+    for statement in _body(init):
+        small = single(statement)
+        if isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) \
+                and small.value.value in params:
+            found += [(attr, small.value.value) for attr in _self_targets(small, this)]
+    return found
 
 
 def _self_targets(statement: cst.CSTNode, this: str) -> set[str]:

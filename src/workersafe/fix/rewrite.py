@@ -92,7 +92,8 @@ class Rewriter:
         self.files: dict[str, FileEdit] = {}
         self.outcomes: list[Outcome] = []
         good = [f for f in result.facts.values() if not f.error]
-        self.project = Project(good, engine.config.all_dataset_bases())
+        self.project = Project(good, engine.config.all_dataset_bases(),
+                               registry=engine.registry)
         self.allowed_lines: dict[str, set[int]] = {}
         self.module_findings: list[Finding] = []
         self.lazy_findings: list[Finding] = []  # WS303/WS313: lazy opens to guard
