@@ -196,6 +196,10 @@ class Registry:
         htype = self.lookup(handle)
         return GENERIC_DERIVED_METHODS.union(htype.derived_methods if htype else ())
 
+    def short_names(self) -> frozenset[str]:
+        """The constructors' last name parts (`Session`, `open`): what a subclass's base ends in."""
+        return frozenset(t.short_name for t in self.types.values())
+
     def prefilter_pairs(self) -> frozenset[tuple[str, str]]:
         """(module root, constructor short name): a file that creates this handle contains both."""
         return frozenset((t.module_root, t.short_name) for t in self.types.values())
