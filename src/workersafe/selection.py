@@ -192,16 +192,14 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
 
 
 def _demand_loader_classes(every: list[FileFacts], demand: Demand) -> None:
-    """The classes called like DataLoaders with a dataset (`FastDataLoader(ds, ...)`, class
-    names only: a DataLoader subclass maybe), what re-exports them and their bases, as far
-    as parsed so far: the linker needs the whole way up to torch's DataLoader."""
+    """The classes called like DataLoaders with a dataset (`FastDataLoader(ds, ...)`: a
+    DataLoader subclass maybe), what re-exports them and their bases, as far as parsed so
+    far: the linker needs the whole way up to torch's DataLoader."""
     called: set[str] = set()
     for facts in every:
         for candidate in facts.loader_candidates:
-            short = candidate.via.rpartition(".")[2]
-            if short[:1].isupper():
-                demand([candidate.via], facts)
-                called.add(short)
+            demand([candidate.via], facts)
+            called.add(candidate.via.rpartition(".")[2])
     grown = True
     while grown:
         grown = False

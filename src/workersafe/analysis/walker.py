@@ -69,6 +69,7 @@ class FactWalker:
         self.closers = registry.closers()
         self.classes: list[ClassState] = []
         self.functions: list[FunctionState] = []
+        self.function_names: set[str] = set()  # qualified names of `functions`
         self.loaders: list[LoaderCall] = []
         self.loader_candidates: list[LoaderCall] = []
         self.calls: list[CallSite] = []
@@ -192,6 +193,7 @@ class FactWalker:
                                  module_level, env)
             if module_level:
                 self.functions.append(func)
+                self.function_names.add(qual)
                 func.params = _bind_params(node.args, qual, env)
                 func.node = node
                 if decorators - CACHE_DECORATORS:  # `@hydra.main(...)`, `@app.command()`:
@@ -433,7 +435,8 @@ class FactWalker:
                 args = self.ev.arg_refs(node)
                 if any(a.refs for a in args):  # `val(net, test_dataset)`: linked to val's params
                     self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
-                    if name not in self._local_functions:  # maybe a DataLoader subclass
+                    if name not in self.function_names \
+                            and name.rpartition(".")[2][:1].isupper():  # a class: a DataLoader?
                         self._add_loader(read_candidate_loader(node, name, self.ev), outer,
                                          self.loader_candidates)
             elif type(node.func) is ast.Attribute and (node.args or node.keywords):
@@ -449,10 +452,6 @@ class FactWalker:
                     sink: Optional[list[LoaderCall]] = None) -> None:
         (self.loaders if sink is None else sink).append(
             loader if outer is None else dataclasses.replace(loader, function=outer.qualname))
-
-    @property
-    def _local_functions(self) -> set[str]:
-        return {f.qualname for f in self.functions}
 
     def _outer_function(self) -> Optional[FunctionState]:
         """The outermost function (or method) the walk is in: what a call inside it runs for."""
