@@ -178,7 +178,7 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
             demand((r.target for r in loader.datasets), facts)
             demand((r.target for d in loader.datasets for a in d.arg_refs for r in a.refs), facts)
             demand(loader.worker_inits, facts)
-    _demand_loader_classes(every, demand)
+    _demand_loader_classes(every, demand, dataset_words)
     _follow_factories(every, demand, demanded)
     wanted: set[str] = set()
     for name in demanded:
@@ -191,15 +191,18 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
     return wanted
 
 
-def _demand_loader_classes(every: list[FileFacts], demand: Demand) -> None:
-    """The classes called like DataLoaders with a dataset (`FastDataLoader(ds, ...)`: a
-    DataLoader subclass maybe), what re-exports them and their bases, as far as parsed so
-    far: the linker needs the whole way up to torch's DataLoader."""
+def _demand_loader_classes(every: list[FileFacts], demand: Demand, class_names: set[str]
+                           ) -> None:
+    """The classes called like DataLoaders with a dataset (`FastDataLoader(ds, ...)`) that
+    the class graph says may subclass DataLoader (`class_names`), what re-exports them and
+    their bases, as far as parsed so far: the linker needs the whole way up to torch's."""
     called: set[str] = set()
     for facts in every:
         for candidate in facts.loader_candidates:
-            demand([candidate.via], facts)
-            called.add(candidate.via.rpartition(".")[2])
+            short = candidate.via.rpartition(".")[2]
+            if short in class_names:
+                demand([candidate.via], facts)
+                called.add(short)
     grown = True
     while grown:
         grown = False
