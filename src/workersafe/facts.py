@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional, Tuple
 
-FACTS_VERSION = 15  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 16  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -87,6 +87,20 @@ class PickledState:
 
 
 @dataclass(frozen=True)
+class BaseInit:
+    """What a class's `__init__` passes to its base's (`super().__init__(dataset, *args,
+    num_workers=workers, **kwargs)`): each argument as (slot, source). Slot: "#<i>" (the i-th
+    positional), a keyword, "*<i>" (a `*x` from position i on), "**". Source: "p:<name>" (an
+    `__init__` parameter), "*" / "**" (its own `*args` / `**kwargs`), "=<int>" (a constant),
+    "?" (anything else)."""
+
+    positional: int  # how many of `ClassFacts.init_params` take positional arguments
+    varargs: bool  # `__init__` takes `*args`
+    varkw: bool  # `__init__` takes `**kwargs`
+    args: Tuple[Tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class ClassFacts:
     name: str
     qualname: str
@@ -110,6 +124,8 @@ class ClassFacts:
     derived_attrs: Tuple[Tuple[str, str, str], ...] = ()
     # (param, value) for an `__init__` parameter with a constant int default (`workers=4`)
     init_int_defaults: Tuple[Tuple[str, int], ...] = ()
+    # how `__init__` calls its base's `__init__` (None: no `__init__`, or no such call read)
+    base_init: Optional[BaseInit] = None
 
     def method(self, name: str) -> Optional[MethodFacts]:
         return next((m for m in self.methods if m.name == name), None)
@@ -124,7 +140,7 @@ class HandleArg:
     site: HandleSite
 
 
-RefKind = Literal["call", "name", "attr", "param", "kept"]
+RefKind = Literal["call", "name", "attr", "param", "kept", "built"]
 UseKind = Literal["getitem", "iter", "len", "member"]
 
 
@@ -134,7 +150,8 @@ class DatasetRef:
 
     # "call" (Cls(...) or factory(...)), "name" (module variable), "attr" (self.x), "param" (a
     # parameter of a module-level function: target "<function>#<index>#<name>"), "kept" (made by
-    # the linker: an attribute of a dataset kept by another, `<outer class>.<attr>`)
+    # the linker: an attribute of a dataset kept by another, `<outer class>.<attr>`), "built"
+    # (an instance of the class the callers pass for that parameter: `ds_type(p)`)
     kind: RefKind
     target: str  # qualified name of the class, function or variable
     handle_args: Tuple[HandleArg, ...] = ()
@@ -185,6 +202,11 @@ class LoaderCall:
     # built by a framework function (`fastai.basic_data.DataBunch.create`, a row of
     # frameworks.FRAMEWORK_LOADERS), not by a `DataLoader(...)` call: its qualified name
     framework: str = ""
+    # a call of a project class that may subclass torch's DataLoader (the linker decides,
+    # `FileFacts.loader_candidates`): the class called, qualified; read above as a DataLoader
+    via: str = ""
+    args: Tuple[ArgRef, ...] = ()  # for a candidate: every argument ("*"/"**" keyword: starred)
+    wires_init: bool = True  # a `worker_init_fn=` given to the call reaches torch's DataLoader
 
 
 @dataclass(frozen=True)
@@ -304,6 +326,8 @@ class FileFacts:
     classes: Tuple[ClassFacts, ...] = ()
     functions: Tuple[FunctionFacts, ...] = ()
     loaders: Tuple[LoaderCall, ...] = ()
+    # calls of project classes read as DataLoader calls, in case the class subclasses it
+    loader_candidates: Tuple[LoaderCall, ...] = ()
     calls: Tuple[CallSite, ...] = ()
     module_handles: Tuple[ModuleHandle, ...] = ()
     module_vars: Tuple[Tuple[str, Tuple[DatasetRef, ...]], ...] = ()

@@ -17,8 +17,9 @@ from .facts import (
     LoaderCall, MethodFacts, ModuleHandle,
 )
 from .frameworks import star_reexport
+from .loadermap import Passed, given, is_pure_forward, loader_argument, pass_through
 from .registry import DEFAULT_REGISTRY, Registry
-from .torchnames import DATASET_BASES
+from .torchnames import DATASET_BASES, LOADERS
 
 # The start method a target platform gives a loader that names none (see config.Config).
 DEFAULT_START_METHODS = ("fork",)
@@ -30,6 +31,13 @@ _MAX_RESOLVE_DEPTH = 64
 _MAX_REACHED = 256
 # Calls followed for what a function returns (`open_env` → `_open` → `lmdb.open`), at most.
 _MAX_RETURN_DEPTH = 4
+
+
+class _AsGiven:
+    """The arguments of a DataLoader subclass's call reach torch's DataLoader unchanged."""
+
+
+_AS_GIVEN = _AsGiven()
 
 # (file, loader, the reference that constructs the class) for each loader reaching a class
 LoaderUse = tuple[FileFacts, LoaderCall, DatasetRef]
@@ -84,6 +92,7 @@ class Project:
         self._scoped_starts: Optional[dict[str, str]] = None
         self._reached_starts: dict[tuple[tuple[str, ...], str], tuple[str, str]] = {}
         self._mros: dict[str, tuple[ClassFacts, list[ClassFacts]]] = {}
+        self._file_loaders: dict[str, list[LoaderCall]] = {}
         # class qualname → how it is reached through another class (see `loaders_by_class`)
         self.reached: dict[str, list[Reach]] = {}
         self.has_caches = any(h.filled_by for f in self.files for h in f.module_handles) \
@@ -257,8 +266,90 @@ class Project:
 
     def loaders(self) -> Iterator[tuple[FileFacts, LoaderCall]]:
         for facts in self.files:
-            for loader in facts.loaders:
+            for loader in self.file_loaders(facts):
                 yield facts, loader
+
+    def file_loaders(self, facts: FileFacts) -> list[LoaderCall]:
+        """The file's DataLoader calls: torch's and framework ones, and calls of the project's
+        DataLoader subclasses (`FastDataLoader(ds, num_workers=4)`) read through them."""
+        found = self._file_loaders.get(facts.path)
+        if found is None:
+            found = list(facts.loaders)
+            for candidate in facts.loader_candidates:
+                loader = self._subclass_loader(candidate, facts)
+                if loader is not None:
+                    found.append(loader)
+            self._file_loaders[facts.path] = found
+        return found
+
+    def is_loader_class(self, cls: ClassFacts) -> bool:
+        """A project class whose bases lead to torch's DataLoader."""
+        return any(self.resolve(b, self.class_file[m.qualname]) in LOADERS
+                   for m in self.mro(cls) for b in m.bases)
+
+    def _subclass_loader(self, call: LoaderCall, facts: FileFacts) -> Optional[LoaderCall]:
+        """The DataLoader a call of a DataLoader subclass makes; None when the class is none,
+        or when what its `__init__` passes on cannot be read (kept latent, not guessed)."""
+        cls = self.classes.get(self.resolve(call.via, facts))
+        if cls is None or not self.is_loader_class(cls):
+            return None
+        mapped = self._through_inits(cls, given(call.args))
+        if mapped is None:
+            return None
+        as_read = dataclasses.replace(call, via=cls.qualname, args=())
+        if isinstance(mapped, _AsGiven):
+            return as_read
+        dataset = loader_argument(mapped, "dataset")
+        if dataset is None or dataset.given is None:
+            return None
+        workers = loader_argument(mapped, "num_workers")
+        if workers is None:
+            count: tuple[Optional[int], str] = (0, "0")
+        elif workers.given is not None and workers.given.keyword == "num_workers":
+            count = (call.num_workers, call.num_workers_text)
+        elif workers.arg.int_value is not None:
+            count = (workers.arg.int_value, str(workers.arg.int_value))
+        elif workers.given is not None:
+            count = (None, "?")
+        else:
+            return None
+        kept = {name for name in ("num_workers", "persistent_workers", "multiprocessing_context",
+                                  "worker_init_fn")
+                if (p := loader_argument(mapped, name)) is not None and p.given is not None
+                and p.given.keyword == name}
+        probe = self._through_inits(cls, given((*call.args, ArgRef(-1, "worker_init_fn"))))
+        reached = loader_argument(probe, "worker_init_fn") \
+            if isinstance(probe, list) else None
+        return dataclasses.replace(
+            as_read, datasets=dataset.given.refs, num_workers=count[0], num_workers_text=count[1],
+            persistent=call.persistent if "persistent_workers" in kept else False,
+            context=call.context if "multiprocessing_context" in kept else "",
+            worker_inits=call.worker_inits if "worker_init_fn" in kept else (),
+            num_workers_param=call.num_workers_param if "num_workers" in kept else "",
+            num_workers_attr=call.num_workers_attr if "num_workers" in kept else "",
+            wires_init=probe is _AS_GIVEN or (reached is not None and reached.given is not None
+                                              and reached.given.keyword == "worker_init_fn"))
+
+    def _through_inits(self, cls: ClassFacts, args: list[Passed]
+                       ) -> Optional[list[Passed] | _AsGiven]:
+        """The arguments torch's DataLoader gets when `cls` is called with `args`, following
+        each `__init__` on the way up; `_AS_GIVEN` when every one passes them on unchanged."""
+        current: Optional[ClassFacts] = cls
+        mapped: Optional[list[Passed]] = None
+        for _ in range(_MAX_RESOLVE_DEPTH):
+            if current is None:
+                return None
+            if current.method("__init__") is not None \
+                    and not is_pure_forward(current.base_init, current):
+                mapped = pass_through(args if mapped is None else mapped, current)
+                if mapped is None:
+                    return None
+            home = self.class_file[current.qualname]
+            if any(self.resolve(b, home) in LOADERS for b in current.bases):
+                return _AS_GIVEN if mapped is None else mapped
+            current = next((b for b in self.base_classes(current) if self.is_loader_class(b)),
+                           None)
+        return None
 
     def classes_of_ref(self, ref: DatasetRef, facts: FileFacts, depth: int = 0
                        ) -> list[tuple[ClassFacts, DatasetRef]]:
@@ -287,6 +378,9 @@ class Project:
         if ref.kind == "param":
             return [c for home, arg in self.arguments_for(ref.target)
                     for r in arg.refs for c in self.classes_of_ref(r, home, depth + 1)]
+        if ref.kind == "built":
+            return [c for home, arg in self.arguments_for(ref.target)
+                    for r in arg.refs for c in self._built_classes(r, ref, home, depth + 1)]
         if ref.kind == "attr":
             owner_name, _, attr = ref.target.rpartition(".")
             owner = self.classes.get(owner_name)
@@ -299,6 +393,20 @@ class Project:
             return kept + [c for site, arg in self._kept_arguments(owner, attr)
                            for r in arg.refs for c in self.classes_of_ref(r, site, depth + 1)]
         return []
+
+    def _built_classes(self, passed: DatasetRef, built: DatasetRef, facts: FileFacts, depth: int
+                       ) -> list[tuple[ClassFacts, DatasetRef]]:
+        """The classes a caller passes (`passed`) for the parameter a `built` ref calls
+        (`get_dataset(LMDBDataset, p)` for `ds_type(p)`), each constructed with the built
+        call's arguments; a parameter passed on (`make(ds_type)`) is followed to its callers."""
+        if passed.kind == "param":
+            return self.classes_of_ref(dataclasses.replace(built, target=passed.target),
+                                       facts, depth)
+        cls = self.classes.get(self.resolve(passed.target, facts)) \
+            if passed.kind == "name" else None
+        if cls is None:
+            return []
+        return [(cls, DatasetRef("call", cls.qualname, built.handle_args, built.arg_refs))]
 
     def _kept_arguments(self, cls: ClassFacts, attr: str) -> list[tuple[FileFacts, ArgRef]]:
         """What constructions of `cls` (or of a subclass using its `__init__`) pass for the
@@ -668,7 +776,7 @@ class Project:
         """How workers may start for code in `facts` that no loader was linked to: the
         start methods of the entry scripts whose imports reach it."""
         entries = self.entries(facts) or [facts]
-        if entries == [facts] and not facts.loaders and not facts.start_method:
+        if entries == [facts] and not self.file_loaders(facts) and not facts.start_method:
             # Imported by no checked file: loaded by name (`construct_class_by_name`,
             # importlib), so by whichever entry builds loaders: the start methods of them all.
             found = [m for f, loader in self.loaders() for m, _ in self.start_methods(loader, f)]

@@ -581,8 +581,10 @@ def _findings_of(cand: Candidate) -> Iterator[Finding]:
 def _finding(cand: Candidate, code: str, message: str) -> Finding:
     # A loader given its dataset through a parameter (`def val(net, dataset)`) cannot be
     # wired by name there: then no loader is, and the fix opens lazily (right for every loader).
-    wire = cand.wire and not any(r.kind == "param" for u in cand.loaders
-                                 for r in u.loader.datasets)
+    # Nor one whose DataLoader subclass does not pass a `worker_init_fn=` on to torch's.
+    wire = cand.wire and not any(r.kind in ("param", "built") for u in cand.loaders
+                                 for r in u.loader.datasets) \
+        and all(u.loader.wires_init for u in cand.loaders)
     loaders = tuple(sorted({(u.facts.path, u.loader.span.line, u.loader.span.col)
                             for u in cand.loaders if u.loader.num_workers != 0})) \
         if wire else ()

@@ -124,10 +124,10 @@ class Selection:
         dataset): DataLoader(dataset, ...)`): what they pass is the loader's dataset."""
         names = {ref.target.split("#")[0].rpartition(".")[2]
                  for f in facts.values() for loader in f.loaders for ref in loader.datasets
-                 if ref.kind == "param"}
+                 if ref.kind in ("param", "built")}
         names |= {ref.target.split("#")[0].rpartition(".")[2]
                   for f in facts.values() for func in f.functions for ref in func.returns
-                  if ref.kind == "param"}
+                  if ref.kind in ("param", "built")}
         names |= _keeping_classes(facts.values())
         pattern = words_pattern(names - self._callers_searched)
         self._callers_searched |= names
@@ -180,6 +180,7 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
             demand((r.target for r in loader.datasets), facts)
             demand((r.target for d in loader.datasets for a in d.arg_refs for r in a.refs), facts)
             demand(loader.worker_inits, facts)
+    _demand_loader_classes(every, demand, dataset_words)
     _follow_factories(every, demand, demanded)
     wanted: set[str] = set()
     for name in demanded:
@@ -190,6 +191,31 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
         if path is not None:
             wanted.add(path)
     return wanted
+
+
+def _demand_loader_classes(every: list[FileFacts], demand: Demand, class_names: set[str]
+                           ) -> None:
+    """The classes called like DataLoaders with a dataset (`FastDataLoader(ds, ...)`) that
+    the class graph says may subclass DataLoader (`class_names`), what re-exports them and
+    their bases, as far as parsed so far: the linker needs the whole way up to torch's."""
+    called: set[str] = set()
+    for facts in every:
+        for candidate in facts.loader_candidates:
+            short = candidate.via.rpartition(".")[2]
+            if short in class_names:
+                demand([candidate.via], facts)
+                called.add(short)
+    grown = True
+    while grown:
+        grown = False
+        for facts in every:
+            # a re-export (`from .loader import LTRLoader` in a package) and the class's bases
+            found = [q for local, q in facts.imports if local in called]
+            found += [b for cls in facts.classes if cls.name in called for b in cls.bases]
+            demand(found, facts)
+            new = {q.rpartition(".")[2] for q in found} - called
+            grown |= bool(new)
+            called |= new
 
 
 def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]) -> None:

@@ -13,6 +13,7 @@ from ..facts import (
     ClassFacts, FileFacts, FunctionFacts, HeldHandle, MethodFacts, ModuleHandle,
 )
 from ..registry import Registry
+from .baseinit import base_init
 from .caches import ClassCaches, class_caches
 from .closes import error_path_closes
 from .pickled import pickled_state
@@ -55,6 +56,7 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
         functions=tuple(_function_facts(f, walker, f.name in readers)
                         for f in walker.functions),
         loaders=tuple(walker.loaders),
+        loader_candidates=tuple(walker.loader_candidates),
         calls=tuple(walker.calls),
         module_handles=tuple(ModuleHandle(name, ev.site(h)) for name, (h, _) in handles.items())
         + tuple(ModuleHandle(name, ev.site(h), filled_by=filler)
@@ -103,6 +105,7 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
         tuple(HeldHandle(attr, site(h), method) for attr, method, h in caches.stores),
         pickled_state(node) if node is not None else None,
         tuple(cls.derived_attrs), tuple(cls.init_int_defaults),
+        base_init(node) if node is not None and node.bases else None,
     )
 
 

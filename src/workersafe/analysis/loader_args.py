@@ -8,6 +8,7 @@ datasets, with the framework's default worker count when none is given."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Optional
 
 from ..facts import DatasetRef, LoaderCall
@@ -28,6 +29,14 @@ def read_loader(call: ast.Call, ev: Evaluator) -> LoaderCall:
     refs = ev.refs_of(dataset) if dataset is not None else []
     return _loader_call(call, args, refs, read_num_workers(args.get("num_workers"), ev),
                         args.get("num_workers"), ev)
+
+
+def read_candidate_loader(call: ast.Call, name: str, ev: Evaluator) -> LoaderCall:
+    """A call of a project class read as a DataLoader call (`FastDataLoader(ds, num_workers=4)`),
+    with every argument kept: the linker keeps it if the class subclasses torch's DataLoader,
+    mapping the arguments through its `__init__`."""
+    return dataclasses.replace(read_loader(call, ev), via=name,
+                               args=tuple(ev.arg_refs(call, every=True)))
 
 
 def read_framework_loader(call: ast.Call, row: FrameworkLoader, ev: Evaluator) -> LoaderCall:

@@ -260,10 +260,11 @@ class Evaluator:
             return self.refs_of(func.value)
         if type(func) is ast.Subscript or (
                 type(func) is ast.Name and self.state.env.refs(func.id) is not None):
-            # `DATASETS[name](cfg)`, `cls = DATASETS[name]; cls(cfg)`: each class it may be
+            # `DATASETS[name](cfg)`, `cls = DATASETS[name]; cls(cfg)`: each class it may be;
+            # `ds_type(p)` of a parameter: each class the callers pass for it ("built")
             args = tuple(self.arg_refs(call))
-            return [DatasetRef("call", r.target, arg_refs=args)
-                    for r in self.refs_of(func) if r.kind == "name"]
+            return [DatasetRef("call" if r.kind == "name" else "built", r.target, arg_refs=args)
+                    for r in self.refs_of(func) if r.kind in ("name", "param")]
         if type(func) is ast.Attribute and (type(func.value) is ast.Subscript or (
                 type(func.value) is ast.Name and self.state.env.refs(func.value.id))):
             # `DATASETS[name].from_config(cfg)`: that method of each class it may be
@@ -306,12 +307,14 @@ class Evaluator:
         cls = self.state.current_class()
         return f"{cls.qualname}.{method}" if method is not None and cls is not None else None
 
-    def arg_refs(self, call: ast.Call) -> list[ArgRef]:
+    def arg_refs(self, call: ast.Call, every: bool = False) -> list[ArgRef]:
         """The arguments that may be datasets (or holder objects), or are constant ints or
-        None."""
+        None; `every`: all of them, a starred one as keyword "*" / "**"."""
         found = []
         for index, arg in enumerate(call_args(call)):
             if arg.star:
+                if every:
+                    found.append(ArgRef(-1, arg.star))
                 continue
             value = arg.value
             refs = self.refs_of(value)
@@ -319,7 +322,7 @@ class Evaluator:
             if number is None and type(value) is ast.Name:
                 number = self.state.env.int_value(value.id)[1]
             none = is_none(value)
-            if refs or number is not None or none:
+            if refs or number is not None or none or every:
                 keyword = arg.keyword or ""
                 found.append(ArgRef(-1 if keyword else index, keyword, tuple(refs), number,
                                     none))

@@ -15,7 +15,7 @@ from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
 from ..frameworks import framework_loader
 from ..registry import Registry
 from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
-from .loader_args import read_framework_loader, read_loader
+from .loader_args import read_candidate_loader, read_framework_loader, read_loader
 from .names import bind_import, bind_import_from, imported_by_call
 from .positions import Positions
 from .state import (
@@ -69,7 +69,9 @@ class FactWalker:
         self.closers = registry.closers()
         self.classes: list[ClassState] = []
         self.functions: list[FunctionState] = []
+        self.function_names: set[str] = set()  # qualified names of `functions`
         self.loaders: list[LoaderCall] = []
+        self.loader_candidates: list[LoaderCall] = []
         self.calls: list[CallSite] = []
         self.loop_items: dict[str, str] = {}  # loop variable → the self attribute it iterates
         self.globals_outside: set[str] = set()
@@ -191,6 +193,7 @@ class FactWalker:
                                  module_level, env)
             if module_level:
                 self.functions.append(func)
+                self.function_names.add(qual)
                 func.params = _bind_params(node.args, qual, env)
                 func.node = node
                 if decorators - CACHE_DECORATORS:  # `@hydra.main(...)`, `@app.command()`:
@@ -432,6 +435,10 @@ class FactWalker:
                 args = self.ev.arg_refs(node)
                 if any(a.refs for a in args):  # `val(net, test_dataset)`: linked to val's params
                     self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
+                    if name not in self.function_names \
+                            and name.rpartition(".")[2][:1].isupper():  # a class: a DataLoader?
+                        self._add_loader(read_candidate_loader(node, name, self.ev), outer,
+                                         self.loader_candidates)
             elif type(node.func) is ast.Attribute and (node.args or node.keywords):
                 self._method_site(node, node.func)
         if type(node.func) is ast.Attribute:
@@ -441,9 +448,10 @@ class FactWalker:
         for keyword in node.keywords:
             self.walk(keyword.value)
 
-    def _add_loader(self, loader: LoaderCall, outer: Optional[FunctionState]) -> None:
-        self.loaders.append(loader if outer is None
-                            else dataclasses.replace(loader, function=outer.qualname))
+    def _add_loader(self, loader: LoaderCall, outer: Optional[FunctionState],
+                    sink: Optional[list[LoaderCall]] = None) -> None:
+        (self.loaders if sink is None else sink).append(
+            loader if outer is None else dataclasses.replace(loader, function=outer.qualname))
 
     def _outer_function(self) -> Optional[FunctionState]:
         """The outermost function (or method) the walk is in: what a call inside it runs for."""

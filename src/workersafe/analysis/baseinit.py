@@ -1,0 +1,72 @@
+"""How a class's `__init__` calls its base's `__init__` (`ClassFacts.base_init`): which of its
+parameters go to which of the base's, so the linker can follow a call of a DataLoader subclass
+(`LTRLoader(name, dataset, num_workers=4)`) to what torch's DataLoader is given."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional
+
+from ..facts import BaseInit
+from .values import call_args, int_value, is_self, is_super
+
+
+def base_init(node: ast.ClassDef) -> Optional[BaseInit]:
+    """The first `super().__init__(...)` / `Base.__init__(self, ...)` call of the class's
+    `__init__` (outside nested functions), read argument by argument; None without either."""
+    init = next((s for s in node.body if type(s) is ast.FunctionDef and s.name == "__init__"),
+                None)
+    if init is None:
+        return None
+    call = next(_base_init_calls(init), None)
+    if call is None:
+        return None
+    args = init.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)][1:]
+    names = set(positional) | {a.arg for a in args.kwonlyargs}
+    varargs = args.vararg.arg if args.vararg is not None else ""
+    varkw = args.kwarg.arg if args.kwarg is not None else ""
+    passed = call_args(call)
+    if not is_super(_receiver(call)):
+        passed = passed[1:]  # `Base.__init__(self, ...)`
+    out: list[tuple[str, str]] = []
+    position = 0
+    for arg in passed:
+        value = arg.value
+        if type(value) is ast.Name and value.id in names:
+            source = f"p:{value.id}"
+        elif type(value) is ast.Name and value.id in (varargs, varkw) and arg.star:
+            source = "*" if value.id == varargs else "**"
+        elif (number := int_value(value)) is not None:
+            source = f"={number}"
+        else:
+            source = "?"
+        if arg.star == "**":
+            out.append(("**", source))
+        elif arg.star:
+            out.append((f"*{position}", source))
+        elif arg.keyword is not None:
+            out.append((arg.keyword, source))
+        else:
+            out.append((f"#{position}", source))
+            position += 1
+    return BaseInit(len(positional), bool(varargs), bool(varkw), tuple(out))
+
+
+def _receiver(call: ast.Call) -> ast.expr:
+    func = call.func
+    return func.value if type(func) is ast.Attribute else func
+
+
+def _base_init_calls(func: ast.FunctionDef) -> Iterator[ast.Call]:
+    stack: list[ast.AST] = list(reversed(func.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if type(node) is ast.Call and type(node.func) is ast.Attribute \
+                and node.func.attr == "__init__":
+            receiver = node.func.value
+            if is_super(receiver) or (node.args and is_self(node.args[0])):
+                yield node
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
