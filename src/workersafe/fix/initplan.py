@@ -57,6 +57,7 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
     mover = _Mover(located, method, body, index, names, cls)
     mover.track_creation(fix)
     mover.follow()
+    mover.check_holding(fix)
     mover.pull_containers()
     mover.pull_locals()
     mover.check()
@@ -92,6 +93,7 @@ class _Mover:
         self.locals: set[str] = set()  # locals holding them
         self.results: set[str] = set()  # other attributes the moved statements set
         self.exports: set[str] = set()  # plain locals they bind that the rest of the method reads
+        self.block = False  # the creation is inside a compound statement (moved whole)
         self.params = set(function_params(method))
         self.rerun = RerunCheck(located.module, names,
                                 bound_names(list(method.body.body)) - self.params)
@@ -131,10 +133,16 @@ class _Mover:
         for _ in range(2):  # twice: a loop feeds later iterations
             for small in small_statements(statement):
                 self._scan(small)
-        missing = [a for a in fix.holding_attrs if a not in self.attrs]
-        if missing:
-            raise Unfixable(f"self.{missing[0]} is not set in the block that creates the handle")
+        self.block = True
         self._check_rerunnable(self.index)
+
+    def check_holding(self, fix: FixPlan) -> None:
+        """A handle made in a block: every attribute holding it is set in the block or by the
+        statements after it that derive from it (`if c: self.env = lmdb.open(a) else: ...`,
+        then `self.txn = self.env.begin()`), which move with it."""
+        missing = [a for a in fix.holding_attrs if a not in self.attrs]
+        if self.block and missing:
+            raise Unfixable(f"self.{missing[0]} is not set in the block that creates the handle")
 
     def _scan(self, small: cst.BaseSmallStatement) -> None:
         if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
