@@ -10,7 +10,7 @@ applies to the whole class:
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import libcst as cst
 
@@ -185,10 +185,18 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str]) -> list[cst
             statement = transform(statement, RenameSelfAttrs(renames))
         if statement is not original:
             statement = realigned(original, statement)
-        if index == 0 and strategy != "lazy":  # lazy: comments above move with the code
-            statement = with_leading_lines(statement, [])
+        if index == 0:  # lazy: comments above move with the code, not the blank lines
+            kept = leading_lines(statement) if strategy == "lazy" else []
+            statement = with_leading_lines(statement, _from_first_comment(kept))
         statements.append(statement)
     return statements
+
+
+def _from_first_comment(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """The lines above a statement without the blank lines before the first comment (the
+    statement opens a new method: it follows the docstring directly)."""
+    first = next((i for i, line in enumerate(lines) if line.comment is not None), len(lines))
+    return list(lines[first:])
 
 
 def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: str
