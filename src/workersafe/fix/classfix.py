@@ -105,7 +105,7 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
         new_members.append(open_method(plan.opener, plan.handle, opener_body, doc)
                            .with_changes(leading_lines=[BLANK]))
         if strategy == "lazy":
-            pid = f"_{plan.attrs[0].lstrip('_')}_pid"  # one per group: they open together
+            pid = _pid_attr(plan)
             for attr in plan.attrs:
                 new_members.append(lazy_property(attr, _private(attr), pid, plan.opener,
                                                  plan.handle))
@@ -199,6 +199,12 @@ def _from_first_comment(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
     return list(lines[first:])
 
 
+def _pid_attr(plan: AttrPlan) -> str:
+    """The attribute recording the process a lazy group was opened in (one per group: its
+    handles open together)."""
+    return f"_{plan.attrs[0].lstrip('_')}_pid"
+
+
 def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: str
                        ) -> list[cst.BaseStatement]:
     """The moved statements leave the method; the opener call (and the locals it needs, kept
@@ -217,6 +223,8 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
             cst.parse_statement(f"self.{attr} = {local}\n") for local, attr in plan.keeps.items()]
         if strategy == "worker-init" or plan.results or plan.exports:
             replacement.append(cst.parse_statement(f"self.{plan.opener}()\n"))
+            if strategy == "lazy":  # opened here: the first use in this process keeps it
+                replacement.append(cst.parse_statement(f"self.{_pid_attr(plan)} = os.getpid()\n"))
         replacement += [cst.parse_statement(f"{local} = self.{attr}\n")
                         for local, attr in plan.exports.items()]
         if replacement:
