@@ -7,9 +7,10 @@ A name that could not be qualified is kept bare; the linker tries the file's sta
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional, Tuple
+from typing import Any, Literal, Mapping, Optional, Tuple
 
 FACTS_VERSION = 16  # bump whenever a dataclass below changes: old caches are then ignored
 
@@ -341,7 +342,13 @@ class FileFacts:
     error: str = ""  # parse failure: the message for WS001
     remedies: RemedyFacts = RemedyFacts()
 
-    def import_map(self) -> dict[str, str]:
+    def import_map(self) -> Mapping[str, str]:
+        """Local name → qualified name; built once (the facts are frozen; linking asks it for
+        every name it resolves)."""
+        return self._import_map
+
+    @functools.cached_property
+    def _import_map(self) -> dict[str, str]:
         return dict(self.imports)
 
 

@@ -10,7 +10,7 @@ applies to the whole class:
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import libcst as cst
 
@@ -105,7 +105,7 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
         new_members.append(open_method(plan.opener, opener_body, doc)
                            .with_changes(leading_lines=[BLANK]))
         if strategy == "lazy":
-            pid = f"_{plan.attrs[0].lstrip('_')}_pid"  # one per group: they open together
+            pid = _pid_attr(plan)
             for attr in plan.attrs:
                 new_members.append(lazy_property(attr, _private(attr), pid, plan.opener,
                                                  plan.handle))
@@ -185,10 +185,24 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str]) -> list[cst
             statement = transform(statement, RenameSelfAttrs(renames))
         if statement is not original:
             statement = realigned(original, statement)
-        if index == 0 and strategy != "lazy":  # lazy: comments above move with the code
-            statement = with_leading_lines(statement, [])
+        if index == 0:  # lazy: comments above move with the code, not the blank lines
+            kept = leading_lines(statement) if strategy == "lazy" else []
+            statement = with_leading_lines(statement, _from_first_comment(kept))
         statements.append(statement)
     return statements
+
+
+def _from_first_comment(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """The lines above a statement without the blank lines before the first comment (the
+    statement opens a new method: it follows the docstring directly)."""
+    first = next((i for i, line in enumerate(lines) if line.comment is not None), len(lines))
+    return list(lines[first:])
+
+
+def _pid_attr(plan: AttrPlan) -> str:
+    """The attribute recording the process a lazy group was opened in (one per group: its
+    handles open together)."""
+    return f"_{plan.attrs[0].lstrip('_')}_pid"
 
 
 def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: str
@@ -209,6 +223,8 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
             cst.parse_statement(f"self.{attr} = {local}\n") for local, attr in plan.keeps.items()]
         if strategy == "worker-init" or plan.results or plan.exports:
             replacement.append(cst.parse_statement(f"self.{plan.opener}()\n"))
+            if strategy == "lazy":  # opened here: the first use in this process keeps it
+                replacement.append(cst.parse_statement(f"self.{_pid_attr(plan)} = os.getpid()\n"))
         replacement += [cst.parse_statement(f"{local} = self.{attr}\n")
                         for local, attr in plan.exports.items()]
         if replacement:

@@ -11,6 +11,8 @@ from typing import Iterable, Iterator, Mapping, Optional, Sequence, TypeVar, Uni
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from .nodememo import NodeMemo
+
 BUILTIN_NAMES = frozenset(dir(builtins)) | {"__file__", "__name__", "__class__"}
 
 
@@ -56,16 +58,27 @@ def root_self_attr(node: cst.BaseExpression) -> Optional[str]:
             return None
 
 
+def _children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    return tuple(node.children)  # libcst runs a visitor over the node's fields for these
+
+
+_child_nodes = NodeMemo(_children)
+
+
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(current.children)
+        stack.extend(_child_nodes(current))
 
 
 def loaded_names(node: cst.CSTNode) -> set[str]:
     """Bare names an expression or statement reads (attribute names and keywords excluded)."""
+    return set(_loaded_names(node))
+
+
+def _names_read(node: cst.CSTNode) -> frozenset[str]:
     skip: set[int] = set()
     names: set[str] = set()
     for sub in walk(node):
@@ -78,29 +91,41 @@ def loaded_names(node: cst.CSTNode) -> set[str]:
     for sub in walk(node):
         if isinstance(sub, cst.Name) and id(sub) not in skip:
             names.add(sub.value)
-    return names
+    return frozenset(names)
+
+
+_loaded_names = NodeMemo(_names_read)
 
 
 def bound_names(statements: Iterable[cst.CSTNode]) -> set[str]:
     """Names a block binds at its own level (assignments, imports, defs, loops, with)."""
     bound: set[str] = set()
     for statement in statements:
-        for node in walk(statement):
-            if isinstance(node, (cst.AssignTarget,)):
-                bound |= target_names(node.target)
-            elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-                bound |= target_names(node.target)
-            elif isinstance(node, (cst.For, cst.CompFor)):
-                bound |= target_names(node.target)
-            elif isinstance(node, cst.AsName):
-                bound |= target_names(node.name)
-            elif isinstance(node, cst.ImportAlias) and node.asname is None:
-                bound.add(dotted(node.name).split(".", 1)[0])
-            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-                bound.add(node.name.value)
-            elif isinstance(node, cst.NamedExpr):
-                bound |= target_names(node.target)
+        bound |= _bound_names(statement)
     return bound
+
+
+def _names_bound(statement: cst.CSTNode) -> frozenset[str]:
+    bound: set[str] = set()
+    for node in walk(statement):
+        if isinstance(node, (cst.AssignTarget,)):
+            bound |= target_names(node.target)
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            bound |= target_names(node.target)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            bound |= target_names(node.target)
+        elif isinstance(node, cst.AsName):
+            bound |= target_names(node.name)
+        elif isinstance(node, cst.ImportAlias) and node.asname is None:
+            bound.add(dotted(node.name).split(".", 1)[0])
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            bound.add(node.name.value)
+        elif isinstance(node, cst.NamedExpr):
+            bound |= target_names(node.target)
+    return frozenset(bound)
+
+
+_bound_names = NodeMemo(_names_bound)
 
 
 def shadowed_at(module: cst.Module, node: cst.CSTNode, name: str) -> bool:

@@ -12,6 +12,7 @@ import libcst as cst
 from ..registry import DERIVED_CALLABLE_SUFFIXES, GENERIC_CONFIG_CALLS, GENERIC_DERIVED_METHODS
 from ..registry import CONFIGURING_SQL, HandleType, Registry
 from .cstutil import dotted, root_self_attr, self_attr, single, walk
+from .nodememo import NodeMemo
 
 
 class HandleNames:
@@ -27,7 +28,7 @@ class HandleNames:
         as the handle it keeps; see fix/factories.py)."""
         self.registry = registry
         self.factories = dict(factories or {})
-        self.imports = _import_map(module)
+        self.imports = dict(_module_imports(module))
         types = [t for t in (registry.lookup(h) for h in handles) if t is not None] \
             or list(registry.types.values())
         derived, configuring = set(GENERIC_DERIVED_METHODS), set(GENERIC_CONFIG_CALLS)
@@ -166,3 +167,6 @@ def _import_map(module: cst.Module) -> dict[str, str]:
                     alias.asname.name, cst.Name) else name
                 found[local] = f"{base}.{name}"
     return found
+
+
+_module_imports = NodeMemo(_import_map)  # one walk per module, however many findings it has

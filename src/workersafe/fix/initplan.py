@@ -14,6 +14,7 @@ project's code or `self.<method>()`, consumes an iterator."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Optional, Sequence
 
 import libcst as cst
@@ -24,6 +25,7 @@ from .cstutil import (
     root_self_attr, self_attr, single, small_statements, target_names, walk,
 )
 from .handles import HandleNames
+from .nodememo import NodeMemo
 from .plan import AttrPlan, Unfixable
 from .rerun import MUTATING, RerunCheck
 
@@ -55,6 +57,7 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
     mover = _Mover(located, method, body, index, names, cls)
     mover.track_creation(fix)
     mover.follow()
+    mover.check_holding(fix)
     mover.pull_containers()
     mover.pull_locals()
     mover.check()
@@ -90,6 +93,7 @@ class _Mover:
         self.locals: set[str] = set()  # locals holding them
         self.results: set[str] = set()  # other attributes the moved statements set
         self.exports: set[str] = set()  # plain locals they bind that the rest of the method reads
+        self.block = False  # the creation is inside a compound statement (moved whole)
         self.params = set(function_params(method))
         self.rerun = RerunCheck(located.module, names,
                                 bound_names(list(method.body.body)) - self.params)
@@ -129,10 +133,16 @@ class _Mover:
         for _ in range(2):  # twice: a loop feeds later iterations
             for small in small_statements(statement):
                 self._scan(small)
-        missing = [a for a in fix.holding_attrs if a not in self.attrs]
-        if missing:
-            raise Unfixable(f"self.{missing[0]} is not set in the block that creates the handle")
+        self.block = True
         self._check_rerunnable(self.index)
+
+    def check_holding(self, fix: FixPlan) -> None:
+        """A handle made in a block: every attribute holding it is set in the block or by the
+        statements after it that derive from it (`if c: self.env = lmdb.open(a) else: ...`,
+        then `self.txn = self.env.begin()`), which move with it."""
+        missing = [a for a in fix.holding_attrs if a not in self.attrs]
+        if self.block and missing:
+            raise Unfixable(f"self.{missing[0]} is not set in the block that creates the handle")
 
     def _scan(self, small: cst.BaseSmallStatement) -> None:
         if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
@@ -503,30 +513,48 @@ def _kept_on_self(before: list[cst.BaseStatement]) -> dict[str, str]:
 
 
 def _assigned_once_in_class(cls: cst.ClassDef, attr: str) -> bool:
-    count = sum(1 for node in walk(cls) if isinstance(node, (cst.AssignTarget, cst.AugAssign))
-                and self_attr(node.target) == attr)
-    return count == 1
+    return _self_assignments(cls)[attr] == 1
+
+
+def _count_self_assignments(cls: cst.ClassDef) -> Counter[Optional[str]]:
+    """How often the class assigns each attribute of self (`=` and augmented)."""
+    return Counter(self_attr(node.target) for node in walk(cls)
+                   if isinstance(node, (cst.AssignTarget, cst.AugAssign)))
+
+
+_self_assignments = NodeMemo(_count_self_assignments)
 
 
 def _bound_once_before(method: cst.FunctionDef, name: str,
                        before: list[cst.BaseStatement]) -> bool:
     """A parameter never reassigned, or a local assigned once, at the top level, before the
     creation: its value there is final, so it can be kept on self for the new method."""
-    assignments = sum(1 for node in walk(method.body) if _binds(node, name))
+    assignments = _bindings(method.body)[name]
     if name in function_params(method):
         return assignments == 0
     return assignments == 1 and any(assigns_name(s, name) for s in before)
 
 
-def _binds(node: cst.CSTNode, name: str) -> bool:
+def _count_bindings(block: cst.BaseSuite) -> Counter[str]:
+    """How many nodes of a block bind each name (an assignment, a loop, `as`, `:=`)."""
+    counts: Counter[str] = Counter()
+    for node in walk(block):
+        counts.update(_binds(node))
+    return counts
+
+
+_bindings = NodeMemo(_count_bindings)
+
+
+def _binds(node: cst.CSTNode) -> set[str]:
     if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For,
                          cst.CompFor, cst.NamedExpr)):
         target = node.target
-        return name in bound_names([cst.SimpleStatementLine([cst.Expr(target)])]) or (
-            isinstance(target, cst.Name) and target.value == name)
+        names = bound_names([cst.SimpleStatementLine([cst.Expr(target)])])
+        return names | {target.value} if isinstance(target, cst.Name) else names
     if isinstance(node, cst.AsName):
-        return isinstance(node.name, cst.Name) and node.name.value == name
-    return False
+        return {node.name.value} if isinstance(node.name, cst.Name) else set()
+    return set()
 
 
 def _not_rebound(method: cst.FunctionDef, name: str) -> bool:

@@ -35,7 +35,7 @@ def make_rewriter(engine: Engine, result: CheckResult, strategy: str) -> Rewrite
 
 
 class RemedyRewriter(Rewriter):
-    def run(self) -> tuple[dict[str, bytes], list[Outcome]]:
+    def _run(self) -> tuple[dict[str, bytes], list[Outcome]]:
         groups = groups_of(self.result.findings)
         refused: dict[int, str] = {}
         for _ in range(len(groups) + 1):

@@ -33,6 +33,7 @@ from .modulefix import (
     importer_plan, is_functools_import, mentions, plan_module_handle, rewrite_importer,
     rewrite_module,
 )
+from .nodememo import memo_scope
 from .outcome import Outcome
 from .plan import AttrPlan, Unfixable
 from .templates import BLANK, WORKER_INIT_NAME, statement, worker_init_function
@@ -111,6 +112,11 @@ class Rewriter:
     # --- entry --------------------------------------------------------------------------------
 
     def run(self) -> tuple[dict[str, bytes], list[Outcome]]:
+        """The rewritten files (path → bytes, the changed ones) and every finding's outcome."""
+        with memo_scope():  # the planning asks the same of the same nodes many times
+            return self._run()
+
+    def _run(self) -> tuple[dict[str, bytes], list[Outcome]]:
         groups = self._groups()
         self._plan_module_fixes()
         fixed_classes = {g.qualname for g in groups.values()}
