@@ -198,14 +198,15 @@ def _reached_through(project: Project, cand: Candidate, view: ClassView, is_torc
     """A holder object or sub-dataset the loader's dataset keeps: say so; a holder passed in
     is WS104; a sub-dataset's fix is per class, never wired to a loader whose dataset is the
     outer one; a holder built by one dataset is rebuilt per process by that dataset's fix:
-    that dataset is returned (the hazard is judged on its attribute)."""
+    that dataset is returned (the hazard is judged on its attribute). A sub-dataset passed in
+    (`Wrapper(Inner(p))`) opening its own handle is fixed in its class, as built inside."""
     via = view.via
     assert via is not None
     cand.what = f"{cand.what} {via.describe()}"
     cand.wire = False
-    if via.passed and cand.code == "WS101":
-        cand.code = "WS104"
-    if not is_torch or via.passed:
+    if not is_torch:  # a holder (a dataset's own handle, in a dataset passed in, is WS101)
+        if via.passed and cand.code == "WS101":
+            cand.code = "WS104"
         built = None if via.passed else _holder_built(project, view.cls, via)
         if built is None:
             cand.plan = replace(cand.plan, kind="holder")

@@ -191,11 +191,15 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
 
 
 def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]) -> None:
-    """What demanded factories return and demanded module variables hold is demanded too."""
+    """What demanded factories return and demanded module variables hold is demanded too, and
+    what a demanded name of a package re-exports (`from .wrap import X` in utils/__init__.py
+    for `utils.X`; `from .wrap import *` for `utils.X` or a star import of `utils`)."""
     changed = True
     while changed:
         before = len(demanded)
         for facts in every:
+            if facts.module:
+                _follow_reexports(facts, demand, demanded)
             for func in facts.functions:
                 if func.qualname in demanded or func.name in demanded:
                     demand((r.target for r in func.returns), facts)
@@ -207,6 +211,24 @@ def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]
                     if method.returns and f"{cls.qualname}.{method.name}" in demanded:
                         demand((r.target for r in method.returns), facts)
         changed = len(demanded) != before
+
+
+def _follow_reexports(facts: FileFacts, demand: Demand, demanded: set[str]) -> None:
+    """The definitions behind the demanded names of `facts`'s module that it imports."""
+    prefix = facts.module + "."
+    if facts.module in demanded:  # `from utils import *`: what utils star-imports too
+        demand(facts.star_imports, facts)
+    # one name defined or imported there (`utils.X`, not `utils.sub.X`: that names a module)
+    names = [n[len(prefix):] for n in demanded
+             if n.startswith(prefix) and "." not in n[len(prefix):]]
+    if not names:
+        return
+    imports = facts.import_map()
+    for name in names:
+        if name in imports:
+            demand([imports[name]], facts)
+        else:
+            demand((f"{star}.{name}" for star in facts.star_imports), facts)
 
 
 _LOADER_FIRST_ARG = re.compile(r"DataLoader\(\s*(?:dataset\s*=\s*)?(\w+)\s*[,)]")
