@@ -11,7 +11,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
-FACTS_VERSION = 13  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 14  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -174,6 +174,10 @@ class LoaderCall:
     # built by a framework function (`fastai.basic_data.DataBunch.create`, a row of
     # frameworks.FRAMEWORK_LOADERS), not by a `DataLoader(...)` call: its qualified name
     framework: str = ""
+    # a bare name the file gets only from a star import of a project module
+    # (`from utils import *`, utils re-exporting torch's DataLoader): a loader only if the
+    # linker resolves it to one
+    star_name: str = ""
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from .facts import (
     LoaderCall, MethodFacts, ModuleHandle,
 )
 from .frameworks import star_reexport
-from .torchnames import DATASET_BASES
+from .torchnames import DATASET_BASES, LOADERS
 
 # The start method a target platform gives a loader that names none (see config.Config).
 DEFAULT_START_METHODS = ("fork",)
@@ -242,7 +242,14 @@ class Project:
     def loaders(self) -> Iterator[tuple[FileFacts, LoaderCall]]:
         for facts in self.files:
             for loader in facts.loaders:
-                yield facts, loader
+                if not loader.star_name or self.is_star_loader(loader.star_name, facts):
+                    yield facts, loader
+
+    def is_star_loader(self, name: str, facts: FileFacts) -> bool:
+        """Whether the bare `name` a star import of `facts` brings in is torch's DataLoader
+        (`from utils import *`, utils/__init__.py `from .data import *`, `from torch.utils.data
+        import DataLoader` there)."""
+        return any(self._through_star(star, name) in LOADERS for star in facts.star_imports)
 
     def classes_of_ref(self, ref: DatasetRef, facts: FileFacts, depth: int = 0
                        ) -> list[tuple[ClassFacts, DatasetRef]]:
