@@ -197,9 +197,13 @@ def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]
     changed = True
     while changed:
         before = len(demanded)
+        by_module: dict[str, list[str]] = {}  # `utils.X` → utils: [X]
+        for name in demanded:
+            module, _, attr = name.rpartition(".")
+            by_module.setdefault(module, []).append(attr)
         for facts in every:
             if facts.module:
-                _follow_reexports(facts, demand, demanded)
+                _follow_reexports(facts, by_module.get(facts.module, ()), demand, demanded)
             for func in facts.functions:
                 if func.qualname in demanded or func.name in demanded:
                     demand((r.target for r in func.returns), facts)
@@ -213,14 +217,12 @@ def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]
         changed = len(demanded) != before
 
 
-def _follow_reexports(facts: FileFacts, demand: Demand, demanded: set[str]) -> None:
-    """The definitions behind the demanded names of `facts`'s module that it imports."""
-    prefix = facts.module + "."
-    if facts.module in demanded:  # `from utils import *`: what utils star-imports too
+def _follow_reexports(facts: FileFacts, names: Iterable[str], demand: Demand,
+                      demanded: set[str]) -> None:
+    """The definitions behind the demanded `names` of `facts`'s module (`utils.X`: X) that it
+    imports, and what a demanded star import of it (`from utils import *`) star-imports."""
+    if facts.module in demanded:
         demand(facts.star_imports, facts)
-    # one name defined or imported there (`utils.X`, not `utils.sub.X`: that names a module)
-    names = [n[len(prefix):] for n in demanded
-             if n.startswith(prefix) and "." not in n[len(prefix):]]
     if not names:
         return
     imports = facts.import_map()
