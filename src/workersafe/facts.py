@@ -12,7 +12,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Optional, Tuple
 
-FACTS_VERSION = 16  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 17  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -208,6 +208,10 @@ class LoaderCall:
     via: str = ""
     args: Tuple[ArgRef, ...] = ()  # for a candidate: every argument ("*"/"**" keyword: starred)
     wires_init: bool = True  # a `worker_init_fn=` given to the call reaches torch's DataLoader
+    # a bare name the file gets only from a star import of a project module
+    # (`from utils import *`, utils re-exporting torch's DataLoader): a loader only if the
+    # linker resolves it to one
+    star_name: str = ""
 
 
 @dataclass(frozen=True)

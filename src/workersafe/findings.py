@@ -34,6 +34,8 @@ class FixPlan:
     attrs: tuple[str, ...] = ()
     method: str = ""  # the creating method ("" for class and module handles)
     loaders: tuple[tuple[str, int, int], ...] = ()  # (path, line, col) of loaders to wire
+    # why loaders using the dataset were found but none is to be wired ("" when none was found)
+    unwired: str = ""
     # "returned"/"holder": the call in `method` of `class_qualname` that makes the handle
     # (`self._open_env(p)`, `make_client()`, `Reader(p)`) and what it calls ("self._open_env",
     # the qualified function or holder class); for a holder, `attr` is the dataset's attribute

@@ -269,12 +269,20 @@ class Project:
             for loader in self.file_loaders(facts):
                 yield facts, loader
 
+    def is_star_loader(self, name: str, facts: FileFacts) -> bool:
+        """Whether the bare `name` a star import of `facts` brings in is torch's DataLoader
+        (`from utils import *`, utils/__init__.py `from .data import *`, `from torch.utils.data
+        import DataLoader` there)."""
+        return any(self._through_star(star, name) in LOADERS for star in facts.star_imports)
+
     def file_loaders(self, facts: FileFacts) -> list[LoaderCall]:
         """The file's DataLoader calls: torch's and framework ones, and calls of the project's
         DataLoader subclasses (`FastDataLoader(ds, num_workers=4)`) read through them."""
         found = self._file_loaders.get(facts.path)
         if found is None:
-            found = list(facts.loaders)
+            # a bare name from a star import of a project module counts once it resolves
+            found = [loader for loader in facts.loaders
+                     if not loader.star_name or self.is_star_loader(loader.star_name, facts)]
             for candidate in facts.loader_candidates:
                 loader = self._subclass_loader(candidate, facts)
                 if loader is not None:

@@ -54,6 +54,7 @@ class Candidate:
     any_loader: bool = False  # some loader uses a dataset holding it (even a safe one)
     torch_dataset: bool = False
     wire: bool = True  # the fix may wire the loaders (False: the loader's dataset is another)
+    unwired: str = ""  # why not, for the fixer's note
     spawn_only: bool = False  # no loader found, but every entry starts workers by spawn and
     # the class decides what is pickled: nothing is shared (for the latent code)
 
@@ -198,14 +199,16 @@ def _reached_through(project: Project, cand: Candidate, view: ClassView, is_torc
     """A holder object or sub-dataset the loader's dataset keeps: say so; a holder passed in
     is WS104; a sub-dataset's fix is per class, never wired to a loader whose dataset is the
     outer one; a holder built by one dataset is rebuilt per process by that dataset's fix:
-    that dataset is returned (the hazard is judged on its attribute)."""
+    that dataset is returned (the hazard is judged on its attribute). A sub-dataset passed in
+    (`Wrapper(Inner(p))`) opening its own handle is fixed in its class, as built inside."""
     via = view.via
     assert via is not None
     cand.what = f"{cand.what} {via.describe()}"
     cand.wire = False
-    if via.passed and cand.code == "WS101":
-        cand.code = "WS104"
-    if not is_torch or via.passed:
+    cand.unwired = f"its DataLoaders iterate another dataset keeping it {via.describe()}"
+    if not is_torch:  # a holder (a dataset's own handle, in a dataset passed in, is WS101)
+        if via.passed and cand.code == "WS101":
+            cand.code = "WS104"
         built = None if via.passed else _holder_built(project, view.cls, via)
         if built is None:
             cand.plan = replace(cand.plan, kind="holder")
@@ -214,7 +217,7 @@ def _reached_through(project: Project, cand: Candidate, view: ClassView, is_torc
         cand.plan = replace(cand.plan, kind="holder", class_qualname=owner.qualname,
                             attr=call.attr, attrs=(call.attr,), method=call.method,
                             via=view.cls.qualname, call=call.span)
-        cand.wire = True  # the fix is the dataset's: its loaders are wired
+        cand.wire, cand.unwired = True, ""  # the fix is the dataset's: its loaders are wired
         return outer
     return None
 
@@ -582,13 +585,24 @@ def _finding(cand: Candidate, code: str, message: str) -> Finding:
     # A loader given its dataset through a parameter (`def val(net, dataset)`) cannot be
     # wired by name there: then no loader is, and the fix opens lazily (right for every loader).
     # Nor one whose DataLoader subclass does not pass a `worker_init_fn=` on to torch's.
-    wire = cand.wire and not any(r.kind in ("param", "built") for u in cand.loaders
-                                 for r in u.loader.datasets) \
-        and all(u.loader.wires_init for u in cand.loaders)
+    by_parameter = next((u for u in cand.loaders
+                         if any(r.kind in ("param", "built") for r in u.loader.datasets)), None)
+    unpassed = next((u for u in cand.loaders if not u.loader.wires_init), None)
+    wire = cand.wire and by_parameter is None and unpassed is None
     loaders = tuple(sorted({(u.facts.path, u.loader.span.line, u.loader.span.col)
                             for u in cand.loaders if u.loader.num_workers != 0})) \
         if wire else ()
-    return Finding(cand.path, cand.site.span, code, message, replace(cand.plan, loaders=loaders))
+    unwired = cand.unwired if not cand.wire else ""
+    if by_parameter is not None and not unwired:
+        unwired = (f"the DataLoader at {by_parameter.facts.path}:{by_parameter.loader.span.line}"
+                   " gets its dataset through a function parameter, so it cannot be wired by"
+                   " name there")
+    elif unpassed is not None and not unwired:
+        unwired = (f"the DataLoader subclass {unpassed.loader.via} at {unpassed.facts.path}:"
+                   f"{unpassed.loader.span.line} does not pass a worker_init_fn on to "
+                   "torch's DataLoader")
+    plan = replace(cand.plan, loaders=loaders, unwired=unwired if cand.loaders else "")
+    return Finding(cand.path, cand.site.span, code, message, plan)
 
 
 def _shared_message(cand: Candidate, hazards: list[UsedLoader]) -> str:

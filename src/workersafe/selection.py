@@ -220,11 +220,19 @@ def _demand_loader_classes(every: list[FileFacts], demand: Demand, class_names: 
 
 def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]) -> None:
     """What demanded factories return, demanded module variables hold and demanded classes
-    derive from is demanded too."""
+    derive from is demanded too, and what a demanded name of a package re-exports (`from .wrap
+    import X` in utils/__init__.py for `utils.X`; `from .wrap import *` for `utils.X` or a star
+    import of `utils`)."""
     changed = True
     while changed:
         before = len(demanded)
+        by_module: dict[str, list[str]] = {}  # `utils.X` → utils: [X]
+        for name in demanded:
+            module, _, attr = name.rpartition(".")
+            by_module.setdefault(module, []).append(attr)
         for facts in every:
+            if facts.module:
+                _follow_reexports(facts, by_module.get(facts.module, ()), demand, demanded)
             for func in facts.functions:
                 if func.qualname in demanded or func.name in demanded:
                     demand((r.target for r in func.returns), facts)
@@ -238,6 +246,22 @@ def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]
                     if method.returns and f"{cls.qualname}.{method.name}" in demanded:
                         demand((r.target for r in method.returns), facts)
         changed = len(demanded) != before
+
+
+def _follow_reexports(facts: FileFacts, names: Iterable[str], demand: Demand,
+                      demanded: set[str]) -> None:
+    """The definitions behind the demanded `names` of `facts`'s module (`utils.X`: X) that it
+    imports, and what a demanded star import of it (`from utils import *`) star-imports."""
+    if facts.module in demanded:
+        demand(facts.star_imports, facts)
+    if not names:
+        return
+    imports = facts.import_map()
+    for name in names:
+        if name in imports:
+            demand([imports[name]], facts)
+        else:
+            demand((f"{star}.{name}" for star in facts.star_imports), facts)
 
 
 _LOADER_FIRST_ARG = re.compile(r"DataLoader\(\s*(?:dataset\s*=\s*)?(\w+)\s*[,)]")

@@ -223,6 +223,13 @@ PROGRAM_LIST += (
         fixed_configs=FULL_CONFIGS,
     ),
     Program(
+        "lmdb_wrapped_dataset",
+        "WS101",
+        "lmdb.open(",
+        (Before(SPAWN_2, LMDB_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
         "zip_if_block",
         "WS101",
         "zipfile.ZipFile(",

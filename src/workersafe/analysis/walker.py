@@ -52,6 +52,8 @@ _LIBRARY_ROOTS = frozenset({
     "builtins", "tqdm", "yaml", "h5py", "lmdb", "io", "struct", "subprocess",
 })
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Loader names a star import may bring in (a project package re-exporting torch's)
+_STAR_LOADER_NAMES = frozenset({"DataLoader"})
 
 
 class FactWalker:
@@ -420,6 +422,10 @@ class FactWalker:
         elif name is not None and (row := framework_loader(
                 name, self.state.scope.all_star_modules())) is not None:
             self._add_loader(read_framework_loader(node, row, self.ev), outer)
+        elif name in _STAR_LOADER_NAMES and any(self.state.scope.all_star_modules()):
+            # `DataLoader` from `from utils import *`: the linker decides (LoaderCall.star_name)
+            loader = dataclasses.replace(read_loader(node, self.ev), star_name=name)
+            self._add_loader(loader, outer)
         elif name in SET_START_METHOD and (node.args or node.keywords):
             method = string(first_arg(node)) or "?"
             if outer is None:

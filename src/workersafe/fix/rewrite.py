@@ -388,7 +388,9 @@ class Rewriter:
     def _wiring_problem(self, group: Group) -> str:
         keys = group.loader_keys
         if not keys:
-            return "no DataLoader using the dataset was found"
+            unwired = next((f.plan.unwired for f in group.findings
+                            if f.plan is not None and f.plan.unwired), "")
+            return unwired or "no DataLoader using the dataset was found"
         unfollowed = self._unfollowed_loader(keys)
         if unfollowed:
             return (f"the DataLoader at {unfollowed} gets a dataset the analysis cannot follow "
