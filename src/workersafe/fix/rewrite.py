@@ -420,7 +420,7 @@ class Rewriter:
     def _framework_of(self, path: str, line: int, col: int) -> str:
         """The framework function building the loader at that place, or "" (a DataLoader)."""
         facts = self.result.facts.get(path)
-        loaders = facts.loaders if facts is not None else ()
+        loaders = self.project.file_loaders(facts) if facts is not None else ()
         return next((loader.framework for loader in loaders
                      if (loader.span.line, loader.span.col) == (line, col)), "")
 
@@ -428,7 +428,7 @@ class Rewriter:
         """A DataLoader with workers whose dataset the analysis did not resolve: it may get
         this dataset (through a parameter, a container, a call) and would be left unwired."""
         for path, facts in sorted(self.result.facts.items()):
-            for loader in facts.loaders:
+            for loader in self.project.file_loaders(facts):  # the loaders the check linked
                 key = (path, loader.span.line, loader.span.col)
                 if loader.datasets or loader.num_workers == 0 or key in wired:
                     continue
