@@ -218,7 +218,10 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
             out.append(member)
             continue
         old = statements(member.body.body)
-        first = next(i for i, s in enumerate(old) if id(s) in moved)
+        first = next((i for i, s in enumerate(old) if id(s) in moved), None)
+        if first is None:  # another definition of the same name (a class defining it twice)
+            out.append(member)
+            continue
         replacement: list[cst.BaseStatement] = [
             cst.parse_statement(f"self.{attr} = {local}\n") for local, attr in plan.keeps.items()]
         if strategy == "worker-init" or plan.results or plan.exports:
