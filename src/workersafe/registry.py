@@ -109,6 +109,8 @@ _REDIS = HandleType(name="", fork_safe=True, picklable=False,
 
 def _rows() -> tuple[HandleType, ...]:
     http_pickles = replace(_HTTP, picklable=True)  # requests' Session pickles (its pool not)
+    # a pool manager's per-host pools keep its sockets (`http.connection_from_url(URL)`)
+    pools = replace(_HTTP, derived_methods=("connection_from_url", "connection_from_host"))
     azure = replace(_CLOUD, derived_methods=("get_container_client", "get_blob_client"))
     return (
         replace(http_pickles, name="requests.Session"),
@@ -117,8 +119,8 @@ def _rows() -> tuple[HandleType, ...]:
         replace(http_pickles, name="requests.sessions.session"),
         replace(_HTTP, name="httpx.Client"),
         replace(_HTTP, name="httpx.AsyncClient"),
-        replace(_HTTP, name="urllib3.PoolManager"),
-        replace(_HTTP, name="urllib3.ProxyManager"),
+        replace(pools, name="urllib3.PoolManager"),
+        replace(pools, name="urllib3.ProxyManager"),
         replace(_HTTP, name="urllib3.HTTPConnectionPool"),
         replace(_HTTP, name="urllib3.HTTPSConnectionPool"),
         replace(_HTTP, name="urllib3.connectionpool.HTTPConnectionPool"),
