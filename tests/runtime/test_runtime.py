@@ -331,6 +331,13 @@ PROGRAM_LIST += (
         fixed_configs=FULL_CONFIGS,
     ),
     Program(
+        "lmdb_if_else_txn",
+        "WS101",
+        "lmdb.open(",
+        (Before(SPAWN_2, LMDB_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
         "lmdb_shards_comprehension",
         "WS101",
         "self.open_db(p)",
