@@ -39,6 +39,7 @@ class WorkerSafeChecker:
     version = __version__
     config: ClassVar[Config] = Config()
     build_index: ClassVar[bool] = False
+    disable_noqa: ClassVar[bool] = False
     _engine: ClassVar[Any] = None
     _indexes: ClassVar[dict[str, Any]] = {}
 
@@ -73,6 +74,7 @@ class WorkerSafeChecker:
         values["select"] = _flake8_select(options)
         cls.config = _with_project_target(Config(**values))
         cls.build_index = bool(getattr(options, "workersafe_index", False))
+        cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
         cls._engine = None
         cls._indexes = {}
 
@@ -100,6 +102,13 @@ class WorkerSafeChecker:
             message = f"internal error in workersafe ({type(exc).__name__}: {exc})"
             yield 1, 0, f"{UNREADABLE} {message}", type(self)
             return
+        if findings and not self.disable_noqa:
+            # flake8 applies `# noqa` itself, by the code alone; the twin rule is ours
+            # (`# noqa: WS101` on a line reported here as WS111).
+            from .noqa import NoqaFilter
+
+            noqa = NoqaFilter(self.lines)
+            findings = [f for f in findings if not noqa.twin_suppressed(f.code, f.line)]
         for finding in findings:
             yield finding.line, finding.col, f"{finding.code} {finding.message}", type(self)
 
