@@ -106,7 +106,8 @@ class Engine:
         texts = _Texts(sources, unread or set())
         stats.unread = len(texts.unread)
         facts, verdicts = self._analyse(files, texts, stats)
-        errors += [self.error_finding(f.path, f.error) for f in facts.values() if f.error]
+        errors += [self.error_finding(f.path, f.error, *f.error_at)
+                   for f in facts.values() if f.error]
         findings = self._rules(facts)
         result = self._filter(findings + errors, sources)
         stats.errors = sum(1 for f in result if f.code == UNREADABLE)
@@ -124,7 +125,7 @@ class Engine:
         facts = file_facts(text, path, module, os.path.basename(path) == "__init__.py",
                            self.registry, tree)
         if facts.error:
-            return [self.error_finding(path, facts.error)]
+            return [self.error_finding(path, facts.error, *facts.error_at)]
         findings = self._rules({path: facts})
         if not noqa:
             return [f for f in findings if self.config.enabled(f.code)]
@@ -147,7 +148,7 @@ class Engine:
         facts = file_facts(text, here, module, os.path.basename(path) == "__init__.py",
                            self.registry, tree)
         if facts.error:
-            return [self.error_finding(path, facts.error)]
+            return [self.error_finding(path, facts.error, *facts.error_at)]
         every = {p: _replace(f, path=p) for p, f in index.facts.items()}
         every[here] = facts
         project = Project(list(every.values()), self.config.all_dataset_bases(),
@@ -253,8 +254,10 @@ class Engine:
         return kept
 
     @staticmethod
-    def error_finding(path: str, message: str) -> Finding:
-        return Finding(path, Span(1, 0, 1, 0), UNREADABLE, f"cannot analyse this file: {message}")
+    def error_finding(path: str, message: str, line: int = 0, col: int = 0) -> Finding:
+        """WS001 at the syntax error's place when there is one, else at 1:1."""
+        at = Span(line, col, line, col) if line > 0 else Span(1, 0, 1, 0)
+        return Finding(path, at, UNREADABLE, f"cannot analyse this file: {message}")
 
 
 def _read(path: str) -> Source:
