@@ -108,6 +108,7 @@ class Engine:
         facts, verdicts = self._analyse(files, texts, stats)
         errors += [self.error_finding(f.path, f.error, *f.error_at)
                    for f in facts.values() if f.error]
+        errors += [e for path, s in sources.items() for e in self._cell_errors(path, s.text)]
         findings = self._rules(facts)
         result = self._filter(findings + errors, sources)
         stats.errors = sum(1 for f in result if f.code == UNREADABLE)
@@ -118,15 +119,16 @@ class Engine:
                    tree: Optional[ast.Module] = None) -> list[Finding]:
         """One file alone (flake8, editors, stdin): same-file knowledge only. `tree`: Python's
         `ast` of `text` if the caller has one (flake8's), so the file is not parsed again."""
+        cells = self._cell_errors(path, text)
         if self.prefilter and not self.filter.single_file_candidate(text):
-            return []
+            return self._filter(cells, {}) if cells else []
         from .parse import file_facts
 
         facts = file_facts(text, path, module, os.path.basename(path) == "__init__.py",
                            self.registry, tree)
         if facts.error:
             return [self.error_finding(path, facts.error, *facts.error_at)]
-        findings = self._rules({path: facts})
+        findings = self._rules({path: facts}) + cells
         if not noqa:
             return [f for f in findings if self.config.enabled(f.code)]
         source = Source(path, b"", text, "utf-8", False)
@@ -252,6 +254,15 @@ class Engine:
                     continue
             kept.append(finding)
         return kept
+
+    def _cell_errors(self, path: str, text: str) -> list[Finding]:
+        """WS001 for each cell of a notebook that does not parse (the others are analysed)."""
+        if not path.endswith(".ipynb") or "] unparsed " not in text:
+            return []
+        from .notebook import cell_errors
+
+        return [self.error_finding(path, message, line, col)
+                for line, col, message in cell_errors(text)]
 
     @staticmethod
     def error_finding(path: str, message: str, line: int = 0, col: int = 0) -> Finding:
