@@ -47,6 +47,10 @@ class Config:
     def registry(self) -> Registry:
         return DEFAULT_REGISTRY.with_config(self.extra_handles, self.disable_handles)
 
+    def dataset_words(self) -> tuple[str, ...]:
+        """The configured dataset bases' class names, for the prefilter to look for."""
+        return tuple(b.rsplit(".", 1)[-1] for b in self.dataset_bases)
+
     def all_dataset_bases(self) -> frozenset[str]:
         return DATASET_BASES | frozenset(self.dataset_bases)
 

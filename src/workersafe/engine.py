@@ -70,8 +70,7 @@ class Engine:
 
     def __post_init__(self) -> None:
         self.registry = self.config.registry()
-        extra_words = tuple(b.rsplit(".", 1)[-1] for b in self.config.dataset_bases)
-        self.filter = Prefilter(self.registry, extra_words)
+        self.filter = Prefilter(self.registry, self.config.dataset_words())
         self.cache = _facts_cache(self.cache_dir, self.registry) if self.cache_dir else None
 
     # --- public API ---------------------------------------------------------------------------
