@@ -21,6 +21,9 @@ import pytest
 
 from ecosystem_util import ROOT, clean_env, copy_example, run
 
+# one_python: pre-commit builds its own environment from the hook repository (.ci/other-pythons skips it)
+pytestmark = pytest.mark.one_python
+
 HOOKS_FILE = ROOT / ".pre-commit-hooks.yaml"
 
 

@@ -251,6 +251,7 @@ def _five_megabytes() -> str:
     return SAMPLE + "\n".join(bulk)
 
 
+@pytest.mark.one_python  # size, not the Python version (.ci/other-pythons skips it)
 def test_five_megabyte_file(tmp_path: Path) -> None:
     text = _five_megabytes()
     assert len(text) >= 5_000_000
