@@ -202,13 +202,17 @@ def test_syntax_error_names_the_cell_and_the_rest_is_analysed(tmp_path: Path) ->
 def test_automagic_lines_are_masked_python_lines_are_not(tmp_path: Path) -> None:
     from workersafe.notebook import load
 
-    cell = ("pip install torch requests\ncd data\nrun train.py --epochs 2\nls\nreset -f\n"
-            "ls = [1]\ntime.sleep(1)\nrun(x)\ncd = 'dir'\nconda install -y lmdb\n")
+    cell = ("pip install torch requests\ncd data\nrun -i train.py --epochs 2\nls\nreset -f\n"
+            "ls = [1]\ntime.sleep(1)\nrun(x)\ncd = 'dir'\nconda install -y lmdb\n"
+            "time = (\n    1)\nhistory += [\n    2]\nload_ext: str = 'x'\n")
     path = write_notebook(tmp_path / "auto.ipynb", [cell])
     code = load(path.read_bytes()).code
     kept = [line for line in code.splitlines()[1:] if not line.startswith("pass  # workersafe")]
-    # masked: what only IPython runs; kept: Python as it stands (a bare `ls` parses either way)
-    assert kept == ["ls", "reset -f", "ls = [1]", "time.sleep(1)", "run(x)", "cd = 'dir'"]
+    # masked: what only IPython runs; kept: Python as it stands (a bare `ls` parses either way),
+    # and the first lines of statements that go on over several lines
+    assert kept == ["ls", "reset -f", "ls = [1]", "time.sleep(1)", "run(x)", "cd = 'dir'",
+                    "time = (", "    1)", "history += [", "    2]", "load_ext: str = 'x'"]
+    assert "unparsed" not in code
 
 
 @pytest.mark.parametrize("layout", ["compact", "tabs", "hand-edited"])

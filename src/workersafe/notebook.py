@@ -173,11 +173,15 @@ def _validate(text: str) -> None:
         import nbformat
     except ImportError:  # the JSON checks above and the cell walk are all that is needed
         return
+    import warnings
+
     try:
         reads = nbformat.reads
-        # nbformat's `reads` has no annotations (the one `type: ignore` in src/)
-        notebook = reads(text, as_version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]
-        nbformat.validate(notebook)
+        with warnings.catch_warnings():  # e.g. MissingIDFieldWarning: nbformat's, not a finding
+            warnings.simplefilter("ignore")
+            # nbformat's `reads` has no annotations (the one `type: ignore` in src/)
+            notebook = reads(text, as_version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]
+            nbformat.validate(notebook)
     except Exception as exc:  # noqa: BLE001 - nbformat raises many types for bad input
         message = " ".join(str(exc).split())[:200]
         raise SourceError(f"not a valid notebook: {message}") from None
@@ -305,6 +309,12 @@ def _is_automagic(stripped: str) -> bool:
     word = stripped.split(None, 1)[0]
     if word not in _AUTOMAGICS or len(word) == len(stripped):
         return False
+    if re.match(r"\s*(=(?!=)|[-+*/%&|^@<>]+=|:)", stripped[len(word):]):
+        return False  # `time = ...`, `ls += ...`, `cd: str = ...`: Python
+    scanner = _Scanner()
+    scanner.feed(stripped)
+    if not scanner.at_statement_start:
+        return False  # an open bracket, string or `\`: the first line of a longer statement
     import ast
     import warnings
 
