@@ -91,12 +91,27 @@ def syntax_error(exc: SyntaxError, text: str) -> ParseError:
     if "too many nested" in message or "too complex" in message:
         return ParseError(f"too deeply nested to analyse ({message}, line {line})", line)
     col = (exc.offset or 0) if line else 0
+    line, col = _as_flake8_places(exc, line, col)
     where = f"line {line}" if line else "position unknown"
     if line:
         where += f", column {col + 1}"
     source_line = exc.text if exc.text is not None else _line(text, line)
     return ParseError(f"syntax error: {message} ({where}){grammar_hint(source_line, message)}",
                       line, col)
+
+
+def _as_flake8_places(exc: SyntaxError, line: int, col: int) -> tuple[int, int]:
+    """flake8's adjustment of E999 on Python 3.9 and older, whose SyntaxError carries a 4-item
+    position (3.10 added the end): one column back, at most the length of the error's first
+    line, and the line moved back over the lines of text the error holds."""
+    position = exc.args[1] if len(exc.args) > 1 else None
+    if not (col > 0 and isinstance(position, tuple) and len(position) == 4):
+        return line, col
+    if isinstance(position[3], str):
+        lines = position[3].rstrip("\n").split("\n")
+        line -= len(lines) - 1
+        col = min(col, len(lines[0]))
+    return line, col - 1
 
 
 def _line(text: str, number: int) -> str:
