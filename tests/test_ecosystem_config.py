@@ -259,3 +259,28 @@ def test_flake8_select_turns_on_rules_that_are_off_by_default(
     project(tmp_path, {}, REMEDY_UNWIRED)
     proc = flake8(*options, "ds.py", cwd=tmp_path)
     assert [c for c in codes(proc.stdout) if c.startswith("WS")] == expected, proc.stdout
+
+
+@pytest.mark.parametrize(("args", "table", "named"), [
+    (("--select", "WS999X"), "", "--select: unknown rule code or prefix 'WS999X'"),
+    (("--select", "WS1,WS7"), "", "--select: unknown rule code or prefix 'WS7'"),
+    (("--ignore", "E501,WS11"), "", "--ignore: unknown rule code or prefix 'E501'"),
+    ((), 'select = ["WS", "WS999X"]', "select: unknown rule code or prefix 'WS999X'"),
+    ((), 'ignore = "WS11, WSX"', "ignore: unknown rule code or prefix 'WSX'"),
+])
+def test_cli_unknown_code_in_select_or_ignore_is_a_usage_error(
+        tmp_path: Path, args: tuple[str, ...], table: str, named: str) -> None:
+    """As ruff: an unknown code or prefix is exit 2 naming it, never a silent no-op."""
+    files = {"pyproject.toml": f"[tool.workersafe]\n{table}\n"} if table else {}
+    project(tmp_path, files, source=HTTPX_FILE)
+    proc = workersafe("check", "--no-cache", *args, ".", cwd=tmp_path)
+    assert proc.returncode == 2 and named in proc.stderr, proc.stderr
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["WS", "W", "WS3", "WS31", "WS313", "WS001"])
+def test_cli_known_codes_and_prefixes_are_accepted(tmp_path: Path, value: str) -> None:
+    project(tmp_path, {}, source=HTTPX_FILE)
+    for option in ("--select", "--ignore"):
+        proc = workersafe("check", "--no-cache", option, value, ".", cwd=tmp_path)
+        assert proc.returncode in (0, 1), proc.stderr

@@ -10,6 +10,8 @@ the test would check HEAD instead of the code under test."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +20,9 @@ from pathlib import Path
 import pytest
 
 from ecosystem_util import ROOT, clean_env, copy_example, run
+
+# one_python: pre-commit builds its own environment from the hook repository (.ci/other-pythons skips it)
+pytestmark = pytest.mark.one_python
 
 HOOKS_FILE = ROOT / ".pre-commit-hooks.yaml"
 
@@ -190,3 +195,49 @@ def test_hooks_file_declares_both_hooks() -> None:
         assert hook["types_or"] == ["python", "pyi", "jupyter"]
         assert hook["require_serial"] is True
         assert hook["pass_filenames"] is False  # whole-repo linking; see the file's comment
+
+
+# --- the documented set-ups, as written -----------------------------------------------------
+
+DOCS = [ROOT / "README.md", ROOT / "docs" / "pre-commit.md"]
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+def _documented_configs() -> list[str]:
+    text = (ROOT / "docs" / "pre-commit.md").read_text(encoding="utf-8")
+    return [b for b in re.findall(r"^```yaml\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
+            if "repos:" in b]
+
+
+def test_docs_pin_no_tag_that_does_not_exist() -> None:
+    """A `rev:` in the docs is a full commit SHA (a placeholder to replace), or a tag the
+    repository has: there are none yet, so `v0.1.0` would fail for every user."""
+    tags = set()
+    if (ROOT / ".git").exists() and shutil.which("git"):
+        tags = set(run(["git", "tag"], ROOT).stdout.split())
+    for doc in DOCS:
+        for rev in re.findall(r"^\s*rev:\s*(\S+)", doc.read_text(encoding="utf-8"), re.MULTILINE):
+            assert _SHA.fullmatch(rev) or rev in tags, f"{doc.name}: rev {rev} does not exist"
+    configs = _documented_configs()
+    assert any("repo: local" in c for c in configs) and any("rev:" in c for c in configs)
+
+
+@pytest.mark.parametrize("kind", ["pinned", "local"])
+def test_documented_config_works_as_written(pc: dict, kind: str) -> None:
+    """docs/pre-commit.md's two configs, with only what the user fills in replaced (the clone's
+    path and its commit SHA), in a fresh repository holding the example: the check hook fails
+    with the confirmed WS101."""
+    config = next(c for c in _documented_configs() if ("repo: local" in c) == (kind == "local"))
+    if kind == "pinned":
+        rev = _git(pc["hook_repo"], pc["env"], "rev-parse", "HEAD").strip()
+        config = re.sub(r"(?m)^(\s*- repo:) .*$", rf"\g<1> {pc['hook_repo']}", config)
+        config = re.sub(r"(?m)^(\s*rev:) \S+(.*)$", rf"\g<1> {rev}\g<2>", config)
+    repo = _user_repo(pc, f"documented-{kind}")
+    (repo / ".pre-commit-config.yaml").write_text(config, encoding="utf-8")
+    env = dict(pc["env"], PATH=os.pathsep.join([os.path.dirname(sys.executable),
+                                                pc["env"].get("PATH", "")]))
+    proc = run([sys.executable, "-m", "pre_commit", "run", "workersafe", "--all-files"], repo,
+               env=env, timeout=900)
+    print(proc.stdout, proc.stderr, sep="\n")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "data.py:12:24: WS101 requests.Session created in RemoteImages.__init__" in proc.stdout

@@ -15,6 +15,9 @@ from workersafe.config import from_mapping
 from workersafe.engine import Engine
 from workersafe.fix.apply import fix_result, write_all
 
+# one_python: the fixer's properties over every fixture; the golden fix fixtures run on every Python (.ci/other-pythons skips it)
+pytestmark = pytest.mark.one_python
+
 POSITIVE = [p for p in sorted((FIXTURES / "lint").glob("*.py")) if expected_in(p, p.name)]
 PROJECTS = sorted(p for p in (FIXTURES / "projects").iterdir() if p.is_dir())
 

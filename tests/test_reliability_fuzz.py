@@ -36,7 +36,8 @@ from workersafe.engine import Engine
 from workersafe.flake8_plugin import WorkerSafeChecker
 
 # hypothesmith compiles what it generates: `1()` and the like warn
-pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
+# one_python: random programs, not Python versions, are what this explores (.ci/other-pythons)
+pytestmark = [pytest.mark.filterwarnings("ignore::SyntaxWarning"), pytest.mark.one_python]
 
 LONG = os.environ.get("WORKERSAFE_FUZZ") == "long"
 BASE = int(os.environ.get("WORKERSAFE_FUZZ_EXAMPLES", "0")) or (2000 if LONG else 100)

@@ -88,6 +88,50 @@ def test_syntax_errors_through_flake8(syntax_tree: Path) -> None:
     assert ("good.py", SAMPLE_LINE, "WS101") in codes
 
 
+def test_syntax_errors_are_placed_where_flake8_places_e999(syntax_tree: Path) -> None:
+    """WS001 at the error's own line and column, and the message's column, as flake8 prints
+    E999's; none of these plain mistakes gets the newer-Python hint."""
+    cli = {(os.path.basename(p), code): (line, col, msg)
+           for p, line, col, code, msg in check(["."], syntax_tree).findings()}
+    flake8 = {(os.path.basename(p), code): (line, col) for p, line, col, code, _
+              in run_flake8(sorted(SYNTAX_ERRORS), syntax_tree).findings()}
+    for name in SYNTAX_ERRORS:
+        line, col, message = cli[(name, "WS001")]
+        assert (line, col) == flake8[(name, "E999")], (name, message)
+        assert f"(line {line}, column {col})" in message, (name, message)
+        assert "newer" not in message, message
+
+
+@pytest.mark.parametrize(("code", "needs"), [
+    ("type Url = str\n", (3, 12)),
+    ("def first[T](items: list[T]) -> T:\n    return items[0]\n", (3, 12)),
+    ("class Box[T]:\n    pass\n", (3, 12)),
+    ("x = f\"{row[\"id\"]}\"\n", (3, 12)),
+    ("match x:\n    case 1:\n        pass\n", (3, 10)),
+    ("try:\n    pass\nexcept* ValueError:\n    pass\n", (3, 11)),
+    ("try:\n    pass\nexcept ValueError, TypeError:\n    pass\n", (3, 14)),
+    ("x = t\"{a}\"\n", (3, 14)),
+    ("x = f\"{y!z}\"\n", None),
+    ("value = compute(1, 2 3)\n", None),
+    ("def f()\n    pass\n", None),
+    ("print 'x'\n", None),
+])
+def test_the_newer_python_hint_only_for_newer_syntax(code: str,
+                                                     needs: "tuple[int, int] | None") -> None:
+    """Under the running Python: a file it cannot parse gets the hint only when the line holds
+    syntax of a newer Python (then it names that Python), never for a plain mistake."""
+    findings = Engine(Config(), link=False, prefilter=False).check_text("x.py", code)
+    if needs is not None and sys.version_info[:2] >= needs:
+        assert not findings, findings  # this Python reads it
+        return
+    assert [f.code for f in findings] == ["WS001"], findings
+    message = findings[0].message
+    if needs is None:
+        assert "newer" not in message, message
+    else:
+        assert f"Python {needs[0]}.{needs[1]} or newer" in message, message
+
+
 def test_syntax_error_from_stdin(tmp_path: Path) -> None:
     text = SYNTAX_ERRORS["py2_print.py"][0]
     run = run_cli("check", "--no-cache", "--stdin-filename", "old.py", "-", cwd=tmp_path,
@@ -207,6 +251,7 @@ def _five_megabytes() -> str:
     return SAMPLE + "\n".join(bulk)
 
 
+@pytest.mark.one_python  # size, not the Python version (.ci/other-pythons skips it)
 def test_five_megabyte_file(tmp_path: Path) -> None:
     text = _five_megabytes()
     assert len(text) >= 5_000_000

@@ -20,6 +20,9 @@ import pytest
 
 from expectations import ROOT
 
+# one_python: sweeps the running venv's site-packages (no torch on the other Pythons) (.ci/other-pythons skips it)
+pytestmark = pytest.mark.one_python
+
 _spec = importlib.util.spec_from_file_location("sweep", ROOT / "scripts" / "sweep.py")
 assert _spec is not None and _spec.loader is not None
 sweep_script = importlib.util.module_from_spec(_spec)

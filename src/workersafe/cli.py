@@ -14,7 +14,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 
 from . import __version__
-from .config import STRATEGIES, Config, ConfigError, discover_config, load_pyproject, split_list
+from .config import (
+    STRATEGIES, Config, ConfigError, check_codes, discover_config, load_pyproject, split_list,
+)
 from .paths import CACHE_DIR_NAME
 from .exitcodes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, UsageError
 from .ruletable import BY_CODE, UNREADABLE
@@ -133,10 +135,15 @@ def _config(args: argparse.Namespace) -> Config:
     for note in config.notes:
         print(f"workersafe: note: {note}", file=sys.stderr)
     updates: dict[str, Any] = {}
-    if args.select:
-        updates["select"] = tuple(split_list(args.select))
-    if args.ignore:
-        updates["ignore"] = tuple(split_list(args.ignore))
+    for option in ("select", "ignore"):
+        value = getattr(args, option)
+        if value:
+            codes = tuple(split_list(value))
+            try:  # an unknown code: a usage error (exit 2) naming it, as ruff does
+                check_codes(codes, f"--{option}")
+            except ConfigError as exc:
+                raise UsageError(str(exc)) from None
+            updates[option] = codes
     if args.extend_exclude:
         updates["extend_exclude"] = config.extend_exclude + tuple(split_list(args.extend_exclude))
     if args.strategy:

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from .paths import CACHE_DIR_NAME, ancestors
 from .registry import DEFAULT_REGISTRY, Registry
-from .ruletable import DEFAULT_SELECT, default_on
+from .ruletable import DEFAULT_SELECT, RULES, default_on
 from .torchnames import DATASET_BASES
 
 STRATEGIES = ("worker-init", "lazy")
@@ -46,6 +46,10 @@ class Config:
 
     def registry(self) -> Registry:
         return DEFAULT_REGISTRY.with_config(self.extra_handles, self.disable_handles)
+
+    def dataset_words(self) -> tuple[str, ...]:
+        """The configured dataset bases' class names, for the prefilter to look for."""
+        return tuple(b.rsplit(".", 1)[-1] for b in self.dataset_bases)
 
     def all_dataset_bases(self) -> frozenset[str]:
         return DATASET_BASES | frozenset(self.dataset_bases)
@@ -101,10 +105,30 @@ def _coerce(name: str, value: Any, source: str, key: str) -> Any:
                               f"got {value!r}")
         return value
     if isinstance(value, str):
-        return tuple(split_list(value))
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(v.strip() for v in value if v.strip())
-    raise ConfigError(f"{source}: {key} must be a list of strings")
+        items = tuple(split_list(value))
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        items = tuple(v.strip() for v in value if v.strip())
+    else:
+        raise ConfigError(f"{source}: {key} must be a list of strings")
+    if name in ("select", "ignore"):
+        check_codes(items, f"{source}: {key}")
+    return items
+
+
+def unknown_codes(prefixes: Iterable[str]) -> list[str]:
+    """The entries of a `select`/`ignore` list that are no rule code nor a prefix of one (ruff
+    refuses such a list; flake8's own lists, which name other plugins' codes, are not checked)."""
+    return [p for p in prefixes if not any(rule.code.startswith(p) for rule in RULES)]
+
+
+def check_codes(prefixes: Iterable[str], where: str) -> None:
+    """ConfigError naming the unknown codes of `where` (`--select`, `... select`)."""
+    unknown = unknown_codes(prefixes)
+    if unknown:
+        names = ", ".join(repr(u) for u in unknown)
+        raise ConfigError(f"{where}: unknown rule code or prefix {names} (codes: "
+                          f"{', '.join(r.code for r in RULES)}; `workersafe rule --all` "
+                          "describes them)")
 
 
 def split_list(value: str) -> list[str]:

@@ -70,8 +70,7 @@ class Engine:
 
     def __post_init__(self) -> None:
         self.registry = self.config.registry()
-        extra_words = tuple(b.rsplit(".", 1)[-1] for b in self.config.dataset_bases)
-        self.filter = Prefilter(self.registry, extra_words)
+        self.filter = Prefilter(self.registry, self.config.dataset_words())
         self.cache = _facts_cache(self.cache_dir, self.registry) if self.cache_dir else None
 
     # --- public API ---------------------------------------------------------------------------
@@ -106,7 +105,9 @@ class Engine:
         texts = _Texts(sources, unread or set())
         stats.unread = len(texts.unread)
         facts, verdicts = self._analyse(files, texts, stats)
-        errors += [self.error_finding(f.path, f.error) for f in facts.values() if f.error]
+        errors += [self.error_finding(f.path, f.error, *f.error_at)
+                   for f in facts.values() if f.error]
+        errors += [e for path, s in sources.items() for e in self._cell_errors(path, s.text)]
         findings = self._rules(facts)
         result = self._filter(findings + errors, sources)
         stats.errors = sum(1 for f in result if f.code == UNREADABLE)
@@ -117,15 +118,16 @@ class Engine:
                    tree: Optional[ast.Module] = None) -> list[Finding]:
         """One file alone (flake8, editors, stdin): same-file knowledge only. `tree`: Python's
         `ast` of `text` if the caller has one (flake8's), so the file is not parsed again."""
+        cells = self._cell_errors(path, text)
         if self.prefilter and not self.filter.single_file_candidate(text):
-            return []
+            return self._filter(cells, {}) if cells else []
         from .parse import file_facts
 
         facts = file_facts(text, path, module, os.path.basename(path) == "__init__.py",
                            self.registry, tree)
         if facts.error:
-            return [self.error_finding(path, facts.error)]
-        findings = self._rules({path: facts})
+            return [self.error_finding(path, facts.error, *facts.error_at)]
+        findings = self._rules({path: facts}) + cells
         if not noqa:
             return [f for f in findings if self.config.enabled(f.code)]
         source = Source(path, b"", text, "utf-8", False)
@@ -147,7 +149,7 @@ class Engine:
         facts = file_facts(text, here, module, os.path.basename(path) == "__init__.py",
                            self.registry, tree)
         if facts.error:
-            return [self.error_finding(path, facts.error)]
+            return [self.error_finding(path, facts.error, *facts.error_at)]
         every = {p: _replace(f, path=p) for p, f in index.facts.items()}
         every[here] = facts
         project = Project(list(every.values()), self.config.all_dataset_bases(),
@@ -252,9 +254,20 @@ class Engine:
             kept.append(finding)
         return kept
 
+    def _cell_errors(self, path: str, text: str) -> list[Finding]:
+        """WS001 for each cell of a notebook that does not parse (the others are analysed)."""
+        if not path.endswith(".ipynb") or "] unparsed " not in text:
+            return []
+        from .notebook import cell_errors
+
+        return [self.error_finding(path, message, line, col)
+                for line, col, message in cell_errors(text)]
+
     @staticmethod
-    def error_finding(path: str, message: str) -> Finding:
-        return Finding(path, Span(1, 0, 1, 0), UNREADABLE, f"cannot analyse this file: {message}")
+    def error_finding(path: str, message: str, line: int = 0, col: int = 0) -> Finding:
+        """WS001 at the syntax error's place when there is one, else at 1:1."""
+        at = Span(line, col, line, col) if line > 0 else Span(1, 0, 1, 0)
+        return Finding(path, at, UNREADABLE, f"cannot analyse this file: {message}")
 
 
 def _read(path: str) -> Source:

@@ -12,7 +12,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Optional, Tuple
 
-FACTS_VERSION = 17  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 18  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -344,6 +344,7 @@ class FileFacts:
     scoped_start_methods: Tuple[Tuple[str, str], ...] = ()
     entry_calls: Tuple[str, ...] = ()  # project functions module-level code calls or passes on
     error: str = ""  # parse failure: the message for WS001
+    error_at: Tuple[int, int] = (0, 0)  # where WS001 goes: (1-based line, 0-based col); 0: line 1
     remedies: RemedyFacts = RemedyFacts()
 
     def import_map(self) -> Mapping[str, str]:

@@ -1,8 +1,9 @@
 """The flake8 plugin: a thin front end over the engine, one file at a time.
 
 It never raises: flake8 turns a plugin exception into a crash of the whole run. The cheap
-prefilter runs first, so files without a handle and a dataset cost almost nothing; the others
-are analysed on the `ast` tree flake8 has already built (no parse of our own)."""
+prefilter runs first, before the engine is even imported, so files without a handle cost almost
+nothing (no import of the analysis, the facts or the rules); the others are analysed on the
+`ast` tree flake8 has already built (no parse of our own)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ class WorkerSafeChecker:
     version = __version__
     config: ClassVar[Config] = Config()
     build_index: ClassVar[bool] = False
+    disable_noqa: ClassVar[bool] = False
     _engine: ClassVar[Any] = None
+    _prefilter: ClassVar[Any] = None
     _indexes: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, tree: Optional[ast.AST], lines: Sequence[str], filename: str) -> None:
@@ -73,7 +76,9 @@ class WorkerSafeChecker:
         values["select"] = _flake8_select(options)
         cls.config = _with_project_target(Config(**values))
         cls.build_index = bool(getattr(options, "workersafe_index", False))
+        cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
         cls._engine = None
+        cls._prefilter = None
         cls._indexes = {}
 
     @classmethod
@@ -84,12 +89,24 @@ class WorkerSafeChecker:
             cls._engine = Engine(cls.config, link=False)
         return cls._engine
 
+    @classmethod
+    def prefilter(cls) -> Any:
+        """The engine's prefilter, without importing the engine (the analysis, the facts and
+        the rules): most files flake8 checks create no handle and need none of it."""
+        if cls._engine is not None:
+            return cls._engine.filter
+        if cls._prefilter is None:
+            from .prefilter import Prefilter
+
+            cls._prefilter = Prefilter(cls.config.registry(), cls.config.dataset_words())
+        return cls._prefilter
+
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
         try:
-            engine = self.engine()
-            if not engine.filter.mentions_handle(text):
+            if not self.prefilter().mentions_handle(text):
                 return
+            engine = self.engine()
             index = self._index()
             if index is not None:
                 findings = engine.check_text_in_project(self.filename, text, index, self.tree)
@@ -100,6 +117,13 @@ class WorkerSafeChecker:
             message = f"internal error in workersafe ({type(exc).__name__}: {exc})"
             yield 1, 0, f"{UNREADABLE} {message}", type(self)
             return
+        if findings and not self.disable_noqa:
+            # flake8 applies `# noqa` itself, by the code alone; the twin rule is ours
+            # (`# noqa: WS101` on a line reported here as WS111).
+            from .noqa import NoqaFilter
+
+            noqa = NoqaFilter(self.lines)
+            findings = [f for f in findings if not noqa.twin_suppressed(f.code, f.line)]
         for finding in findings:
             yield finding.line, finding.col, f"{finding.code} {finding.message}", type(self)
 

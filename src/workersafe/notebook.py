@@ -3,18 +3,23 @@ notebook written back with its format intact.
 
 The module the engine sees is every code cell in order, each after a marker comment line
 (`# %% [workersafe cell N]`), so a Dataset in one cell and its DataLoader in another link like
-two parts of one file. IPython syntax (`%magic`, `%%cell magic`, `!shell`, `obj?`) is masked
-line by line with a `pass` statement carrying a token, so every other line keeps its position
-and the masked lines can be restored after a fix. Cells are numbered from 1 over all cells
-(markdown and raw cells included), as editors show them."""
+two parts of one file. IPython syntax (`%magic`, `%%cell magic`, `!shell`, `obj?`, and
+automagic lines such as `pip install torch` or `cd data`) is masked line by line with a `pass`
+statement carrying a token, so every other line keeps its position and the masked lines can be
+restored after a fix. A cell that still does not parse is masked whole (Jupyter would not run
+any of it) and its marker line carries the syntax error, reported as WS001 at that cell and
+line (`cell_errors`) while the other cells are analysed. Cells are numbered from 1 over all
+cells (markdown and raw cells included), as editors show them."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
+from .ruletable import UNREADABLE
 from .source import Source, SourceError, physical_lines
 
 if TYPE_CHECKING:
@@ -22,11 +27,24 @@ if TYPE_CHECKING:
 
 SUFFIX = ".ipynb"
 _MARKER = "# %% [workersafe cell {}]\n"
-_MARKER_RE = re.compile(r"^# %% \[workersafe cell (\d+)\]$")
+# a cell that does not parse: `<line>:<col>: <message>` (in the cell; col as findings hold it)
+_BAD_MARKER = "# %% [workersafe cell {}] unparsed {}:{}: {}\n"
+_MARKER_RE = re.compile(r"^# %% \[workersafe cell (\d+)\]( unparsed (\d+):(\d+): (.*))?$")
 _MASK = "pass  # workersafe-magic-{}"
 _MASK_RE = re.compile(r"^([ \t]*)pass  # workersafe-magic-(\d+)$")
 # Cell magics whose body is Python; any other `%%` cell (bash, html, writefile...) is not.
 _PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit"})
+# IPython's line magics, which automagic (on by default) runs without the `%` (`pip install
+# torch`, `cd data`): masked when the line is not Python as it stands.
+_AUTOMAGICS = frozenset("""
+    alias alias_magic autoawait autocall automagic bookmark cat cd clear colors conda config cp
+    debug dhist dirs doctest_mode ed edit env gui hist history killbgscripts ldir less lf lk ll
+    load load_ext loadpy logoff logon logstart logstate logstop ls lsmagic lx macro magic man
+    matplotlib mamba micromamba mkdir more mv notebook page pastebin pdb pdef pdoc pfile pinfo
+    pinfo2 pip popd pprint precision prun psearch psource pushd pwd pycat pylab qtconsole
+    quickref recall rehashx reload_ext rep rerun reset reset_selective rm rmdir run save sc
+    set_env store sx system tb time timeit unalias unload_ext uv who who_ls whos xdel xmode
+    """.split())
 
 
 def is_notebook(path: str) -> bool:
@@ -69,16 +87,71 @@ def load(raw: bytes) -> Notebook:
         raise SourceError(f"not a notebook (invalid JSON: {exc})") from None
     _check_shape(data)
     _validate(text)
-    lines: list[str] = []
     masked: list[str] = []
     python = _is_python(data)
+    cells: dict[int, list[str]] = {}
     for number, cell in enumerate(data["cells"], start=1):
         if not python or not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        lines.append(_MARKER.format(number))
-        for line in _masked_cell(cell_text(cell), masked):
-            lines.append(line if line.endswith(("\n", "\r")) else line + "\n")
-    return Notebook(raw, data, "".join(lines), masked)
+        cells[number] = [line if line.endswith(("\n", "\r")) else line + "\n"
+                         for line in _masked_cell(cell_text(cell), masked)]
+    code = _joined(cells, {})
+    if not _parses(code):
+        errors = {}
+        for number, lines in cells.items():
+            error = _cell_error("".join(lines))
+            if error is not None:
+                errors[number] = error
+                cells[number] = [_mask(line, masked, indent=False) for line in lines]
+        code = _joined(cells, errors)
+    return Notebook(raw, data, code, masked)
+
+
+def _joined(cells: Mapping[int, list[str]],
+            errors: Mapping[int, tuple[int, int, str]]) -> str:
+    out: list[str] = []
+    for number, lines in cells.items():
+        error = errors.get(number)
+        out.append(_MARKER.format(number) if error is None else _BAD_MARKER.format(
+            number, *error[:2], " ".join(error[2].split())))
+        out.extend(lines)
+    return "".join(out)
+
+
+def _parses(code: str) -> bool:
+    from .parse import ParseError, python_tree
+
+    try:
+        python_tree(code)
+    except ParseError:
+        return False
+    return True
+
+
+def _cell_error(text: str) -> Optional[tuple[int, int, str]]:
+    """(line, col, message) of a cell that does not parse alone, or None."""
+    from .parse import ParseError, python_tree
+
+    try:
+        python_tree(text)
+    except ParseError as exc:
+        return max(exc.line, 1), exc.col, str(exc)
+    return None
+
+
+def cell_errors(code: str) -> list[tuple[int, int, str]]:
+    """The cells `load` found unparsable, from the joined code alone: (joined line of the
+    error, col, message naming the cell and the line within it)."""
+    if "] unparsed " not in code:
+        return []
+    out = []
+    for index, text in enumerate(physical_lines(code)):
+        match = _MARKER_RE.match(text.rstrip("\r\n"))
+        if match and match.group(2):
+            cell, line, col = int(match.group(1)), int(match.group(3)), int(match.group(4))
+            message = match.group(5).replace("(line ", f"(cell {cell}, line ", 1)
+            out.append((index + 1 + line, col, message))
+    return out
 
 
 def _check_shape(data: Any) -> None:
@@ -100,11 +173,15 @@ def _validate(text: str) -> None:
         import nbformat
     except ImportError:  # the JSON checks above and the cell walk are all that is needed
         return
+    import warnings
+
     try:
         reads = nbformat.reads
-        # nbformat's `reads` has no annotations (the one `type: ignore` in src/)
-        notebook = reads(text, as_version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]
-        nbformat.validate(notebook)
+        with warnings.catch_warnings():  # e.g. MissingIDFieldWarning: nbformat's, not a finding
+            warnings.simplefilter("ignore")
+            # nbformat's `reads` has no annotations (the one `type: ignore` in src/)
+            notebook = reads(text, as_version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]
+            nbformat.validate(notebook)
     except Exception as exc:  # noqa: BLE001 - nbformat raises many types for bad input
         message = " ".join(str(exc).split())[:200]
         raise SourceError(f"not a valid notebook: {message}") from None
@@ -220,7 +297,36 @@ def _mask_line(line: str, masked: list[str]) -> str:
         return _mask(line, masked)
     if re.match(r"^[\w., ]+=\s*[%!]", stripped):  # `files = !ls`, `t = %timeit -o f()`
         return _mask(line, masked)
+    if _is_automagic(stripped):
+        return _mask(line, masked)
     return line
+
+
+def _is_automagic(stripped: str) -> bool:
+    """`pip install torch`, `cd data`, `run train.py`: a line magic's name, then its arguments,
+    on a line that is not Python (`ls = []`, `time.sleep(1)`, `run(x)` are; so is a bare `ls`,
+    which is then left alone: it does nothing either way here)."""
+    word = stripped.split(None, 1)[0]
+    if word not in _AUTOMAGICS or len(word) == len(stripped):
+        return False
+    if re.match(r"\s*(=(?!=)|[-+*/%&|^@<>]+=|:)", stripped[len(word):]):
+        return False  # `time = ...`, `ls += ...`, `cd: str = ...`: Python
+    scanner = _Scanner()
+    scanner.feed(stripped)
+    if not scanner.at_statement_start:
+        return False  # an open bracket, string or `\`: the first line of a longer statement
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(stripped)
+    except (SyntaxError, ValueError):
+        return True
+    except (RecursionError, MemoryError):
+        return False
+    return False
 
 
 def _mask(line: str, masked: list[str], indent: bool = True) -> str:
@@ -362,8 +468,10 @@ def in_cells(findings: Sequence["Finding"], texts: Mapping[str, str]) -> list["F
         origin = maps[finding.path]
         span = finding.span
         start = _at(origin, span.line)
-        if start is None:  # WS001 for the whole notebook: its message may name a line
-            out.append(_error_in_cells(finding, origin))
+        if finding.code == UNREADABLE:  # its message may name a line of the joined module
+            finding = _error_in_cells(finding, origin)
+        if start is None:  # WS001 for the whole notebook
+            out.append(finding)
             continue
         end = _at(origin, span.end_line)
         if end is None or end.cell != start.cell:
@@ -394,15 +502,18 @@ def _message_in_cells(finding: "Finding", texts: Mapping[str, str],
 
     message = finding.message
     for path, code in texts.items():
-        if f"{path}:" not in message:
-            continue
+        # a message names a file by its path, or by its name beside the finding's file
+        for spelling in dict.fromkeys((path, os.path.basename(path))):
+            if f"{spelling}:" not in message:
+                continue
 
-        def cell_of(match: "re.Match[str]") -> str:
-            origin = maps.setdefault(path, cell_positions(code))  # noqa: B023 - used at once
-            place = _at(origin, int(match.group(1)))
-            return match.group(0) if place is None else f"{path}:{place}"
+            def cell_of(match: "re.Match[str]") -> str:
+                origin = maps.setdefault(path, cell_positions(code))  # noqa: B023 - used at once
+                place = _at(origin, int(match.group(2)))
+                return match.group(0) if place is None else f"{match.group(1)}{place}"
 
-        message = re.sub(re.escape(path) + r":(\d+)", cell_of, message)
+            message = re.sub(r"(?<![\w./-])(" + re.escape(spelling) + r":)(\d+)", cell_of,
+                             message)
     return finding if message == finding.message else replace(finding, message=message)
 
 
