@@ -1,0 +1,180 @@
+"""The runtime guard against real DataLoader workers, under fork, spawn and forkserver.
+
+Each case is a file in `fixtures/guard/` with its expectations in comments (see
+`fixtures/guard/guard_driver.py`); a new case is a new file. Processes are reused: per start
+method, one `workersafe guard --strict` process runs every case (and the fixed copies), one
+`workersafe.guard.install()` process runs the cases expected to be caught.
+
+- caught: strict raises before any worker starts (the case's sample counter stays empty), the
+  run exits 1; not strict, the same findings are reported once each and the program goes on;
+- silent: the safe patterns and each case after `workersafe fix` (default strategy) run to
+  the end with their samples counted, and nothing is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime_harness import REPO, Config, Target, run_workersafe
+
+pytestmark = pytest.mark.runtime
+
+CASES_DIR = REPO / "fixtures" / "guard"
+DRIVER = CASES_DIR / "guard_driver.py"
+CONTEXTS = ("fork", "spawn", "forkserver")
+PROCESS_TIMEOUT = 600.0
+_EXPECT = re.compile(r"^#\s*expect\s+([a-z ]+):\s*(WS\d{3})\s+(\S+)\s*$")
+
+CASES = sorted(p for p in CASES_DIR.glob("*.py") if p != DRIVER)
+
+
+def expectations(path: Path) -> dict[str, set[tuple[str, str]]]:
+    """`# expect fork spawn: WS101 loader.dataset.x` lines → {context: {(code, path)}}."""
+    found: dict[str, set[tuple[str, str]]] = {context: set() for context in CONTEXTS}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = _EXPECT.match(line.strip())
+        if match:
+            for context in match.group(1).split():
+                assert context in CONTEXTS, f"{path.name}: unknown start method {context!r}"
+                found[context].add((match.group(2), match.group(3)))
+    return found
+
+
+def to_fix(path: Path) -> bool:
+    return "# fix: yes" in path.read_text(encoding="utf-8")
+
+
+EXPECTED = {path.stem: expectations(path) for path in CASES}
+CAUGHT = [p for p in CASES if any(EXPECTED[p.stem].values())]
+FIXED = [p for p in CASES if to_fix(p)]
+
+
+def test_every_case_is_well_formed() -> None:
+    """Guards the data: unfixed cases expect findings, fixed ones name one; a safe case
+    exists for each start method."""
+    assert CAUGHT and len(CAUGHT) < len(CASES)
+    for path in FIXED:
+        assert path in CAUGHT, f"{path.name}: `# fix: yes` on a case expecting nothing"
+
+
+class Runs:
+    """The driver processes, each run once on first use."""
+
+    def __init__(self, target: Target, root: Path) -> None:
+        self.target = target
+        self.root = root
+        self.results: dict[tuple[str, str], tuple[int, dict[str, dict[str, Any]], str]] = {}
+        self.fixed_dir: Path | None = None
+
+    def fixed(self) -> Path:
+        """The `fix: yes` cases, copied as `<case>_fixed.py` and rewritten by `workersafe fix`
+        (the default strategy), in one run."""
+        if self.fixed_dir is None:
+            folder = self.root / "fixed"
+            folder.mkdir()
+            for path in FIXED:
+                shutil.copy(path, folder / f"{path.stem}_fixed.py")
+            done = run_workersafe([sys.executable, "-m", "workersafe"],
+                                  ["fix", "--no-cache", "."], cwd=folder, timeout=300)
+            assert done.returncode in (0, 1), done.stderr
+            for path in FIXED:
+                fixed = (folder / f"{path.stem}_fixed.py").read_text(encoding="utf-8")
+                assert fixed != path.read_text(encoding="utf-8"), \
+                    f"{path.name}: `workersafe fix` left it as it was\n{done.stdout}{done.stderr}"
+            self.fixed_dir = folder
+        return self.fixed_dir
+
+    def get(self, mode: str, context: str) -> tuple[int, dict[str, dict[str, Any]], str]:
+        key = (mode, context)
+        if key not in self.results:
+            self.results[key] = self._run(mode, context)
+        return self.results[key]
+
+    def _run(self, mode: str, context: str) -> tuple[int, dict[str, dict[str, Any]], str]:
+        counters = self.root / f"counters-{mode}-{context}"
+        counters.mkdir()
+        if mode == "strict":
+            fixed = self.fixed()
+            cases = [str(p) for p in CASES] + [str(fixed / f"{p.stem}_fixed.py") for p in FIXED]
+            command = [sys.executable, "-m", "workersafe", "guard", "--strict", "--",
+                       str(DRIVER), context, str(counters), *cases]
+        else:
+            command = [sys.executable, str(DRIVER), "--api", context, str(counters),
+                       *[str(p) for p in CAUGHT]]
+        env = self.target.env(Config(workers=2, context=context))
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(REPO / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])
+        done = subprocess.run(command, env=env, cwd=CASES_DIR, capture_output=True, text=True,
+                              timeout=PROCESS_TIMEOUT, stdin=subprocess.DEVNULL, check=False,
+                              start_new_session=True)
+        results = {}
+        for line in done.stdout.splitlines():
+            if line.startswith("{"):
+                record = json.loads(line)
+                results[record["case"]] = record
+        return done.returncode, results, done.stderr
+
+
+@pytest.fixture(scope="module")
+def runs(runtime_target: Target, tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    return Runs(runtime_target, tmp_path_factory.mktemp("guard"))
+
+
+def _found(findings: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    return {(f["code"], f["path"]) for f in findings}
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+@pytest.mark.parametrize("case", [p.stem for p in CASES])
+def test_strict(runs: Runs, context: str, case: str) -> None:
+    returncode, results, stderr = runs.get("strict", context)
+    assert case in results, f"no result for {case}; stderr tail:\n{stderr[-3000:]}"
+    result, expected = results[case], EXPECTED[case][context]
+    if expected:
+        assert result["error_type"] == "GuardError", result
+        assert result["samples"] == 0, "a worker produced a sample before the guard stopped it"
+        assert _found(result["findings"]) == expected
+        assert returncode == 1  # the run exits non-zero although the driver carried on
+    else:
+        assert result["error"] is None, result["error"]
+        assert result["samples"] > 0 and result["findings"] == [], result
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+@pytest.mark.parametrize("case", [p.stem for p in CAUGHT])
+def test_reported_once_and_the_program_goes_on(runs: Runs, context: str, case: str) -> None:
+    _, results, stderr = runs.get("report", context)
+    assert case in results, f"no result for {case}; stderr tail:\n{stderr[-3000:]}"
+    result, expected = results[case], EXPECTED[case][context]
+    paths = [(f["code"], f["path"]) for f in result["findings"]]
+    assert sorted(paths) == sorted(expected)  # each once
+    assert result["error_type"] != "GuardError"
+    for finding in result["findings"]:
+        assert finding["num_workers"] == 2 and finding["start_method"] == context
+        assert finding["loader"].startswith(os.path.join("fixtures", "guard", "guard_driver.py")) \
+            or "guard_driver.py" in finding["loader"]
+        assert finding["path"] in finding["message"]
+        if finding["code"] != "WS201" or finding["handle"]:
+            assert finding["handle"] and finding["fixable"]
+    if not expected:
+        assert result["error"] is None and result["samples"] > 0
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+@pytest.mark.parametrize("case", [p.stem for p in FIXED])
+def test_silent_after_fix(runs: Runs, context: str, case: str) -> None:
+    _, results, stderr = runs.get("strict", context)
+    name = f"{case}_fixed"
+    assert name in results, f"no result for {name}; stderr tail:\n{stderr[-3000:]}"
+    result = results[name]
+    assert result["error"] is None, result["error"]
+    assert result["findings"] == [] and result["samples"] > 0
