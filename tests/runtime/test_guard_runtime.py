@@ -178,3 +178,52 @@ def test_silent_after_fix(runs: Runs, context: str, case: str) -> None:
     result = results[name]
     assert result["error"] is None, result["error"]
     assert result["findings"] == [] and result["samples"] > 0
+
+
+PLUGIN_SUITE = '''
+import sqlite3
+import sys
+
+from torch.utils.data import DataLoader, Dataset
+
+
+class Items(Dataset):
+    def __init__(self):
+        self.conn = sqlite3.connect(":memory:", check_same_thread=False)
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        return self.conn.execute("SELECT ?", (index,)).fetchone()[0]
+
+
+def test_loader():
+    guarded = "workersafe.guard" in sys.modules
+    from torch.utils.data.dataloader import _MultiProcessingDataLoaderIter as It
+    assert hasattr(It.__init__, "__workersafe_guard_original__") == guarded
+    assert sum(len(b) for b in DataLoader(Items(), batch_size=2, num_workers=2,
+                                          multiprocessing_context="fork")) == 4
+'''
+
+
+@pytest.mark.parametrize("option", ["", "--workersafe-guard", "--workersafe-guard-strict"])
+def test_pytest_plugin(tmp_path: Path, option: str) -> None:
+    """`pytest --workersafe-guard` reports, strict fails the test; without the option the
+    plugin imports nothing (no guard module, torch's iterator untouched)."""
+    (tmp_path / "test_suite.py").write_text(PLUGIN_SUITE)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "workersafe.pytest_plugin",
+         "-p", "no:cacheprovider", *filter(None, [option]), "test_suite.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    out = done.stdout
+    if not option:
+        assert done.returncode == 0 and "workersafe guard" not in out, out
+    elif option == "--workersafe-guard":
+        assert done.returncode == 0, out
+        assert "workersafe guard: 1 finding(s)" in out
+        assert "WS101 loader.dataset.conn shared by 2 fork workers" in out
+        assert "test_suite.py:" in out
+    else:
+        assert done.returncode == 1 and "GuardError" in out, out
