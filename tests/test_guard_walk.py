@@ -265,3 +265,39 @@ def test_the_script_runs_as_python_would_run_it(tmp_path: Path) -> None:
     assert failed.stderr.startswith("Traceback (most recent call last):\n  File "
                                      f"\"{tmp_path / 'script.py'}\", line 3")
     assert failed.stderr.rstrip().endswith("ValueError: boom")
+
+
+class HolderOfHolder:
+    """A holder object rebuilt by the opener the worker_init_fn calls: everything under the
+    attribute is new in each worker."""
+
+    def __init__(self) -> None:
+        self._open_reader()
+
+    def _open_reader(self) -> None:
+        self.reader = Box(envs=[sqlite3.connect(":memory:")])
+
+
+def reopen_reader(worker_id: int) -> None:
+    dataset: Any = None
+    if dataset is not None:
+        dataset._open_reader()
+
+
+def test_reopening_an_attribute_covers_what_hangs_from_it() -> None:
+    assert found(HolderOfHolder()) == {("WS101", "loader.dataset.reader.envs[0]")}
+    assert found(HolderOfHolder(), worker_init_fn=reopen_reader) == set()
+
+
+def test_bound_methods_keep_their_object() -> None:
+    conn = sqlite3.connect(":memory:")
+    dataset = Box(query=conn.execute, close=None)
+    assert found(dataset) == {("WS101", "loader.dataset.query.__self__")}
+
+
+def test_the_rule_docs_say_what_the_guard_checks() -> None:
+    from workersafe.docs import rule_docs
+
+    for code in ("WS101", "WS102", "WS103", "WS104", "WS111", "WS112", "WS113", "WS201"):
+        text = rule_docs()[code].text
+        assert "## Runtime check\n" in text and "workersafe guard" in text, code

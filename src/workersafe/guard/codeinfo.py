@@ -148,6 +148,14 @@ class WorkerInit:
         return attr in self.stores or bool(self.names & storers(kind, attr))
 
 
+def _bound(value: Any) -> bool:
+    """A method bound to an object (not a module's function)."""
+    if isinstance(value, types.MethodType):
+        return True
+    return isinstance(value, types.BuiltinMethodType) and value.__self__ is not None and \
+        not isinstance(value.__self__, types.ModuleType)
+
+
 @functools.lru_cache(maxsize=1024)
 def globals_read(kind: type) -> tuple[tuple[str, str], ...]:
     """(module name, global name) the class's own members read, also through the project's
@@ -181,8 +189,9 @@ def globals_read(kind: type) -> tuple[tuple[str, str], ...]:
                     todo.append((value.__code__, value.__globals__, value.__module__,
                                  depth + 1))
                 continue
-            if isinstance(value, (type, types.ModuleType)) or callable(value):
-                continue
+            if isinstance(value, (type, types.ModuleType)) or (
+                    callable(value) and not _bound(value)):
+                continue  # a bound method is kept: it holds its object (`fetch = s.get`)
             if (module_name, name) not in seen_pairs:
                 seen_pairs.add((module_name, name))
                 found.append((module_name, name))

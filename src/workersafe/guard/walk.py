@@ -6,6 +6,7 @@ or a `str` costs one type test. Pure Python: no torch here."""
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import sys
@@ -19,6 +20,7 @@ from .probes import State, probe
 from .table import Match, TypeTable
 
 Where = Literal["instance", "class", "module", "loader"]
+Owners = tuple[tuple[Optional[type], str], ...]
 
 # Values that never hold anything: skipped before any other test.
 ATOMIC: frozenset[type] = frozenset({
@@ -89,15 +91,16 @@ class _Walk:
         self.items = 0
         self.truncated = False
         self.pid = os.getpid()
-        # (object, path, holder type, attribute, where)
-        self.stack: list[tuple[Any, str, Optional[type], str, Where]] = []
+        # (object, path, owners, where); owners: the (class, attribute) pairs from the root
+        # down to it (`loader.dataset.reader.envs[0]`: (Dataset, "reader"), (Reader, "envs"))
+        self.stack: list[tuple[Any, str, Owners, Where]] = []
 
     def run(self) -> None:
         stack = self.stack
         atomic = ATOMIC
         match_type = self.table.match_type
         while stack:
-            obj, path, holder, attr, where = stack.pop()
+            obj, path, owners, where = stack.pop()
             kind = type(obj)
             if kind in atomic:
                 continue
@@ -111,7 +114,7 @@ class _Walk:
                 return
             found = match_type(kind)
             if found is not None:
-                self.handle(obj, found, path, holder, attr, where)
+                self.handle(obj, found, path, owners, where)
                 continue
             if self.pickled:
                 what = _UNPICKLABLE.get(kind)
@@ -119,41 +122,46 @@ class _Walk:
                         _unpicklable_function(obj):
                     what = "a lambda or local function"
                 if what is not None:
-                    self.hits.append(Hit("WS201", path, where, type_name(kind), None,
-                                         State(True, what), holder, attr))
+                    self.hits.append(_hit("WS201", path, where, type_name(kind), None,
+                                          State(True, what), owners))
                     continue
             if kind is list or kind is tuple:
-                self.sequence(obj, path, holder, attr, where)
+                self.sequence(obj, path, owners, where)
             elif kind is dict:
-                self.mapping(obj, path, holder, attr, where)
+                self.mapping(obj, path, owners, where)
             elif kind is set or kind is frozenset:
-                self.sequence(list(obj), path + "{}", holder, attr, where, indexed=False)
+                self.sequence(list(obj), path + "{}", owners, where, indexed=False)
+            elif kind is types.MethodType or (kind is types.BuiltinMethodType and not
+                                              isinstance(obj.__self__, types.ModuleType)):
+                # a bound method keeps its object alive (`self.fetch = session.get`)
+                self.push(obj.__self__, f"{path}.__self__", owners, where)
+            elif kind is functools.partial:
+                self.sequence([obj.func, *obj.args, *obj.keywords.values()], path + ".<partial>",
+                              owners, where, indexed=False)
             elif not isinstance(obj, _OPAQUE_TYPES) and not _opaque(kind):
-                self.instance(obj, kind, path, where)
+                self.instance(obj, kind, path, owners, where)
 
-    def push(self, value: Any, path: str, holder: Optional[type], attr: str,
-             where: Where) -> None:
-        self.stack.append((value, path, holder, attr, where))
+    def push(self, value: Any, path: str, owners: Owners, where: Where) -> None:
+        self.stack.append((value, path, owners, where))
 
-    def sequence(self, obj: Any, path: str, holder: Optional[type], attr: str, where: Where,
+    def sequence(self, obj: Any, path: str, owners: Owners, where: Where,
                  indexed: bool = True) -> None:
         atomic = ATOMIC
         self.items += len(obj)
         for index in range(len(obj) - 1, -1, -1):
             value = obj[index]
             if type(value) not in atomic:
-                self.push(value, f"{path}[{index}]" if indexed else path, holder, attr, where)
+                self.push(value, f"{path}[{index}]" if indexed else path, owners, where)
 
-    def mapping(self, obj: dict[Any, Any], path: str, holder: Optional[type], attr: str,
-                where: Where) -> None:
+    def mapping(self, obj: dict[Any, Any], path: str, owners: Owners, where: Where) -> None:
         atomic = ATOMIC
         self.items += len(obj)
         for key, value in reversed(list(obj.items())):
             if type(value) in atomic or (key == self.pid and type(key) is int):
                 continue  # a plain value; or this process's entry in a per-process dict
-            self.push(value, f"{path}[{key!r}]", holder, attr, where)
+            self.push(value, f"{path}[{key!r}]", owners, where)
 
-    def instance(self, obj: Any, kind: type, path: str, where: Where) -> None:
+    def instance(self, obj: Any, kind: type, path: str, owners: Owners, where: Where) -> None:
         """An object's attributes (as pickling sees them under spawn), its classes' own
         attributes and the globals their methods read (under fork)."""
         state: Any = None
@@ -181,9 +189,9 @@ class _Walk:
             self.items += len(state)
             for name, value in reversed(list(state.items())):  # popped in attribute order
                 if type(value) not in atomic:
-                    self.push(value, f"{path}.{name}", kind, str(name), where)
+                    self.push(value, f"{path}.{name}", (*owners, (kind, str(name))), where)
         elif state is not None:
-            self.push(state, path, kind, "", where)
+            self.push(state, path, owners, where)
         if not self.pickled and kind not in self.classes_seen:
             self.classes_seen.add(kind)
             self.class_level(kind, path)
@@ -195,32 +203,39 @@ class _Walk:
             for name, value in vars(cls).items():
                 if type(value) not in ATOMIC and not name.startswith("__") and \
                         self.table.match_type(type(value)) is not None:
-                    self.push(value, f"{path}.__class__.{name}", kind, name, "class")
+                    self.push(value, f"{path}.__class__.{name}", ((kind, name),), "class")
         for module_name, name in globals_read(kind):
             module = sys.modules.get(module_name)
             value = getattr(module, name, None)
             if type(value) not in ATOMIC:
                 shown = "__main__" if module_name == "__mp_main__" else module_name
-                self.push(value, f"{shown}.{name}", None, name, "module")
+                self.push(value, f"{shown}.{name}", ((None, name),), "module")
 
-    def handle(self, obj: Any, found: Match, path: str, holder: Optional[type], attr: str,
-               where: Where) -> None:
+    def handle(self, obj: Any, found: Match, path: str, owners: Owners, where: Where) -> None:
         row = found.row
         state = probe(row.runtime_probe, obj)
         name = type_name(type(obj))
         if self.pickled:
             if not row.picklable:  # pickling it fails, open or closed
-                self.hits.append(Hit("WS201", path, where, name, found, state, holder, attr))
+                self.hits.append(_hit("WS201", path, where, name, found, state, owners))
             return
         if row.fork_safe or not state.open:
             return
-        if holder is not None and attr:
+        for holder, attr in owners:  # kept per process at any level on the way down
+            if holder is None:
+                continue
             if process_checked(holder, attr):
                 return
             if self.worker_init is not None and self.worker_init.reopens(holder, attr):
                 return
         code = {"module": "WS102", "class": "WS103"}.get(where, "WS101")
-        self.hits.append(Hit(code, path, where, name, found, state, holder, attr))
+        self.hits.append(_hit(code, path, where, name, found, state, owners))
+
+
+def _hit(code: str, path: str, where: Where, name: str, found: Optional[Match], state: State,
+         owners: Owners) -> Hit:
+    holder, attr = owners[-1] if owners else (None, "")
+    return Hit(code, path, where, name, found, state, holder, attr)
 
 
 _MISSING = object()
@@ -267,7 +282,7 @@ def walk(roots: list[tuple[Any, str]], table: TypeTable, *, pickled: bool,
     table.refresh()
     run = _Walk(table, pickled, WorkerInit(worker_init_fn) if worker_init_fn else None, budget)
     for obj, path in reversed(roots):
-        run.push(obj, path, None, "", "loader" if path.count(".") == 1 and
+        run.push(obj, path, (), "loader" if path.count(".") == 1 and
                  not path.endswith(".dataset") else "instance")
     run.run()
     return WalkResult(run.hits, run.nodes, run.items, run.truncated)
