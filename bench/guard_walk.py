@@ -89,7 +89,7 @@ def measure(dataset: Wide, context: str, reps: int) -> dict[str, Any]:
     assert guard.last is not None
     return {"context": context, "median_ms": round(statistics.median(times) * 1000, 3),
             "p90_ms": round(sorted(times)[int(reps * 0.9)] * 1000, 3),
-            "first_ms": None, "nodes": guard.last.nodes, "values": guard.last.items,
+            "nodes": guard.last.nodes, "values": guard.last.items,
             "findings": [f"{f.code} {f.path}" for f in findings]}
 
 
