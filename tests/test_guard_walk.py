@@ -301,3 +301,14 @@ def test_the_rule_docs_say_what_the_guard_checks() -> None:
     for code in ("WS101", "WS102", "WS103", "WS104", "WS111", "WS112", "WS113", "WS201"):
         text = rule_docs()[code].text
         assert "## Runtime check\n" in text and "workersafe guard" in text, code
+
+
+def test_named_tuples_and_dict_subclasses_are_containers() -> None:
+    import collections
+
+    Pair = collections.namedtuple("Pair", "name conn")
+    conn = sqlite3.connect(":memory:")
+    dataset = Box(pair=Pair("a", conn), table=collections.OrderedDict(db=conn))
+    assert found(dataset) == {("WS101", "loader.dataset.pair[1]")}  # each object once
+    assert found(Box(table=collections.defaultdict(list, db=[conn]))) == \
+        {("WS101", "loader.dataset.table['db'][0]")}

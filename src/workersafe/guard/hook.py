@@ -70,6 +70,7 @@ class Guard:
     raised: bool = False  # strict: a GuardError was raised
     last: Optional[WalkResult] = None
     _reported: set[tuple[str, str]] = field(default_factory=set)
+    _notes: set[str] = field(default_factory=set)
 
     def check(self, loader: Any) -> list[GuardFinding]:
         """What workers of `loader` would share (or fail to unpickle), now."""
@@ -82,10 +83,17 @@ class Guard:
         if pickled:
             roots += [(loader.collate_fn, "loader.collate_fn"),
                       (loader.worker_init_fn, "loader.worker_init_fn")]
-        result = walk(roots, self.table, pickled=pickled,
-                      worker_init_fn=None if pickled else loader.worker_init_fn,
-                      budget=self.budget)
+        try:
+            result = walk(roots, self.table, pickled=pickled,
+                          worker_init_fn=None if pickled else loader.worker_init_fn,
+                          budget=self.budget)
+        except Exception as exc:  # noqa: BLE001 - the guard must never break the training run
+            self._note(f"internal error, this loader not checked: {type(exc).__name__}: {exc}")
+            return []
         self.last = result
+        if result.truncated:
+            self._note(f"the dataset is larger than the walk's budget ({self.budget} objects): "
+                       "objects beyond it were not checked")
         if not result.hits:
             return []
         site = _loader_site()
@@ -118,6 +126,13 @@ class Guard:
         if found and self.strict:
             self.raised = True
             raise GuardError(found)
+
+    def _note(self, text: str) -> None:
+        if text not in self._notes:
+            self._notes.add(text)
+            stream = self.stream or sys.stderr
+            stream.write(f"workersafe guard: note: {text}\n")
+            stream.flush()
 
     def _emit(self, finding: GuardFinding) -> None:
         line = finding.json() if self.format == "json" else finding.text()

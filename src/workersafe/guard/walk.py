@@ -138,6 +138,10 @@ class _Walk:
             elif kind is functools.partial:
                 self.sequence([obj.func, *obj.args, *obj.keywords.values()], path + ".<partial>",
                               owners, where, indexed=False)
+            elif isinstance(obj, (list, tuple)):  # named tuples, list subclasses
+                self.sequence(obj, path, owners, where)
+            elif isinstance(obj, dict):  # OrderedDict, defaultdict
+                self.mapping(obj, path, owners, where)
             elif not isinstance(obj, _OPAQUE_TYPES) and not _opaque(kind):
                 self.instance(obj, kind, path, owners, where)
 
@@ -157,7 +161,7 @@ class _Walk:
         atomic = ATOMIC
         self.items += len(obj)
         for key, value in reversed(list(obj.items())):
-            if type(value) in atomic or (key == self.pid and type(key) is int):
+            if type(value) in atomic or (type(key) is int and key == self.pid):
                 continue  # a plain value; or this process's entry in a per-process dict
             self.push(value, f"{path}[{key!r}]", owners, where)
 
