@@ -312,3 +312,19 @@ def test_named_tuples_and_dict_subclasses_are_containers() -> None:
     assert found(dataset) == {("WS101", "loader.dataset.pair[1]")}  # each object once
     assert found(Box(table=collections.defaultdict(list, db=[conn]))) == \
         {("WS101", "loader.dataset.table['db'][0]")}
+
+
+class LogsItsPid:
+    """Reads the handle and the pid in the same method, but never reopens it."""
+
+    def __init__(self) -> None:
+        self.conn = sqlite3.connect(":memory:")
+
+    def __getitem__(self, index: int) -> Any:
+        print(os.getpid())
+        return self.conn.execute("SELECT ?", (index,)).fetchone()
+
+
+def test_reading_the_pid_near_the_handle_is_not_a_process_check() -> None:
+    assert found(LogsItsPid()) == {("WS101", "loader.dataset.conn")}
+    assert found(Box(wrapped=LogsItsPid())) == {("WS101", "loader.dataset.wrapped.conn")}

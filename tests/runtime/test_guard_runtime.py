@@ -233,3 +233,39 @@ def test_pytest_plugin(tmp_path: Path, option: str) -> None:
         assert "test_suite.py:" in out
     else:
         assert done.returncode == 1 and "GuardError" in out, out
+
+
+PROGRAMS_DIR = REPO / "fixtures" / "runtime"
+PROGRAMS = sorted(p for p in PROGRAMS_DIR.glob("*.py") if p.name != "runtime_driver.py")
+
+
+@pytest.mark.slow
+def test_the_guard_agrees_with_the_linter_on_every_runtime_program(
+        runtime_target: Target, tmp_path: Path) -> None:
+    """Every program of the runtime proof (fixtures/runtime/) under fork, before and after
+    `workersafe fix`: the guard catches, naming the attribute, exactly the programs the linter
+    gives WS101/WS102/WS103, and is silent on all of them once fixed."""
+    fixed = tmp_path / "fixed"
+    shutil.copytree(PROGRAMS_DIR, fixed)
+    done = run_workersafe([sys.executable, "-m", "workersafe"], ["fix", "--no-cache", "."],
+                          cwd=fixed, timeout=600)
+    assert done.returncode in (0, 1), done.stderr
+    env = runtime_target.env(Config(workers=2, context="fork", epochs=1, items=8))
+    env["PYTHONPATH"] = str(REPO / "src")
+    disagree = []
+    for program in PROGRAMS:
+        lint = run_workersafe([sys.executable, "-m", "workersafe"],
+                              ["check", "--no-cache", "--format", "json", program.name],
+                              cwd=PROGRAMS_DIR)
+        static = {(f["code"]) for f in json.loads(lint.stdout)} & {"WS101", "WS102", "WS103"}
+        for stage, folder in (("unfixed", PROGRAMS_DIR), ("fixed", fixed)):
+            out = tmp_path / f"{stage}-{program.stem}.jsonl"
+            subprocess.run([sys.executable, "-m", "workersafe", "guard", "--output", str(out),
+                            "--", program.name], cwd=folder, env=env, capture_output=True,
+                           text=True, timeout=300, check=False, start_new_session=True)
+            lines = out.read_text().splitlines() if out.exists() else []
+            runtime = {json.loads(line)["workersafe_guard"]["code"] for line in lines}
+            expected = static if stage == "unfixed" else set()
+            if runtime != expected:
+                disagree.append((program.stem, stage, sorted(expected), sorted(runtime)))
+    assert not disagree, disagree

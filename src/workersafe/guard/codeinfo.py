@@ -92,15 +92,16 @@ def storers(kind: type, attr: str) -> frozenset[str]:
 @functools.lru_cache(maxsize=4096)
 def process_checked(kind: type, attr: str) -> bool:
     """The class keeps `attr` per process: a member that checks the process (`os.getpid()`,
-    `get_worker_info()`) also reads `attr` or calls what sets it (a lazy, pid-checked open;
-    a dict of handles keyed by process or worker)."""
+    `get_worker_info()`) also sets `attr`, or calls what sets it (a lazy, pid-checked open).
+    Reading it is not enough (a `__getitem__` logging its pid). A dict of handles keyed by
+    process id needs no such member: the walk skips this process's entry."""
     setters = storers(kind, attr)
     for name, codes in methods_of(kind).items():
         if name in _ONCE_MEMBERS:
             continue
         for code in codes:
             names = names_of(code)
-            if names & PROCESS_NAMES and (attr in names or names & setters):
+            if names & PROCESS_NAMES and (attr in stores_of(code) or names & setters):
                 return True
     return False
 
