@@ -298,7 +298,8 @@ def test_bound_methods_keep_their_object() -> None:
 def test_the_rule_docs_say_what_the_guard_checks() -> None:
     from workersafe.docs import rule_docs
 
-    for code in ("WS101", "WS102", "WS103", "WS104", "WS111", "WS112", "WS113", "WS201"):
+    for code in ("WS101", "WS102", "WS103", "WS104", "WS111", "WS112", "WS113", "WS201",
+                 "WS303"):
         text = rule_docs()[code].text
         assert "## Runtime check\n" in text and "workersafe guard" in text, code
 
@@ -328,3 +329,31 @@ class LogsItsPid:
 def test_reading_the_pid_near_the_handle_is_not_a_process_check() -> None:
     assert found(LogsItsPid()) == {("WS101", "loader.dataset.conn")}
     assert found(Box(wrapped=LogsItsPid())) == {("WS101", "loader.dataset.wrapped.conn")}
+
+
+class LazyNoCheck:
+    """Opened on first use, no process check; the parent used it first."""
+
+    def __init__(self) -> None:
+        self.conn: Any = None
+        self[0]
+
+    def __getitem__(self, index: int) -> Any:
+        if self.conn is None:
+            self.conn = sqlite3.connect(":memory:")
+        return self.conn.execute("SELECT ?", (index,)).fetchone()
+
+
+class OpensThroughHelper:
+    def __init__(self) -> None:
+        self.conn: Any = None
+        self._connect()
+
+    def _connect(self) -> None:
+        self.conn = sqlite3.connect(":memory:")
+
+
+def test_a_lazy_open_without_a_process_check_is_ws303() -> None:
+    assert found(LazyNoCheck()) == {("WS303", "loader.dataset.conn")}
+    assert found(LazyNoCheck(), pickled=True) == {("WS201", "loader.dataset.conn")}
+    assert found(OpensThroughHelper()) == {("WS101", "loader.dataset.conn")}  # `__init__` opens

@@ -47,6 +47,23 @@ def stores_of(code: types.CodeType) -> frozenset[str]:
     return frozenset(found)
 
 
+@functools.lru_cache(maxsize=4096)
+def value_stores_of(code: types.CodeType) -> frozenset[str]:
+    """Attributes the code assigns a value other than the constant None (`self.x = None`
+    declares an attribute, it opens nothing)."""
+    found = set()
+    for c in _codes(code):
+        instructions = list(dis.get_instructions(c))
+        for index, ins in enumerate(instructions):
+            if ins.opname != "STORE_ATTR":
+                continue
+            before = [i for i in instructions[max(0, index - 3):index] if i.opname != "COPY"]
+            if not (len(before) >= 2 and before[-2].opname == "LOAD_CONST"
+                    and before[-2].argval is None):
+                found.add(str(ins.argval))
+    return frozenset(found)
+
+
 def code_of(value: Any) -> list[types.CodeType]:
     """The code objects of a class body's member (function, property, static/class method)."""
     if isinstance(value, (staticmethod, classmethod)):
@@ -104,6 +121,20 @@ def process_checked(kind: type, attr: str) -> bool:
             if names & PROCESS_NAMES and (attr in stores_of(code) or names & setters):
                 return True
     return False
+
+
+@functools.lru_cache(maxsize=4096)
+def opened_lazily(kind: type, attr: str) -> bool:
+    """`attr` gets its value only in members that run on use (a `__getitem__`, a property, a
+    helper they call), never in `__init__` nor in what `__init__` calls: a lazy open."""
+    methods = methods_of(kind)
+    direct = {name for name, codes in methods.items()
+              if any(attr in value_stores_of(c) for c in codes)}
+    if not direct or direct & _ONCE_MEMBERS:
+        return False
+    init_names = {n for name in ("__init__", "__new__") for c in methods.get(name, ())
+                  for n in names_of(c)}
+    return not (init_names & storers(kind, attr))
 
 
 def _functions(fn: Any) -> Iterator[types.FunctionType]:

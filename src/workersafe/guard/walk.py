@@ -15,7 +15,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
 
-from .codeinfo import WorkerInit, globals_read, process_checked, user_classes
+from .codeinfo import WorkerInit, globals_read, opened_lazily, process_checked, user_classes
 from .probes import State, probe
 from .table import Match, TypeTable
 
@@ -50,7 +50,9 @@ MAX_ITEMS = 1_000_000  # values looked at in all (containers of plain values inc
 class Hit:
     """One live object workers would share, or one that will not pickle."""
 
-    code: str  # WS101 (instance), WS102 (module), WS103 (class), WS201 (spawn/forkserver)
+    # WS101 (instance), WS102 (module), WS103 (class), WS303 (an instance attribute opened
+    # lazily without a process check, by the parent), WS201 (spawn/forkserver)
+    code: str
     path: str  # `loader.dataset.dataset.session`
     where: Where
     type_name: str  # the object's class, `requests.sessions.Session`
@@ -233,6 +235,9 @@ class _Walk:
             if self.worker_init is not None and self.worker_init.reopens(holder, attr):
                 return
         code = {"module": "WS102", "class": "WS103"}.get(where, "WS101")
+        if code == "WS101" and owners and owners[-1][0] is not None and \
+                opened_lazily(owners[-1][0], owners[-1][1]):
+            code = "WS303"  # opened on first use, without a process check, by the parent
         self.hits.append(_hit(code, path, where, name, found, state, owners))
 
 
