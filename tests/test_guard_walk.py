@@ -357,3 +357,9 @@ def test_a_lazy_open_without_a_process_check_is_ws303() -> None:
     assert found(LazyNoCheck()) == {("WS303", "loader.dataset.conn")}
     assert found(LazyNoCheck(), pickled=True) == {("WS201", "loader.dataset.conn")}
     assert found(OpensThroughHelper()) == {("WS101", "loader.dataset.conn")}  # `__init__` opens
+
+
+def test_long_containers_of_plain_values_do_not_exhaust_the_walk() -> None:
+    dataset = Box(files=[f"img_{i}.jpg" for i in range(1_200_000)], conn=sqlite3.connect(":memory:"))
+    result = walk([(dataset, "loader.dataset")], TypeTable(), pickled=False)
+    assert not result.truncated and {h.path for h in result.hits} == {"loader.dataset.conn"}

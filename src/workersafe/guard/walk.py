@@ -42,8 +42,9 @@ _UNPICKLABLE: dict[type, str] = {
     io.BufferedRandom: "an open file",
     io.FileIO: "an open file",
 }
+_LARGE = 256  # containers longer than this are first tested for plain values in one pass
 DEFAULT_BUDGET = 100_000  # objects entered (plain values are not counted)
-MAX_ITEMS = 1_000_000  # values looked at in all (containers of plain values included)
+MAX_ITEMS = 1_000_000  # values looked at one by one (long containers of plain values are not)
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,8 @@ class _Walk:
     def sequence(self, obj: Any, path: str, owners: Owners, where: Where,
                  indexed: bool = True) -> None:
         atomic = ATOMIC
+        if len(obj) > _LARGE and set(map(type, obj)) <= atomic:
+            return  # a long list of plain values (file names, labels): one pass at C speed
         self.items += len(obj)
         for index in range(len(obj) - 1, -1, -1):
             value = obj[index]
@@ -161,6 +164,8 @@ class _Walk:
 
     def mapping(self, obj: dict[Any, Any], path: str, owners: Owners, where: Where) -> None:
         atomic = ATOMIC
+        if len(obj) > _LARGE and set(map(type, obj.values())) <= atomic:
+            return
         self.items += len(obj)
         for key, value in reversed(list(obj.items())):
             if type(value) in atomic or (type(key) is int and key == self.pid):
