@@ -363,3 +363,21 @@ def test_long_containers_of_plain_values_do_not_exhaust_the_walk() -> None:
     dataset = Box(files=[f"img_{i}.jpg" for i in range(1_200_000)], conn=sqlite3.connect(":memory:"))
     result = walk([(dataset, "loader.dataset")], TypeTable(), pickled=False)
     assert not result.truncated and {h.path for h in result.hits} == {"loader.dataset.conn"}
+
+
+MODULE_DB = sqlite3.connect(":memory:")  # a connection object is callable: still a handle
+
+
+def _query(sql: str) -> Any:
+    return MODULE_DB.execute(sql).fetchone()
+
+
+class ReadsAGlobal:
+    def __getitem__(self, index: int) -> Any:
+        return _query("SELECT 1")  # through a function of the module
+
+
+def test_module_globals_the_class_reads_are_ws102_under_fork_only() -> None:
+    module = ReadsAGlobal.__module__
+    assert found(ReadsAGlobal()) == {("WS102", f"{module}.MODULE_DB")}
+    assert found(ReadsAGlobal(), pickled=True) == set()  # spawn imports the module again

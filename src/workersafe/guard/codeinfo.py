@@ -222,7 +222,7 @@ def globals_read(kind: type) -> tuple[tuple[str, str], ...]:
                                  depth + 1))
                 continue
             if isinstance(value, (type, types.ModuleType)) or (
-                    callable(value) and not _bound(value)):
+                    isinstance(value, types.BuiltinFunctionType) and not _bound(value)):
                 continue  # a bound method is kept: it holds its object (`fetch = s.get`)
             if (module_name, name) not in seen_pairs:
                 seen_pairs.add((module_name, name))
