@@ -39,7 +39,14 @@ def run_script(script: str, args: list[str], strict: bool = False, format: str =
     if not os.path.exists(path):
         print(f"workersafe guard: can't open file {script!r}: no such file", file=sys.stderr)
         return 2
-    guard = install(strict=strict, format=format, output=output, stream=stream)
+    try:
+        guard = install(strict=strict, format=format, output=output, stream=stream)
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] != "torch":
+            raise
+        print("workersafe guard: error: the guard needs torch (pip install torch)",
+              file=sys.stderr)
+        return 2
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [script, *args]
     folder = os.path.dirname(path)
