@@ -126,6 +126,9 @@ class PidOnlyInInit:
 def test_per_process_discipline_is_respected() -> None:
     assert found(LazyPerProcess()) == set()
     assert found(PerProcessDict()) == set()
+    # pickled, the parent's entry goes along (and does not pickle)
+    assert found(PerProcessDict(), pickled=True) == {
+        ("WS201", f"loader.dataset._conns[{os.getpid()}]")}
     assert found(PidOnlyInInit()) == {("WS101", "loader.dataset.conn")}
     assert found(Box(conn=None)) == set()  # not open yet
 

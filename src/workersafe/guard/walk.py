@@ -167,8 +167,9 @@ class _Walk:
         if len(obj) > _LARGE and set(map(type, obj.values())) <= atomic:
             return
         self.items += len(obj)
+        own = None if self.pickled else self.pid  # pickling takes every entry along
         for key, value in reversed(list(obj.items())):
-            if type(value) in atomic or (type(key) is int and key == self.pid):
+            if type(value) in atomic or (type(key) is int and key == own):
                 continue  # a plain value; or this process's entry in a per-process dict
             self.push(value, f"{path}[{key!r}]", owners, where)
 
