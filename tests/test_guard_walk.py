@@ -384,3 +384,26 @@ def test_module_globals_the_class_reads_are_ws102_under_fork_only() -> None:
     module = ReadsAGlobal.__module__
     assert found(ReadsAGlobal()) == {("WS102", f"{module}.MODULE_DB")}
     assert found(ReadsAGlobal(), pickled=True) == set()  # spawn imports the module again
+
+
+def test_tar_archives_and_sockets_open_and_closed(tmp_path: Path) -> None:
+    import io
+    import socket
+    import tarfile
+
+    path = tmp_path / "a.tar"
+    with tarfile.open(path, "w") as archive:
+        info = tarfile.TarInfo("x")
+        info.size = 1
+        archive.addfile(info, io.BytesIO(b"y"))
+    tar = tarfile.open(path)
+    tar.getmembers()  # the parent read it: the position moved
+    left, right = socket.socketpair()
+    hits = walk([(Box(tar=tar, sock=left), "loader.dataset")], TypeTable(), pickled=False).hits
+    assert {(h.code, h.path) for h in hits} == {("WS101", "loader.dataset.tar"),
+                                                 ("WS101", "loader.dataset.sock")}
+    assert any("file position" in h.state.detail for h in hits if h.path.endswith("tar"))
+    tar.close()
+    left.close()
+    right.close()
+    assert found(Box(tar=tar, sock=left)) == set()
