@@ -57,7 +57,8 @@ def value_stores_of(code: types.CodeType) -> frozenset[str]:
         for index, ins in enumerate(instructions):
             if ins.opname != "STORE_ATTR":
                 continue
-            before = [i for i in instructions[max(0, index - 3):index] if i.opname != "COPY"]
+            before = [i for i in instructions[max(0, index - 3):index]
+                      if i.opname not in ("COPY", "DUP_TOP")]  # `a.x = a.y = None`
             if not (len(before) >= 2 and before[-2].opname == "LOAD_CONST"
                     and before[-2].argval is None):
                 found.add(str(ins.argval))
