@@ -257,3 +257,32 @@ def test_contributing_names_every_module() -> None:
         if f"`{rel}`" not in text and not named_in_row:
             missing.append(rel)
     assert not missing, "CONTRIBUTING.md's module map does not name: " + ", ".join(missing)
+
+
+def _imports_torch(module: str) -> bool:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    for node in _import_nodes(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                 else [])
+        if any(name == "torch" or name.startswith("torch.") for name in names):
+            return True
+    return False
+
+
+def test_only_the_guard_imports_torch_and_nothing_of_the_linter_imports_the_guard() -> None:
+    """The linter never imports torch; the runtime guard (`workersafe/guard/`) does, in
+    `install()` only, and only `cli.py`'s `guard` command and the pytest plugin reach it."""
+    assert _imports_torch("workersafe.guard.hook")  # the reader sees the one that does
+    torch_users = {m for m in MODULES if _imports_torch(m)}
+    assert torch_users <= {"workersafe.guard.hook"}, sorted(torch_users)
+    guard_users = {m for m, deps in GRAPH.items()
+                   if not _in(m, "workersafe.guard") and any(_in(d, "workersafe.guard") for d in deps)}
+    assert guard_users <= {"workersafe.cli", "workersafe.pytest_plugin"}, sorted(guard_users)
+    for front in ("workersafe.engine", "workersafe.flake8_plugin", "workersafe.lsp.server"):
+        assert not any(_in(m, "workersafe.guard") for m in _reachable(front)), front
+    # the plugin is imported by every pytest run: off, it must import nothing of ours
+    assert GRAPH["workersafe.pytest_plugin"] <= {"workersafe.guard"}
+    tree = ast.parse(MODULES["workersafe.pytest_plugin"].read_text(encoding="utf-8"))
+    assert all(not isinstance(n, (ast.Import, ast.ImportFrom)) or n.module in ("__future__",
+               "typing") for n in tree.body)

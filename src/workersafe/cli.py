@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "quick fix per finding, fix all, ignore with # noqa. Speaks LSP "
                                "on standard input/output. Install with: pip install "
                                "'workersafe[lsp]'. Set-up: docs/editors.md.")
+    _guard_parser(sub)
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", nargs="?", help="e.g. WS101")
     rule.add_argument("--all", action="store_true", help="list every rule")
@@ -102,6 +103,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return _rule(args)
         if args.command == "server":
             return _server()
+        if args.command == "guard":
+            return _guard(args)
         config = _config(args)
         if args.command == "fix" or getattr(args, "fix", False):
             return _fix(args, config)
@@ -267,6 +270,33 @@ def _fix(args: argparse.Namespace, config: Config) -> int:
         return run_notebook_fix(args, config, engine)
     run = run_fix(args.paths or ["."], config, engine, diff=getattr(args, "diff", False))
     return run.exit_code
+
+
+# --- `workersafe guard`: the runtime check (workersafe/guard/, docs/guard.md) ----------------
+def _guard_parser(sub: Any) -> None:
+    guard = sub.add_parser(
+        "guard", help="run a script, checking each DataLoader as its workers start",
+        usage="workersafe guard [--strict] [--format {text,json}] [--output FILE] -- "
+              "SCRIPT [ARGS...]",
+        description="Run SCRIPT as `python SCRIPT ARGS` would, with the runtime guard: when a "
+                    "DataLoader starts worker processes, report the live handles its dataset "
+                    "holds that the workers would share (or that will not pickle into spawn "
+                    "workers), on standard error. Exit code: the script's (--strict: 1 if a "
+                    "loader was stopped). Details: docs/guard.md.")
+    guard.add_argument("--strict", action="store_true",
+                       help="raise before any worker starts (the run exits non-zero)")
+    guard.add_argument("--format", choices=("text", "json"), default="text")
+    guard.add_argument("--output", metavar="FILE",
+                       help="also append each finding to FILE (one JSON object a line)")
+    guard.add_argument("script", metavar="SCRIPT")
+    guard.add_argument("script_args", nargs=argparse.REMAINDER, metavar="ARGS")
+
+
+def _guard(args: argparse.Namespace) -> int:
+    from .guard.run import run_script
+
+    return run_script(args.script, list(args.script_args), strict=args.strict,
+                      format=args.format, output=args.output)
 
 
 def _server() -> int:

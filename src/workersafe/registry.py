@@ -44,6 +44,17 @@ class HandleType:
     # methods that only configure when given a `CONFIGURING_SQL` statement (`conn.execute("PRAGMA
     # ...")`); any other query is the parent's own work
     sql_config_calls: tuple[str, ...] = ()
+    # What the runtime guard (`workersafe guard`) needs. The classes of the live objects, as
+    # `module.Class` names importable from the module (`lmdb.Environment`, `requests.Session`;
+    # subclasses count): what the constructor returns, then what is derived from it (cursors,
+    # transactions, an HDF5 dataset). The guard resolves them only through `sys.modules`,
+    # never importing a library the program did not.
+    runtime_types: tuple[str, ...] = ()
+    runtime_derived_types: tuple[str, ...] = ()
+    # how the guard tells a live object from a closed (or never used) one, and what the parent
+    # did with it (`workersafe/guard/probes.py`): "http-pool" (reported only with an open
+    # pooled connection), "socket", "h5py", "lmdb", "dbapi", "zip", "tar", "" (live while held)
+    runtime_probe: str = ""
 
     @property
     def drop_before_reopen(self) -> bool:
@@ -72,14 +83,14 @@ _DB_CONFIG_CALLS = GENERIC_CONFIG_CALLS | {
 # One template per family of libraries; a row is its template with a name (and overrides).
 # HTTP: workers share one connection pool (TLS errors, responses for another worker's request).
 _HTTP = HandleType(
-    name="", fork_safe=False, picklable=False,
+    name="", fork_safe=False, picklable=False, runtime_probe="http-pool",
     config_attrs=tuple(sorted(_HTTP_CONFIG_ATTRS)), config_calls=tuple(sorted(_HTTP_CONFIG_CALLS)))
 # cloud SDKs: workers share one connection pool (TLS errors, hangs)
 _CLOUD = HandleType(name="", fork_safe=False, picklable=False)
 # gRPC: workers share one channel (hangs, "Fork support is only compatible with epoll1")
 _GRPC = HandleType(name="", fork_safe=False, picklable=False)
 # databases: workers share one connection (corrupted protocol state, wrong rows)
-_DB = HandleType(name="", fork_safe=False, picklable=False,
+_DB = HandleType(name="", fork_safe=False, picklable=False, runtime_probe="dbapi",
                  derived_methods=("cursor",), config_calls=tuple(sorted(_DB_CONFIG_CALLS)),
                  sql_config_calls=("execute", "executescript"))
 # archives: workers share one file descriptor and offset (wrong bytes, BadZipFile, crashes)
@@ -88,7 +99,7 @@ _FILE = HandleType(name="", fork_safe=False, picklable=False)
 # worker inherited when it opens that file again: the fix drops the old objects first. HDF5
 # then closes the child's copy only (its descriptor; for a file read, the parent's reads and its
 # file lock stay as they were).
-_H5 = HandleType(name="", fork_safe=False, picklable=False,
+_H5 = HandleType(name="", fork_safe=False, picklable=False, runtime_probe="h5py",
                  derived_methods=("get", "require_dataset", "require_group"),
                  derived_subscript=True, shares_open=True)
 # LMDB: workers share one environment (MDB_BAD_RSLOT, crashes). py-lmdb refuses to open an
@@ -96,7 +107,7 @@ _H5 = HandleType(name="", fork_safe=False, picklable=False,
 # old one before opening again. Dropping is safe where closing is not: py-lmdb's finalizers
 # skip a forked child, while `close()` there would abort the inherited read transaction in the
 # parent's shared reader table.
-_LMDB = HandleType(name="", fork_safe=False, picklable=False,
+_LMDB = HandleType(name="", fork_safe=False, picklable=False, runtime_probe="lmdb",
                    derived_methods=("begin", "open_db"), single_open=True)
 # PyTables and netCDF4 files (HDF5): read in forked workers (4 workers, 20,000 random rows each
 # way, parent read first), they gave no wrong row: their reads are positioned, and each process
@@ -105,6 +116,9 @@ _HDF_READER = HandleType(name="", fork_safe=True, picklable=False)
 # redis-py resets its pool after fork, but a client does not pickle
 _REDIS = HandleType(name="", fork_safe=True, picklable=False,
                     derived_methods=("pipeline", "pubsub"))
+# sockets (plain and TLS): workers share one connection (interleaved bytes, broken TLS records)
+_SOCKET = HandleType(name="", fork_safe=False, picklable=False, runtime_probe="socket",
+                     runtime_types=("socket.socket",))
 
 
 def _rows() -> tuple[HandleType, ...]:
@@ -112,63 +126,99 @@ def _rows() -> tuple[HandleType, ...]:
     # a pool manager's per-host pools keep its sockets (`http.connection_from_url(URL)`)
     pools = replace(_HTTP, derived_methods=("connection_from_url", "connection_from_host"))
     azure = replace(_CLOUD, derived_methods=("get_container_client", "get_blob_client"))
+    requests_session = replace(http_pickles, runtime_types=("requests.Session",))
+    grpc_channel = replace(_GRPC, runtime_types=("grpc.Channel",))
+    pymysql = replace(_DB, runtime_types=("pymysql.connections.Connection",),
+                      runtime_derived_types=("pymysql.cursors.Cursor",))
+    lmdb_env = replace(_LMDB, runtime_types=("lmdb.Environment",),
+                       runtime_derived_types=("lmdb.Transaction", "lmdb.Cursor"))
+    tar = replace(_FILE, derived_methods=("extractfile",), runtime_types=("tarfile.TarFile",),
+                  runtime_probe="tar")
     return (
-        replace(http_pickles, name="requests.Session"),
-        replace(http_pickles, name="requests.session"),
-        replace(http_pickles, name="requests.sessions.Session"),
-        replace(http_pickles, name="requests.sessions.session"),
-        replace(_HTTP, name="httpx.Client"),
-        replace(_HTTP, name="httpx.AsyncClient"),
-        replace(pools, name="urllib3.PoolManager"),
-        replace(pools, name="urllib3.ProxyManager"),
-        replace(_HTTP, name="urllib3.HTTPConnectionPool"),
+        replace(requests_session, name="requests.Session"),
+        replace(requests_session, name="requests.session"),
+        replace(requests_session, name="requests.sessions.Session"),
+        replace(requests_session, name="requests.sessions.session"),
+        replace(_HTTP, name="httpx.Client", runtime_types=("httpx.Client",)),
+        replace(_HTTP, name="httpx.AsyncClient", runtime_types=("httpx.AsyncClient",)),
+        replace(pools, name="urllib3.PoolManager", runtime_types=("urllib3.PoolManager",)),
+        replace(pools, name="urllib3.ProxyManager", runtime_types=("urllib3.ProxyManager",)),
+        replace(_HTTP, name="urllib3.HTTPConnectionPool",
+                runtime_types=("urllib3.HTTPConnectionPool",)),
         replace(_HTTP, name="urllib3.HTTPSConnectionPool"),
         replace(_HTTP, name="urllib3.connectionpool.HTTPConnectionPool"),
         replace(_HTTP, name="urllib3.connectionpool.HTTPSConnectionPool"),
         replace(_HTTP, name="urllib3.connection_from_url"),
         replace(_HTTP, name="urllib3.connectionpool.connection_from_url"),
-        replace(_HTTP, name="aiohttp.ClientSession"),
-        replace(_CLOUD, name="boto3.client"),
-        replace(_CLOUD, name="boto3.resource", derived_methods=("Bucket", "Table", "Object")),
+        replace(_HTTP, name="aiohttp.ClientSession", runtime_types=("aiohttp.ClientSession",),
+                runtime_probe=""),
+        replace(_CLOUD, name="boto3.client", runtime_types=("botocore.client.BaseClient",)),
+        replace(_CLOUD, name="boto3.resource", derived_methods=("Bucket", "Table", "Object"),
+                runtime_types=("boto3.resources.base.ServiceResource",)),
         replace(_CLOUD, name="boto3.Session", derived_methods=("client", "resource")),
         replace(_CLOUD, name="boto3.session.Session", derived_methods=("client", "resource")),
         replace(_CLOUD, name="google.cloud.storage.Client",
-                derived_methods=("bucket", "get_bucket")),
-        replace(_GRPC, name="grpc.insecure_channel"),
-        replace(_GRPC, name="grpc.secure_channel"),
-        replace(_DB, name="sqlite3.connect"),
-        replace(_DB, name="psycopg2.connect"),
-        replace(_DB, name="psycopg.connect"),
+                derived_methods=("bucket", "get_bucket"),
+                runtime_types=("google.cloud.storage.Client",),
+                runtime_derived_types=("google.cloud.storage.Bucket",)),
+        replace(grpc_channel, name="grpc.insecure_channel"),
+        replace(grpc_channel, name="grpc.secure_channel"),
+        replace(_DB, name="sqlite3.connect", runtime_types=("sqlite3.Connection",),
+                runtime_derived_types=("sqlite3.Cursor",)),
+        replace(_DB, name="psycopg2.connect", runtime_types=("psycopg2.extensions.connection",),
+                runtime_derived_types=("psycopg2.extensions.cursor",)),
+        replace(_DB, name="psycopg.connect", runtime_types=("psycopg.Connection",),
+                runtime_derived_types=("psycopg.Cursor",)),
         replace(_DB, name="pymongo.MongoClient",
-                derived_methods=("get_database", "get_collection"), derived_subscript=True),
+                derived_methods=("get_database", "get_collection"), derived_subscript=True,
+                runtime_types=("pymongo.MongoClient",), runtime_probe="",
+                runtime_derived_types=("pymongo.database.Database",
+                                       "pymongo.collection.Collection")),
         replace(_DB, name="sqlalchemy.create_engine",
-                derived_methods=("connect", "begin", "raw_connection")),
-        replace(_REDIS, name="redis.Redis"),
+                derived_methods=("connect", "begin", "raw_connection"),
+                runtime_types=("sqlalchemy.engine.Engine",), runtime_probe="",
+                runtime_derived_types=("sqlalchemy.engine.Connection",)),
+        replace(_REDIS, name="redis.Redis", runtime_types=("redis.Redis",)),
         replace(_REDIS, name="redis.StrictRedis"),
         replace(_REDIS, name="redis.from_url"),
         replace(_REDIS, name="redis.Redis.from_url"),
-        replace(_DB, name="pymysql.connect"),
-        replace(_DB, name="pymysql.Connect"),
-        replace(_DB, name="MySQLdb.connect"),
-        replace(_DB, name="mysql.connector.connect"),
-        replace(_DB, name="duckdb.connect"),
-        replace(_DB, name="pyodbc.connect"),
-        replace(_DB, name="oracledb.connect"),
-        replace(_DB, name="cx_Oracle.connect"),
-        replace(_CLOUD, name="minio.Minio"),
-        replace(azure, name="azure.storage.blob.BlobServiceClient"),
+        replace(pymysql, name="pymysql.connect"),
+        replace(pymysql, name="pymysql.Connect"),
+        replace(_DB, name="MySQLdb.connect",
+                runtime_types=("MySQLdb.connections.Connection",),
+                runtime_derived_types=("MySQLdb.cursors.BaseCursor",)),
+        replace(_DB, name="mysql.connector.connect",
+                runtime_types=("mysql.connector.connection.MySQLConnection",)),
+        replace(_DB, name="duckdb.connect", runtime_types=("duckdb.DuckDBPyConnection",),
+                runtime_probe=""),
+        replace(_DB, name="pyodbc.connect", runtime_types=("pyodbc.Connection",),
+                runtime_derived_types=("pyodbc.Cursor",)),
+        replace(_DB, name="oracledb.connect", runtime_types=("oracledb.Connection",),
+                runtime_derived_types=("oracledb.Cursor",)),
+        replace(_DB, name="cx_Oracle.connect", runtime_types=("cx_Oracle.Connection",),
+                runtime_derived_types=("cx_Oracle.Cursor",)),
+        replace(_CLOUD, name="minio.Minio", runtime_types=("minio.Minio",)),
+        replace(azure, name="azure.storage.blob.BlobServiceClient",
+                runtime_types=("azure.storage.blob.BlobServiceClient",)),
         replace(azure, name="azure.storage.blob.BlobServiceClient.from_connection_string"),
-        replace(azure, name="azure.storage.blob.ContainerClient"),
+        replace(azure, name="azure.storage.blob.ContainerClient",
+                runtime_types=("azure.storage.blob.ContainerClient",)),
         replace(azure, name="azure.storage.blob.ContainerClient.from_connection_string"),
-        replace(_H5, name="h5py.File"),
-        replace(_HDF_READER, name="tables.open_file", derived_methods=("get_node",)),
-        replace(_HDF_READER, name="netCDF4.Dataset", derived_subscript=True),
-        replace(_LMDB, name="lmdb.open"),
-        replace(_LMDB, name="lmdb.Environment"),
-        replace(_FILE, name="zipfile.ZipFile", derived_methods=("open",)),
-        replace(_FILE, name="tarfile.open", derived_methods=("extractfile",)),
-        replace(_FILE, name="tarfile.TarFile", derived_methods=("extractfile",)),
-        replace(_FILE, name="tarfile.TarFile.open", derived_methods=("extractfile",)),
+        replace(_H5, name="h5py.File", runtime_types=("h5py.File",),
+                runtime_derived_types=("h5py.Dataset", "h5py.Group")),
+        replace(_HDF_READER, name="tables.open_file", derived_methods=("get_node",),
+                runtime_types=("tables.File",), runtime_derived_types=("tables.Node",)),
+        replace(_HDF_READER, name="netCDF4.Dataset", derived_subscript=True,
+                runtime_types=("netCDF4.Dataset",), runtime_derived_types=("netCDF4.Variable",)),
+        replace(lmdb_env, name="lmdb.open"),
+        replace(lmdb_env, name="lmdb.Environment"),
+        replace(_FILE, name="zipfile.ZipFile", derived_methods=("open",),
+                runtime_types=("zipfile.ZipFile",), runtime_probe="zip"),
+        replace(tar, name="tarfile.open"),
+        replace(tar, name="tarfile.TarFile"),
+        replace(tar, name="tarfile.TarFile.open"),
+        replace(_SOCKET, name="socket.socket"),
+        replace(_SOCKET, name="socket.create_connection"),
     )
 
 
@@ -206,10 +256,23 @@ class Registry:
         """(module root, constructor short name): a file that creates this handle contains both."""
         return frozenset((t.module_root, t.short_name) for t in self.types.values())
 
+    def runtime_types(self) -> dict[str, tuple[HandleType, bool]]:
+        """The classes of live handles (`module.Class`) → (their row, derived from the handle):
+        what the runtime guard looks for. The first row naming a class wins."""
+        found: dict[str, tuple[HandleType, bool]] = {}
+        for row in self.types.values():
+            for name in row.runtime_types:
+                found.setdefault(name, (row, False))
+            for name in row.runtime_derived_types:
+                found.setdefault(name, (row, True))
+        return found
+
     def with_config(self, extra: Iterable[str] = (), disabled: Iterable[str] = ()) -> Registry:
         types = dict(self.types)
         for name in extra:
-            types[name] = HandleType(name, fork_safe=False, picklable=False)
+            # a class named as a handle is also the class of the live object (the guard's)
+            types[name] = HandleType(name, fork_safe=False, picklable=False,
+                                     runtime_types=(name,))
         for name in disabled:
             types.pop(name, None)
         return replace(self, types=types)
