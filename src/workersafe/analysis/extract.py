@@ -18,7 +18,7 @@ from .caches import ClassCaches, class_caches
 from .closes import error_path_closes
 from .pickled import pickled_state
 from .positions import Positions
-from .remedies import remedy_facts
+from .remedies import PROCESS_WORDS, remedy_facts
 from .state import ClassState, FunctionState, Handle
 from .values import IDENTITY_WORDS
 from .walker import FactWalker
@@ -32,7 +32,8 @@ def extract_facts(tree: ast.Module, text: str, path: str, module_name: str, is_p
     walker.walk(tree)
     facts = _facts(walker, {walker.state.qual(n.name): n for n in tree.body
                             if isinstance(n, ast.ClassDef)})
-    remedies = remedy_facts(tree, walker.state, walker.ev, walker.classes)
+    remedies = remedy_facts(tree, walker.state, walker.ev, walker.classes, walker.self_uses,
+                            any(word in text for word in PROCESS_WORDS))
     return dataclasses.replace(facts, remedies=remedies)
 
 

@@ -24,6 +24,7 @@ from .names import dotted, qualify
 from .nodes import child_nodes, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
 from .values import Evaluator, elements, is_none, is_self, self_attr, string
+from .walker import SelfUses
 
 GET_WORKER_INFO = frozenset(f"{TORCH_DATA}{mod}.get_worker_info"
                             for mod in ("", ".dataloader", "._utils.worker"))
@@ -32,6 +33,9 @@ PROCESS_CALLS = GET_WORKER_INFO | frozenset({
     "os.getpid", "os.getppid", "multiprocessing.current_process",
     "multiprocessing.parent_process", "torch.multiprocessing.current_process",
 })
+# The last names of PROCESS_CALLS: a file spelling none of them has no process check (a
+# qualified name's last part is spelled in the file, as an attribute or an imported name).
+PROCESS_WORDS = tuple(sorted({name.rpartition(".")[2] for name in PROCESS_CALLS}))
 # The attributes a torch wrapper keeps the wrapped dataset(s) in.
 WRAPPER_ATTRS = frozenset({"dataset", "datasets"})
 # Calls that look at a value without unwrapping it.
@@ -70,7 +74,8 @@ class _Scope:
 
 
 class _Remedies:
-    def __init__(self, walker_state: State, ev: Evaluator, classes: list[ClassState]) -> None:
+    def __init__(self, walker_state: State, ev: Evaluator, classes: list[ClassState],
+                 self_uses: dict[int, SelfUses], process_possible: bool) -> None:
         state = State(walker_state.module_name, walker_state.registry)
         state.module_scope = state.scope = walker_state.module_scope
         state.module_env = walker_state.module_env
@@ -85,10 +90,20 @@ class _Remedies:
         self.uses: list[DatasetUse] = []
         self.scope = _Scope("")
         self.loader_index: dict[int, int] = {}  # id() of a DataLoader call → its LoaderWrap
+        self.self_uses = self_uses
+        self.process_possible = process_possible
+        # id() of a node → its qualified name: no name is bound during this pass (the scope
+        # is the module's, complete), so each is computed once
+        self._qualified: dict[int, Optional[str]] = {}
 
     def q(self, node: ast.AST) -> Optional[str]:
+        key = id(node)
+        if key in self._qualified:
+            return self._qualified[key]
         name = dotted(node)
-        return qualify(name, self.state.scope, self.state.known) if name else None
+        found = qualify(name, self.state.scope, self.state.known) if name else None
+        self._qualified[key] = found
+        return found
 
     def facts(self) -> RemedyFacts:
         return RemedyFacts(tuple(self.classes), tuple(self.inits), tuple(self.loaders),
@@ -101,7 +116,8 @@ class _Remedies:
             if isinstance(stmt, ast.ClassDef):
                 cls = self.class_states.get(self.state.qual(stmt.name))
                 if cls is not None:
-                    self.classes.append(_ClassReader(self, cls).read(stmt))
+                    self.classes.append(_ClassReader(self, cls).read(
+                        stmt, self.self_uses.get(id(stmt)) or SelfUses()))
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(stmt)
             else:
@@ -327,23 +343,23 @@ class _ClassReader:
         self.init_set: set[str] = set()
         self.lazy: list[LazyOpen] = []
         self.param_attrs: set[str] = set()
-        self.indexed: set[str] = set()
         self.pid_attrs: set[str] = set()  # `self._pid = os.getpid()` anywhere in the class
         self.pid_names: set[tuple[str, str]] = set()  # (method, local) likewise
-        self.member_uses: set[tuple[str, str, str]] = set()  # `self.reader.get` in a method
         self.param_kept: list[tuple[str, AttrSite]] = []  # `self.db = db` in `__init__`
         self.none_defaults: tuple[str, ...] = ()
 
-    def read(self, node: ast.ClassDef) -> RemedyClass:
+    def read(self, node: ast.ClassDef, uses: SelfUses) -> RemedyClass:
+        """`uses`: what the main walk saw the methods do with attributes of self."""
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        nodes = {id(m): subtree(m) for m in methods}  # one walk of each method
+        # A file spelling no process call has no process check: no walk of each method for one.
+        nodes = {id(m): subtree(m) for m in methods} if self.owner.process_possible else {}
         self._process_values(methods, nodes)
         for method in methods:
-            self.method(method, nodes[id(method)])
+            self.method(method, nodes.get(id(method), []))
         return RemedyClass(self.cls.qualname, tuple(self.init_none),
                            tuple(sorted(self.init_set - {a.attr for a in self.init_none})),
-                           tuple(self.lazy), tuple(sorted(self.param_attrs & self.indexed)),
-                           tuple(sorted(self.member_uses)), tuple(self.param_kept),
+                           tuple(self.lazy), tuple(sorted(self.param_attrs & uses.indexed)),
+                           tuple(sorted(uses.members)), tuple(self.param_kept),
                            self.none_defaults)
 
     def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST]
@@ -359,15 +375,6 @@ class _ClassReader:
                 self.none_defaults = _none_defaults(node.args)
             checked = any(self._process_value(t.test, node.name) for t in nodes
                           if isinstance(t, (ast.If, ast.IfExp, ast.While, ast.Assert)))
-            for sub in nodes:
-                if isinstance(sub, ast.Subscript):
-                    attr = self_attr(sub.value)
-                    if attr:
-                        self.indexed.add(attr)
-                elif isinstance(sub, ast.Attribute):
-                    attr = self_attr(sub.value)
-                    if attr:  # `self.reader.get(k)`: what it uses of an object it keeps
-                        self.member_uses.add((node.name, attr, sub.attr))
             self.block(node.name, node.body, params, checked)
         finally:
             del state.frames[-2:]
@@ -429,7 +436,7 @@ class _ClassReader:
                         nodes: dict[int, list[ast.AST]]) -> None:
         """The attributes (class-wide) and locals (per method) holding a value derived from
         a process call: `self._pid = os.getpid()`, `info = get_worker_info(); w = info.id`."""
-        assigns = [(m.name, a) for m in methods for a in nodes[id(m)]
+        assigns = [(m.name, a) for m in methods for a in nodes.get(id(m), ())
                    if isinstance(a, ast.Assign)]
         changed = True
         while changed:
@@ -495,9 +502,12 @@ def _unset_tests(test: ast.expr) -> list[str]:
     return []
 
 
-def remedy_facts(tree: ast.Module, state: State, ev: Evaluator,
-                 classes: list[ClassState]) -> RemedyFacts:
-    reader = _Remedies(state, ev, classes)
+def remedy_facts(tree: ast.Module, state: State, ev: Evaluator, classes: list[ClassState],
+                 self_uses: dict[int, SelfUses], process_possible: bool = True) -> RemedyFacts:
+    """The remedy facts of a module the main walk (`state`, `ev`, `classes`) has walked;
+    `self_uses`: what it gathered per class (walker.FactWalker.self_uses); `process_possible`:
+    whether the text spells a process call at all (PROCESS_WORDS)."""
+    reader = _Remedies(state, ev, classes, self_uses, process_possible)
     reader.module(tree)
     return reader.facts()
 

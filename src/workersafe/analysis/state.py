@@ -175,7 +175,8 @@ class FunctionState:
     calls: set[str] = field(default_factory=set)  # project functions called (or passed on)
 
 
-Frame = Union[ClassState, FunctionState, None]  # None: a nested class, not analysed
+Frame = Union[ClassState, FunctionState, None]
+_UNKNOWN = object()  # None: a nested class, not analysed
 
 
 class State:
@@ -185,7 +186,11 @@ class State:
         self.module_name = module_name
         self.registry = registry
         self.known = frozenset(registry.types)
-        self.module_scope = self.scope = Scope()
+        self.module_scope = self._scope = Scope()
+        # id() of a node → its qualified name under the current scope (`q`): hooks and
+        # evaluators ask for the same callee several times. Cleared whenever what a name means
+        # may change: a new scope (`scope = ...`) or a binding (`bind`).
+        self._qualified: dict[int, Optional[str]] = {}
         self.module_env = Env()
         self.frames: list[Frame] = []  # innermost last
         # module-level name → (handle, whether it is returned by a cached function)
@@ -197,8 +202,38 @@ class State:
     def qual(self, name: str) -> str:
         return f"{self.module_name}.{name}" if self.module_name else name
 
+    @property
+    def scope(self) -> Scope:
+        """The innermost import scope (function-local imports shadow module ones)."""
+        return self._scope
+
+    @scope.setter
+    def scope(self, scope: Scope) -> None:
+        self._scope = scope
+        self._qualified.clear()
+
+    def bind(self, local: str, qualified: str, scope: Optional[Scope] = None) -> None:
+        """Bind a name in `scope` (default: the current one); names qualified so far may now
+        mean something else."""
+        (scope or self._scope).bind(local, qualified)
+        self._qualified.clear()
+
+    def rebound(self) -> None:
+        """The scope changed behind `bind` (an import statement bound its names)."""
+        self._qualified.clear()
+
     def q(self, node: ast.AST) -> Optional[str]:
-        """The qualified name of a dotted expression, through this file's imports."""
+        """The qualified name of a dotted expression, through this file's imports (computed
+        once per node while no binding changes)."""
+        key = id(node)
+        cached = self._qualified.get(key, _UNKNOWN)
+        if cached is not _UNKNOWN:
+            return cached  # type: ignore[return-value]
+        found = self._q(node)
+        self._qualified[key] = found
+        return found
+
+    def _q(self, node: ast.AST) -> Optional[str]:
         name = dotted(node)
         if name:
             return qualify(name, self.scope, self.known)

@@ -56,6 +56,14 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _STAR_LOADER_NAMES = frozenset({"DataLoader"})
 
 
+@dataclasses.dataclass
+class SelfUses:
+    """What the methods of one class do with attributes of self (for the remedy facts)."""
+
+    indexed: set[str] = dataclasses.field(default_factory=set)  # `self.x[i]`
+    members: set[tuple[str, str, str]] = dataclasses.field(default_factory=set)  # (method, x, m)
+
+
 class FactWalker:
     """Walks one module; `extract.extract_facts` turns what it found into `FileFacts`."""
 
@@ -81,6 +89,12 @@ class FactWalker:
         self.scoped_starts: dict[str, str] = {}  # function or method → the start method it sets
         self.entry_calls: set[str] = set()  # functions module-level code calls (or passes on)
         self.store_nodes: set[int] = set()  # id() of assignment targets: not reads
+        # For the remedy facts (remedies.py), gathered here rather than by walking each method
+        # again: per module-level class (by id() of its node), the attributes of self its
+        # methods subscript (`self.x[i]`) and the members of them they use (`self.x.get`).
+        self.self_uses: dict[int, SelfUses] = {}
+        self._self_uses: Optional[SelfUses] = None  # the class being walked
+        self._uses_method = ""  # the method (of that class) being walked, nested code included
         self._sink: Optional[set[str]] = None
         self._sink_valid = False
         self.depth = 0
@@ -133,18 +147,20 @@ class FactWalker:
         state = self.state
         for stmt in node.body:
             if isinstance(stmt, (ast.ClassDef, *_FUNCTIONS)):
-                state.module_scope.bind(stmt.name, state.qual(stmt.name))
+                state.bind(stmt.name, state.qual(stmt.name), state.module_scope)
         self.walk_all(node.body)
 
     # The names an import statement spells count as names read, as they always have: a module
     # handle imported elsewhere (`from .db import CONN`) counts as used outside the dataset.
     def visit_Import(self, node: ast.Import) -> None:
         bind_import(self.state.scope, node)
+        self.state.rebound()
         self._read_names([part for alias in node.names
                           for part in (alias.name.split(".", 1)[0], alias.asname) if part])
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         bind_import_from(self.state.scope, node, self.module_name, self.is_package)
+        self.state.rebound()
         names = [node.module.split(".", 1)[0]] if node.module else []
         names += [part for alias in node.names for part in (alias.name, alias.asname)
                   if part and part != "*"]
@@ -159,10 +175,14 @@ class FactWalker:
             cls = ClassState(node.name, state.qual(node.name), self.positions.span(node), bases)
             self.classes.append(cls)
             self._push(cls)
+        outer_uses = self._self_uses
+        if not state.frames[:-1]:
+            self._self_uses = self.self_uses[id(node)] = SelfUses()
         self.walk_all(node.decorator_list)
         self.walk_all(node.bases)
         self.walk_all(node.keywords)
         self.walk_all(node.body)
+        self._self_uses = outer_uses
         self._pop()
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -200,11 +220,15 @@ class FactWalker:
                 func.node = node
                 if decorators - CACHE_DECORATORS:  # `@hydra.main(...)`, `@app.command()`:
                     self.entry_calls.add(qual)  # the decorator is given the function to run
+        outer_method = self._uses_method
+        if isinstance(owner, ClassState):
+            self._uses_method = node.name
         self._push(func)
         self.walk_all(node.decorator_list)
         self.visit_arguments(node.args)
         self.walk_all(node.body)
         self._pop()
+        self._uses_method = outer_method
         state.scope = scope.parent or state.module_scope
 
     def visit_arguments(self, node: ast.arguments) -> None:
@@ -318,6 +342,11 @@ class FactWalker:
     # --- names and attributes ---------------------------------------------------------------
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        value = node.value
+        if self._uses_method and type(value) is ast.Attribute and self._self_uses is not None:
+            attr = self_attr(value)
+            if attr is not None:  # `self.reader.get(k)`: what it uses of an object it keeps
+                self._self_uses.members.add((self._uses_method, attr, node.attr))
         method = self.state.current_method()
         if method is not None and id(node) not in self.store_nodes:
             value = node.value
@@ -329,6 +358,14 @@ class FactWalker:
                 if id(node) not in method.config_reads:
                     method.attrs_used.add(node.attr)
         self.walk(node.value)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if self._uses_method and self._self_uses is not None:
+            attr = self_attr(node.value)
+            if attr is not None:
+                self._self_uses.indexed.add(attr)
+        self.walk(node.value)
+        self.walk(node.slice)
 
     def visit_Name(self, node: ast.Name) -> None:
         if id(node) in self.store_nodes:
@@ -632,7 +669,7 @@ class FactWalker:
         if type(target) is ast.Name:
             module = imported_by_call(value)
             if module is not None:
-                self.state.scope.bind(target.id, module)
+                self.state.bind(target.id, module)
 
     def _attr_assign(self, target: ast.Attribute, value: ast.expr) -> None:
         state = self.state
