@@ -33,7 +33,8 @@ def extract_facts(tree: ast.Module, text: str, path: str, module_name: str, is_p
     facts = _facts(walker, {walker.state.qual(n.name): n for n in tree.body
                             if isinstance(n, ast.ClassDef)})
     remedies = remedy_facts(tree, walker.state, walker.ev, walker.classes, walker.self_uses,
-                            any(word in text for word in PROCESS_WORDS))
+                            any(word in text for word in PROCESS_WORDS),
+                            "get_worker_info" in text)
     return dataclasses.replace(facts, remedies=remedies)
 
 

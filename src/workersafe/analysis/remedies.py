@@ -75,7 +75,8 @@ class _Scope:
 
 class _Remedies:
     def __init__(self, walker_state: State, ev: Evaluator, classes: list[ClassState],
-                 self_uses: dict[int, SelfUses], process_possible: bool) -> None:
+                 self_uses: dict[int, SelfUses], process_possible: bool, info_possible: bool
+                 ) -> None:
         state = State(walker_state.module_name, walker_state.registry)
         state.module_scope = state.scope = walker_state.module_scope
         state.module_env = walker_state.module_env
@@ -92,6 +93,7 @@ class _Remedies:
         self.loader_index: dict[int, int] = {}  # id() of a DataLoader call → its LoaderWrap
         self.self_uses = self_uses
         self.process_possible = process_possible
+        self.info_possible = info_possible
         # id() of a node → its qualified name: no name is bound during this pass (the scope
         # is the module's, complete), so each is computed once
         self._qualified: dict[int, Optional[str]] = {}
@@ -160,7 +162,7 @@ class _Remedies:
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             self.iterated(stmt.iter, stmt.iter)
             self.expression(stmt.iter)
-            if self.kind(stmt.iter) == DATASET:
+            if self.dataset(stmt.iter):
                 self.scope.walks = True
             self.statements(stmt.body)
             self.statements(stmt.orelse)
@@ -196,12 +198,17 @@ class _Remedies:
                     if refs:
                         self.state.env.assign_refs(element.id, refs)
         elif isinstance(target, ast.Attribute):
-            if self.kind(target.value) == DATASET:
+            if self.dataset(target.value):
                 handle = self.ev.handle_of(value)
                 if handle is not None:
                     scope.sets.append(AttrSite(target.attr, self.span(target)))
             else:
                 self.expression(target.value)
+
+    def dataset(self, expr: ast.expr) -> bool:
+        """Whether `expr` is `get_worker_info().dataset` (however bound); never in a file
+        that does not spell `get_worker_info`."""
+        return self.info_possible and self.kind(expr) == DATASET
 
     def kind(self, expr: ast.expr) -> Kind:
         if isinstance(expr, ast.Name):
@@ -232,7 +239,7 @@ class _Remedies:
             if type(node) is ast.Call:
                 self.call(node)
             elif type(node) is ast.Attribute:
-                if node.attr in WRAPPER_ATTRS and self.kind(node.value) == DATASET:
+                if node.attr in WRAPPER_ATTRS and self.dataset(node.value):
                     self.scope.walks = True  # `dataset.dataset`, `dataset.datasets`
                 elif type(node.ctx) is ast.Load:
                     self.member(node)
@@ -247,10 +254,9 @@ class _Remedies:
         name = self.q(func)
         if name in LOADERS:
             self.loader(node)
-        if isinstance(func, ast.Attribute) and self.kind(func.value) == DATASET:
+        if isinstance(func, ast.Attribute) and self.dataset(func.value):
             self.scope.calls.append(AttrSite(func.attr, self.span(func)))
         bare = func.id if isinstance(func, ast.Name) else ""
-        args = list(node.args) + [k.value for k in node.keywords]
         if bare in ("iter", "next", "list", "enumerate", "tuple", "sorted", "sum"):
             for arg in node.args[:1]:
                 self.iterated(arg, node)
@@ -259,10 +265,12 @@ class _Remedies:
         elif name not in LOADERS:
             for arg in node.args:
                 self.iterated_loader(arg, node)  # `trainer.fit(model, loader)`, `tqdm(loader)`
-        if any(self.kind(a) == DATASET for a in args) and bare not in _LOOKS \
+        if self.info_possible and any(  # (kind() first: it notes that a scope reached it)
+                self.dataset(a) for a in (*node.args, *(k.value for k in node.keywords))) \
+                and bare not in _LOOKS \
                 and name not in GET_WORKER_INFO:
             self.scope.walks = True  # passed on: a helper may unwrap it
-        if bare in ("isinstance", "hasattr") and node.args and self.kind(node.args[0]) == DATASET:
+        if bare in ("isinstance", "hasattr") and node.args and self.dataset(node.args[0]):
             self.scope.walks = True
 
     def loader(self, node: ast.Call) -> None:
@@ -503,11 +511,13 @@ def _unset_tests(test: ast.expr) -> list[str]:
 
 
 def remedy_facts(tree: ast.Module, state: State, ev: Evaluator, classes: list[ClassState],
-                 self_uses: dict[int, SelfUses], process_possible: bool = True) -> RemedyFacts:
+                 self_uses: dict[int, SelfUses], process_possible: bool = True,
+                 info_possible: bool = True) -> RemedyFacts:
     """The remedy facts of a module the main walk (`state`, `ev`, `classes`) has walked;
     `self_uses`: what it gathered per class (walker.FactWalker.self_uses); `process_possible`:
-    whether the text spells a process call at all (PROCESS_WORDS)."""
-    reader = _Remedies(state, ev, classes, self_uses, process_possible)
+    whether the text spells a process call at all (PROCESS_WORDS); `info_possible`: whether
+    it spells `get_worker_info` (else nothing in it reaches a worker's dataset)."""
+    reader = _Remedies(state, ev, classes, self_uses, process_possible, info_possible)
     reader.module(tree)
     return reader.facts()
 
