@@ -129,7 +129,7 @@ class _Remedies:
         outer = self.scope
         state = self.state
         func = FunctionState(node.name, state.qual(node.name), False, True, Env(state.module_env))
-        state.frames.append(func)
+        state.push(func)
         self.scope = _Scope(node.name)
         try:
             self.statements(node.body)
@@ -138,7 +138,7 @@ class _Remedies:
                 self.inits.append(WorkerInit(func.qualname, self.span(node), tuple(scope.sets),
                                              tuple(scope.calls), scope.walks))
         finally:
-            state.frames.pop()
+            state.pop()
             self.scope = outer
 
     # --- statements (in order: the bindings follow them) --------------------------------
@@ -375,7 +375,7 @@ class _ClassReader:
         state = self.owner.state
         func = FunctionState(node.name, f"{self.cls.qualname}.{node.name}", False, False,
                              Env(state.module_env), MethodState(node.name))
-        state.frames.extend([self.cls, func])
+        state.push(self.cls, func)
         try:
             params = {a.arg for a in (*node.args.posonlyargs, *node.args.args,
                                       *node.args.kwonlyargs)}
@@ -385,7 +385,7 @@ class _ClassReader:
                           if isinstance(t, (ast.If, ast.IfExp, ast.While, ast.Assert)))
             self.block(node.name, node.body, params, checked)
         finally:
-            del state.frames[-2:]
+            state.pop(2)
 
     def block(self, method: str, body: list[ast.stmt], params: set[str], checked: bool) -> None:
         ev = self.owner.ev

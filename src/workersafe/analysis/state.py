@@ -192,7 +192,12 @@ class State:
         # may change: a new scope (`scope = ...`) or a binding (`bind`).
         self._qualified: dict[int, Optional[str]] = {}
         self.module_env = Env()
-        self.frames: list[Frame] = []  # innermost last
+        self.frames: list[Frame] = []  # innermost last: changed only by push and pop
+        # what the frames say, kept by push and pop (asked for at most nodes of the walk)
+        self._function: Optional[FunctionState] = None  # the innermost function
+        self._outer: Optional[FunctionState] = None  # the outermost function
+        self._class: Optional[ClassState] = None  # current_class()
+        self._method: Optional[MethodState] = None  # current_method()
         # module-level name → (handle, whether it is returned by a cached function)
         self.module_handles: dict[str, tuple[Handle, bool]] = {}
         # module-level container → (handle, the function storing it: `_CACHE[k] = open(k)`)
@@ -245,36 +250,49 @@ class State:
         module = imported_by_call(node) if attrs else None
         return ".".join([module, *reversed(attrs)]) if module else None
 
+    def push(self, *frames: Frame) -> None:
+        self.frames.extend(frames)
+        self._refresh()
+
+    def pop(self, count: int = 1) -> None:
+        del self.frames[-count:]
+        self._refresh()
+
+    def _refresh(self) -> None:
+        frames = self.frames
+        functions = [f for f in frames if isinstance(f, FunctionState)]
+        self._function = functions[-1] if functions else None
+        self._outer = functions[0] if functions else None
+        last = frames[-1] if frames else None
+        self._method = last.method if isinstance(last, FunctionState) else None
+        owner = frames[-2] if len(frames) >= 2 and isinstance(last, FunctionState) else None
+        self._class = owner if isinstance(owner, ClassState) else None
+
     @property
     def frame(self) -> Frame:
         return self.frames[-1] if self.frames else None
 
     def current_class(self) -> Optional[ClassState]:
         """The class whose method we are in (directly), if any."""
-        if len(self.frames) >= 2 and isinstance(self.frames[-1], FunctionState):
-            owner = self.frames[-2]
-            if isinstance(owner, ClassState):
-                return owner
-        return None
+        return self._class
 
     def current_method(self) -> Optional[MethodState]:
-        frame = self.frame
-        return frame.method if isinstance(frame, FunctionState) else None
+        return self._method
 
     def enclosing_function(self) -> Optional[FunctionState]:
-        for frame in reversed(self.frames):
-            if isinstance(frame, FunctionState):
-                return frame
-        return None
+        return self._function
+
+    def outermost_function(self) -> Optional[FunctionState]:
+        return self._outer
 
     @property
     def env(self) -> Env:
         """The Env of the innermost function, or the module's."""
-        func = self.enclosing_function()
+        func = self._function
         return func.env if func is not None else self.module_env
 
     def local_handle(self, name: str) -> Optional[Handle]:
-        func = self.enclosing_function()
+        func = self._function
         if func is not None:
             return func.env.handles.get(name)
         local = self.module_env.handles.get(name)

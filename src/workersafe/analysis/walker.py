@@ -133,11 +133,11 @@ class FactWalker:
                 self.walk(node)
 
     def _push(self, frame: Frame) -> None:
-        self.state.frames.append(frame)
+        self.state.push(frame)
         self._sink_valid = False
 
     def _pop(self) -> None:
-        self.state.frames.pop()
+        self.state.pop()
         self._sink_valid = False
 
     # --- module, imports, classes and functions ---------------------------------------------
@@ -498,7 +498,7 @@ class FactWalker:
 
     def _outer_function(self) -> Optional[FunctionState]:
         """The outermost function (or method) the walk is in: what a call inside it runs for."""
-        return next((f for f in self.state.frames if isinstance(f, FunctionState)), None)
+        return self.state.outermost_function()
 
     def _note_calls(self, node: ast.Call, name: Optional[str],
                     outer: Optional[FunctionState]) -> None:
