@@ -95,6 +95,10 @@ class FactWalker:
         self.self_uses: dict[int, SelfUses] = {}
         self._self_uses: Optional[SelfUses] = None  # the class being walked
         self._uses_method = ""  # the method (of that class) being walked, nested code included
+        # id() of the method definitions that call their base's `__init__` (super().__init__,
+        # Base.__init__(self)): baseinit.py reads only those
+        self.super_init_defs: set[int] = set()
+        self._method_def: Optional[ast.AST] = None  # the method being walked (not nested code)
         self._sink: Optional[set[str]] = None
         self._sink_valid = False
         self.depth = 0
@@ -220,7 +224,8 @@ class FactWalker:
                 func.node = node
                 if decorators - CACHE_DECORATORS:  # `@hydra.main(...)`, `@app.command()`:
                     self.entry_calls.add(qual)  # the decorator is given the function to run
-        outer_method = self._uses_method
+        outer_method, outer_def = self._uses_method, self._method_def
+        self._method_def = node if isinstance(owner, ClassState) else None
         if isinstance(owner, ClassState):
             self._uses_method = node.name
         self._push(func)
@@ -228,7 +233,7 @@ class FactWalker:
         self.visit_arguments(node.args)
         self.walk_all(node.body)
         self._pop()
-        self._uses_method = outer_method
+        self._uses_method, self._method_def = outer_method, outer_def
         state.scope = scope.parent or state.module_scope
 
     def visit_arguments(self, node: ast.arguments) -> None:
@@ -575,11 +580,13 @@ class FactWalker:
                 if is_super(receiver):
                     method.calls_super_init = True
                     method.effects.append("call:__init__")
+                    self.super_init_defs.add(id(self._method_def))
                 else:
                     first = first_arg(node)
                     if cls is not None and first is not None and is_self(first):
                         method.calls_super_init = True  # Base.__init__(self, ...)
                         method.effects.append("call:__init__")
+                        self.super_init_defs.add(id(self._method_def))
         if method_name in self.closers:
             self._record_close(receiver)
         elif method_name in CONTAINER_ADDERS:
