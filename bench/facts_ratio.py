@@ -20,6 +20,7 @@ import contextlib
 import gc
 import io
 import os
+import subprocess
 import sys
 import time
 from typing import Any
@@ -116,6 +117,13 @@ def main(argv: list[str] | None = None) -> int:
     print("| corpus | files parsed | MB | ast.parse | walk | assembly | remedies | "
           "extract_facts | facts/parse |")
     print("|---|---|---|---|---|---|---|---|---|")
+    if len(args.roots) > 1:  # one process per corpus: a run leaves caches behind
+        for root in args.roots:
+            done = subprocess.run([sys.executable, __file__, root, "--reps", str(args.reps)],
+                                  stdout=subprocess.PIPE, text=True, check=False)
+            print(done.stdout.splitlines()[-1] if done.stdout else f"| {root} | failed |")
+            sys.stdout.flush()
+        return 0
     for root in args.roots:
         items, config = parsed_files(root)
         if not items:
