@@ -21,7 +21,8 @@ from ..facts import (
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
 from .names import dotted, qualify
-from .nodes import child_nodes, subtree
+from .nodes import FIELDS as _FIELDS_OF
+from .nodes import child_nodes, node_fields, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
 from .values import Evaluator, elements, is_none, is_self, self_attr, string
 from .walker import SelfUses
@@ -93,6 +94,13 @@ class _Remedies:
         self.loader_index: dict[int, int] = {}  # id() of a DataLoader call → its LoaderWrap
         self.self_uses = self_uses
         self.process_possible = process_possible
+        # a module-level name standing for a process call under another name (`from os import
+        # getpid as pid`): then a class may make one without spelling it
+        self.process_aliased = process_possible and any(
+            qualified.rpartition(".")[2] in PROCESS_WORDS
+            and local != qualified.rpartition(".")[2]
+            for local, qualified in walker_state.module_scope.names.items())
+        self.positions = ev.positions
         self.info_possible = info_possible
         # id() of a node → its qualified name: no name is bound during this pass (the scope
         # is the module's, complete), so each is computed once
@@ -234,8 +242,29 @@ class _Remedies:
     # --- expressions --------------------------------------------------------------------
 
     def expression(self, expr: ast.expr) -> None:
-        # exact types (`ast` makes no subclasses of its node types): the test runs per node
-        for node in subtree(expr, into_lambdas=False):
+        # exact types (`ast` makes no subclasses of its node types): the test runs per node;
+        # nodes in nodes.subtree's order (into_lambdas=False), each handled as it is reached
+        stack: list[ast.AST] = [expr]
+        pop, push = stack.pop, stack.extend
+        while stack:
+            node = pop()
+            kind = type(node)
+            fields = _FIELDS_OF.get(kind)
+            if fields is None:
+                fields = node_fields(kind)
+            if fields and kind is not ast.Lambda:
+                children: list[ast.AST] = []
+                for name in fields:
+                    value = getattr(node, name, None)
+                    if type(value) is list:
+                        for item in value:
+                            if isinstance(item, ast.AST):
+                                children.append(item)
+                    elif isinstance(value, ast.AST):
+                        children.append(value)
+                if children:
+                    children.reverse()
+                    push(children)
             if type(node) is ast.Call:
                 self.call(node)
             elif type(node) is ast.Attribute:
@@ -359,8 +388,8 @@ class _ClassReader:
     def read(self, node: ast.ClassDef, uses: SelfUses) -> RemedyClass:
         """`uses`: what the main walk saw the methods do with attributes of self."""
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        # A file spelling no process call has no process check: no walk of each method for one.
-        nodes = {id(m): subtree(m) for m in methods} if self.owner.process_possible else {}
+        # A class spelling no process call has no process check: no walk of each method for one.
+        nodes = {id(m): subtree(m) for m in methods} if self._may_check_process(node) else {}
         self._process_values(methods, nodes)
         for method in methods:
             self.method(method, nodes.get(id(method), []))
@@ -369,6 +398,16 @@ class _ClassReader:
                            tuple(self.lazy), tuple(sorted(self.param_attrs & uses.indexed)),
                            tuple(sorted(uses.members)), tuple(self.param_kept),
                            self.none_defaults)
+
+    def _may_check_process(self, node: ast.ClassDef) -> bool:
+        """Whether the class may call one of PROCESS_CALLS: its lines spell one (the last
+        part of a qualified name is spelled where it is used, unless imported under another
+        name)."""
+        owner = self.owner
+        if not owner.process_possible or owner.process_aliased:
+            return owner.process_possible
+        lines = owner.positions.lines[node.lineno - 1:node.end_lineno]
+        return any(word in line for line in lines for word in PROCESS_WORDS)
 
     def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST]
                ) -> None:
