@@ -99,7 +99,13 @@ class Env:
         return found
 
     def refs(self, name: str) -> Optional[list[DatasetRef]]:
-        return next((b.refs for b in self._chain(name) if b.refs is not None), None)
+        env: Optional[Env] = self  # (asked at most names: _chain without the list)
+        while env is not None:
+            binding = env.bindings.get(name)
+            if binding is not None and binding.refs is not None:
+                return binding.refs
+            env = env.parent
+        return None
 
     def int_value(self, name: str) -> tuple[bool, Optional[int]]:
         """(name assigned at all, its constant value or None)."""
@@ -113,7 +119,13 @@ class Env:
         return next((b.context for b in self._chain(name) if b.context), "")
 
     def identity(self, name: str) -> bool:
-        return any(b.identity for b in self._chain(name))
+        env: Optional[Env] = self
+        while env is not None:
+            binding = env.bindings.get(name)
+            if binding is not None and binding.identity:
+                return True
+            env = env.parent
+        return False
 
 
 @dataclass
