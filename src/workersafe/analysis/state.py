@@ -204,7 +204,8 @@ class State:
         # may change: a new scope (`scope = ...`) or a binding (`bind`).
         self._qualified: dict[int, Optional[str]] = {}
         self.module_env = Env()
-        self.frames: list[Frame] = []  # innermost last: changed only by push and pop
+        # innermost last; a tuple, replaced by push and pop only (which keep what follows)
+        self.frames: tuple[Frame, ...] = ()
         # what the frames say, kept by push and pop (asked for at most nodes of the walk)
         self._function: Optional[FunctionState] = None  # the innermost function
         self._outer: Optional[FunctionState] = None  # the outermost function
@@ -263,11 +264,11 @@ class State:
         return ".".join([module, *reversed(attrs)]) if module else None
 
     def push(self, *frames: Frame) -> None:
-        self.frames.extend(frames)
+        self.frames += frames
         self._refresh()
 
     def pop(self, count: int = 1) -> None:
-        del self.frames[-count:]
+        self.frames = self.frames[:-count]
         self._refresh()
 
     def _refresh(self) -> None:
