@@ -149,3 +149,50 @@ def test_lazy_spellings() -> None:
     (cls,) = found.classes
     assert sorted((lz.attr, lz.site.handle if lz.site else "") for lz in cls.lazy) == [
         ("f", "h5py.File"), ("session", "requests.Session")]
+
+
+def test_process_check_through_an_aliased_import_only_where_a_class_makes_one() -> None:
+    found = remedies("""
+        import requests
+        from os import getpid as pid
+
+        class Checked:
+            def __init__(self):
+                self.s = None
+                self._pid = None
+
+            def get(self):
+                if self.s is None or self._pid != pid():
+                    self._pid = pid()
+                    self.s = requests.Session()
+                return self.s
+
+        class Unchecked:
+            def __init__(self):
+                self.s = None
+
+            def get(self):
+                if self.s is None:
+                    self.s = requests.Session()
+                return self.s
+    """)
+    checked, unchecked = found.classes
+    assert [(lz.attr, lz.process_checked) for lz in checked.lazy] == [("s", True)]
+    assert [(lz.attr, lz.process_checked) for lz in unchecked.lazy] == [("s", False)]
+
+
+def test_uses_of_kept_objects_in_nested_code_count_for_the_method() -> None:
+    found = remedies("""
+        class Holder:
+            def __init__(self, reader, table):
+                self.reader = reader
+                self.table = table
+
+            def __getitem__(self, i):
+                def fetch(k):
+                    return self.reader.get(k)
+                return [fetch(k) for k in self.table[i]]
+    """)
+    (cls,) = found.classes
+    assert ("__getitem__", "reader", "get") in cls.member_uses
+    assert cls.wrapped_attrs == ("table",)

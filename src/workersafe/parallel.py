@@ -19,8 +19,13 @@ from .registry import Registry
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
-# Below this much source a pool costs more (an interpreter start per worker) than it saves.
-MIN_PARALLEL_BYTES = 400_000
+# Below this much source (in one call: the selection's rounds parse separately) a pool costs
+# more than it saves. Measured (bench/RESULTS.md, issue 26): a spawned worker is busy only
+# after ~0.1-0.3 s of wall time (interpreter, imports, registry), and costs 0.07 s of CPU plus
+# the facts pickled back; facts take ~0.3-0.45 s of CPU per MB of source. On mosaicml/streaming
+# (1.2 MB parsed in three rounds) `-j 2` cost 20% more CPU than `-j 1`, and no less wall time.
+# A helper pays for itself when it has several times its start-up to do: ~1.5 MB.
+MIN_PARALLEL_BYTES = 1_500_000
 MIN_PARALLEL_FILES = 8
 
 

@@ -5,18 +5,21 @@ parameters go to which of the base's, so the linker can follow a call of a DataL
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional
+from typing import Container, Iterator, Optional
 
 from ..facts import BaseInit
 from .values import call_args, int_value, is_self, is_super
 
 
-def base_init(node: ast.ClassDef) -> Optional[BaseInit]:
+def base_init(node: ast.ClassDef, calling: Optional[Container[int]] = None
+              ) -> Optional[BaseInit]:
     """The first `super().__init__(...)` / `Base.__init__(self, ...)` call of the class's
-    `__init__` (outside nested functions), read argument by argument; None without either."""
+    `__init__` (outside nested functions), read argument by argument; None without either.
+    `calling`: if given, id() of every method definition that may make such a call (what the
+    main walk saw); the `__init__` is searched only if it is one."""
     init = next((s for s in node.body if type(s) is ast.FunctionDef and s.name == "__init__"),
                 None)
-    if init is None:
+    if init is None or (calling is not None and id(init) not in calling):
         return None
     call = next(_base_init_calls(init), None)
     if call is None:

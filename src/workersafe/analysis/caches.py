@@ -110,11 +110,11 @@ class _Method:
         state = self.state
         func = FunctionState(node.name, f"{self.cls.qualname}.{node.name}", False, False,
                              Env(state.module_env), MethodState(node.name))
-        state.frames.extend([self.cls, func])
+        state.push(self.cls, func)
         try:
             self.block(node.body, False)
         finally:
-            del state.frames[-2:]
+            state.pop(2)
 
     def container(self, expr: ast.expr) -> str:
         """`self.x`, `cls.x` or `<Class>.x` for a class-level container x, or a local bound

@@ -16,9 +16,10 @@ from ..registry import Registry
 from .baseinit import base_init
 from .caches import ClassCaches, class_caches
 from .closes import error_path_closes
+from .nodes import subtree
 from .pickled import pickled_state
 from .positions import Positions
-from .remedies import remedy_facts
+from .remedies import PROCESS_WORDS, remedy_facts
 from .state import ClassState, FunctionState, Handle
 from .values import IDENTITY_WORDS
 from .walker import FactWalker
@@ -32,7 +33,9 @@ def extract_facts(tree: ast.Module, text: str, path: str, module_name: str, is_p
     walker.walk(tree)
     facts = _facts(walker, {walker.state.qual(n.name): n for n in tree.body
                             if isinstance(n, ast.ClassDef)})
-    remedies = remedy_facts(tree, walker.state, walker.ev, walker.classes)
+    remedies = remedy_facts(tree, walker.state, walker.ev, walker.classes, walker.self_uses,
+                            any(word in text for word in PROCESS_WORDS),
+                            "get_worker_info" in text)
     return dataclasses.replace(facts, remedies=remedies)
 
 
@@ -105,7 +108,7 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
         tuple(HeldHandle(attr, site(h), method) for attr, method, h in caches.stores),
         pickled_state(node) if node is not None else None,
         tuple(cls.derived_attrs), tuple(cls.init_int_defaults),
-        base_init(node) if node is not None and node.bases else None,
+        base_init(node, walker.super_init_defs) if node is not None and node.bases else None,
     )
 
 
@@ -131,7 +134,7 @@ def _cache_readers(walker: FactWalker) -> set[str]:
 
 
 def _names_read(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return {n.id for n in subtree(node) if type(n) is ast.Name}
 
 
 def _failing_closes(cls: ClassState, node: Optional[ast.ClassDef], closers: frozenset[str]

@@ -1,6 +1,10 @@
-"""Facts about the remedies people write for shared handles (the WS3xx rules): a second,
-small walk over the module after the main one, on the same value model (the main walk's
-import scope, module bindings and handle lookups).
+"""Facts about the remedies people write for shared handles (the WS3xx rules), after the main
+walk, on the same value model (the main walk's import scope, module bindings and handle
+lookups). What the main walk can gather for it, it does (per class: the attributes of self
+its methods subscript and the members of them they use: walker.SelfUses); what follows reads
+module-level code and module functions' statements in order (its bindings differ from the
+walk's: the complete module scope, a function's parameters unbound), and a class's methods'
+statements; each method's nodes only in a class that spells a process call.
 
 - per class: attributes `__init__` sets to None, and lazy accessors (`if self.x is None:
   self.x = <handle>`) with whether a process check guards them;
@@ -21,9 +25,11 @@ from ..facts import (
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
 from .names import dotted, qualify
-from .nodes import child_nodes, subtree
+from .nodes import FIELDS as _FIELDS_OF
+from .nodes import child_nodes, node_fields, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
 from .values import Evaluator, elements, is_none, is_self, self_attr, string
+from .walker import SelfUses
 
 GET_WORKER_INFO = frozenset(f"{TORCH_DATA}{mod}.get_worker_info"
                             for mod in ("", ".dataloader", "._utils.worker"))
@@ -32,6 +38,9 @@ PROCESS_CALLS = GET_WORKER_INFO | frozenset({
     "os.getpid", "os.getppid", "multiprocessing.current_process",
     "multiprocessing.parent_process", "torch.multiprocessing.current_process",
 })
+# The last names of PROCESS_CALLS: a file spelling none of them has no process check (a
+# qualified name's last part is spelled in the file, as an attribute or an imported name).
+PROCESS_WORDS = tuple(sorted({name.rpartition(".")[2] for name in PROCESS_CALLS}))
 # The attributes a torch wrapper keeps the wrapped dataset(s) in.
 WRAPPER_ATTRS = frozenset({"dataset", "datasets"})
 # Calls that look at a value without unwrapping it.
@@ -70,7 +79,9 @@ class _Scope:
 
 
 class _Remedies:
-    def __init__(self, walker_state: State, ev: Evaluator, classes: list[ClassState]) -> None:
+    def __init__(self, walker_state: State, ev: Evaluator, classes: list[ClassState],
+                 self_uses: dict[int, SelfUses], process_possible: bool, info_possible: bool
+                 ) -> None:
         state = State(walker_state.module_name, walker_state.registry)
         state.module_scope = state.scope = walker_state.module_scope
         state.module_env = walker_state.module_env
@@ -85,10 +96,28 @@ class _Remedies:
         self.uses: list[DatasetUse] = []
         self.scope = _Scope("")
         self.loader_index: dict[int, int] = {}  # id() of a DataLoader call → its LoaderWrap
+        self.self_uses = self_uses
+        self.process_possible = process_possible
+        # a module-level name standing for a process call under another name (`from os import
+        # getpid as pid`): then a class may make one without spelling it
+        self.process_aliased = process_possible and any(
+            qualified.rpartition(".")[2] in PROCESS_WORDS
+            and local != qualified.rpartition(".")[2]
+            for local, qualified in walker_state.module_scope.names.items())
+        self.positions = ev.positions
+        self.info_possible = info_possible
+        # id() of a node → its qualified name: no name is bound during this pass (the scope
+        # is the module's, complete), so each is computed once
+        self._qualified: dict[int, Optional[str]] = {}
 
     def q(self, node: ast.AST) -> Optional[str]:
+        key = id(node)
+        if key in self._qualified:
+            return self._qualified[key]
         name = dotted(node)
-        return qualify(name, self.state.scope, self.state.known) if name else None
+        found = qualify(name, self.state.scope, self.state.known) if name else None
+        self._qualified[key] = found
+        return found
 
     def facts(self) -> RemedyFacts:
         return RemedyFacts(tuple(self.classes), tuple(self.inits), tuple(self.loaders),
@@ -101,7 +130,8 @@ class _Remedies:
             if isinstance(stmt, ast.ClassDef):
                 cls = self.class_states.get(self.state.qual(stmt.name))
                 if cls is not None:
-                    self.classes.append(_ClassReader(self, cls).read(stmt))
+                    self.classes.append(_ClassReader(self, cls).read(
+                        stmt, self.self_uses.get(id(stmt)) or SelfUses()))
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(stmt)
             else:
@@ -111,7 +141,7 @@ class _Remedies:
         outer = self.scope
         state = self.state
         func = FunctionState(node.name, state.qual(node.name), False, True, Env(state.module_env))
-        state.frames.append(func)
+        state.push(func)
         self.scope = _Scope(node.name)
         try:
             self.statements(node.body)
@@ -120,7 +150,7 @@ class _Remedies:
                 self.inits.append(WorkerInit(func.qualname, self.span(node), tuple(scope.sets),
                                              tuple(scope.calls), scope.walks))
         finally:
-            state.frames.pop()
+            state.pop()
             self.scope = outer
 
     # --- statements (in order: the bindings follow them) --------------------------------
@@ -144,7 +174,7 @@ class _Remedies:
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             self.iterated(stmt.iter, stmt.iter)
             self.expression(stmt.iter)
-            if self.kind(stmt.iter) == DATASET:
+            if self.dataset(stmt.iter):
                 self.scope.walks = True
             self.statements(stmt.body)
             self.statements(stmt.orelse)
@@ -180,12 +210,17 @@ class _Remedies:
                     if refs:
                         self.state.env.assign_refs(element.id, refs)
         elif isinstance(target, ast.Attribute):
-            if self.kind(target.value) == DATASET:
+            if self.dataset(target.value):
                 handle = self.ev.handle_of(value)
                 if handle is not None:
                     scope.sets.append(AttrSite(target.attr, self.span(target)))
             else:
                 self.expression(target.value)
+
+    def dataset(self, expr: ast.expr) -> bool:
+        """Whether `expr` is `get_worker_info().dataset` (however bound); never in a file
+        that does not spell `get_worker_info`."""
+        return self.info_possible and self.kind(expr) == DATASET
 
     def kind(self, expr: ast.expr) -> Kind:
         if isinstance(expr, ast.Name):
@@ -211,12 +246,33 @@ class _Remedies:
     # --- expressions --------------------------------------------------------------------
 
     def expression(self, expr: ast.expr) -> None:
-        # exact types (`ast` makes no subclasses of its node types): the test runs per node
-        for node in subtree(expr, into_lambdas=False):
+        # exact types (`ast` makes no subclasses of its node types): the test runs per node;
+        # nodes in nodes.subtree's order (into_lambdas=False), each handled as it is reached
+        stack: list[ast.AST] = [expr]
+        pop, push = stack.pop, stack.extend
+        while stack:
+            node = pop()
+            kind = type(node)
+            fields = _FIELDS_OF.get(kind)
+            if fields is None:
+                fields = node_fields(kind)
+            if fields and kind is not ast.Lambda:
+                children: list[ast.AST] = []
+                for name in fields:
+                    value = getattr(node, name, None)
+                    if type(value) is list:
+                        for item in value:
+                            if isinstance(item, ast.AST):
+                                children.append(item)
+                    elif isinstance(value, ast.AST):
+                        children.append(value)
+                if children:
+                    children.reverse()
+                    push(children)
             if type(node) is ast.Call:
                 self.call(node)
             elif type(node) is ast.Attribute:
-                if node.attr in WRAPPER_ATTRS and self.kind(node.value) == DATASET:
+                if node.attr in WRAPPER_ATTRS and self.dataset(node.value):
                     self.scope.walks = True  # `dataset.dataset`, `dataset.datasets`
                 elif type(node.ctx) is ast.Load:
                     self.member(node)
@@ -231,10 +287,9 @@ class _Remedies:
         name = self.q(func)
         if name in LOADERS:
             self.loader(node)
-        if isinstance(func, ast.Attribute) and self.kind(func.value) == DATASET:
+        if isinstance(func, ast.Attribute) and self.dataset(func.value):
             self.scope.calls.append(AttrSite(func.attr, self.span(func)))
         bare = func.id if isinstance(func, ast.Name) else ""
-        args = list(node.args) + [k.value for k in node.keywords]
         if bare in ("iter", "next", "list", "enumerate", "tuple", "sorted", "sum"):
             for arg in node.args[:1]:
                 self.iterated(arg, node)
@@ -243,10 +298,12 @@ class _Remedies:
         elif name not in LOADERS:
             for arg in node.args:
                 self.iterated_loader(arg, node)  # `trainer.fit(model, loader)`, `tqdm(loader)`
-        if any(self.kind(a) == DATASET for a in args) and bare not in _LOOKS \
+        if self.info_possible and any(  # (kind() first: it notes that a scope reached it)
+                self.dataset(a) for a in (*node.args, *(k.value for k in node.keywords))) \
+                and bare not in _LOOKS \
                 and name not in GET_WORKER_INFO:
             self.scope.walks = True  # passed on: a helper may unwrap it
-        if bare in ("isinstance", "hasattr") and node.args and self.kind(node.args[0]) == DATASET:
+        if bare in ("isinstance", "hasattr") and node.args and self.dataset(node.args[0]):
             self.scope.walks = True
 
     def loader(self, node: ast.Call) -> None:
@@ -327,31 +384,41 @@ class _ClassReader:
         self.init_set: set[str] = set()
         self.lazy: list[LazyOpen] = []
         self.param_attrs: set[str] = set()
-        self.indexed: set[str] = set()
         self.pid_attrs: set[str] = set()  # `self._pid = os.getpid()` anywhere in the class
         self.pid_names: set[tuple[str, str]] = set()  # (method, local) likewise
-        self.member_uses: set[tuple[str, str, str]] = set()  # `self.reader.get` in a method
         self.param_kept: list[tuple[str, AttrSite]] = []  # `self.db = db` in `__init__`
         self.none_defaults: tuple[str, ...] = ()
 
-    def read(self, node: ast.ClassDef) -> RemedyClass:
+    def read(self, node: ast.ClassDef, uses: SelfUses) -> RemedyClass:
+        """`uses`: what the main walk saw the methods do with attributes of self."""
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        nodes = {id(m): subtree(m) for m in methods}  # one walk of each method
+        # A class spelling no process call has no process check: no walk of each method for one.
+        nodes = {id(m): subtree(m) for m in methods} if self._may_check_process(node) else {}
         self._process_values(methods, nodes)
         for method in methods:
-            self.method(method, nodes[id(method)])
+            self.method(method, nodes.get(id(method), []))
         return RemedyClass(self.cls.qualname, tuple(self.init_none),
                            tuple(sorted(self.init_set - {a.attr for a in self.init_none})),
-                           tuple(self.lazy), tuple(sorted(self.param_attrs & self.indexed)),
-                           tuple(sorted(self.member_uses)), tuple(self.param_kept),
+                           tuple(self.lazy), tuple(sorted(self.param_attrs & uses.indexed)),
+                           tuple(sorted(uses.members)), tuple(self.param_kept),
                            self.none_defaults)
+
+    def _may_check_process(self, node: ast.ClassDef) -> bool:
+        """Whether the class may call one of PROCESS_CALLS: its lines spell one (the last
+        part of a qualified name is spelled where it is used, unless imported under another
+        name)."""
+        owner = self.owner
+        if not owner.process_possible or owner.process_aliased:
+            return owner.process_possible
+        lines = owner.positions.lines[node.lineno - 1:node.end_lineno]
+        return any(word in line for line in lines for word in PROCESS_WORDS)
 
     def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST]
                ) -> None:
         state = self.owner.state
         func = FunctionState(node.name, f"{self.cls.qualname}.{node.name}", False, False,
                              Env(state.module_env), MethodState(node.name))
-        state.frames.extend([self.cls, func])
+        state.push(self.cls, func)
         try:
             params = {a.arg for a in (*node.args.posonlyargs, *node.args.args,
                                       *node.args.kwonlyargs)}
@@ -359,18 +426,9 @@ class _ClassReader:
                 self.none_defaults = _none_defaults(node.args)
             checked = any(self._process_value(t.test, node.name) for t in nodes
                           if isinstance(t, (ast.If, ast.IfExp, ast.While, ast.Assert)))
-            for sub in nodes:
-                if isinstance(sub, ast.Subscript):
-                    attr = self_attr(sub.value)
-                    if attr:
-                        self.indexed.add(attr)
-                elif isinstance(sub, ast.Attribute):
-                    attr = self_attr(sub.value)
-                    if attr:  # `self.reader.get(k)`: what it uses of an object it keeps
-                        self.member_uses.add((node.name, attr, sub.attr))
             self.block(node.name, node.body, params, checked)
         finally:
-            del state.frames[-2:]
+            state.pop(2)
 
     def block(self, method: str, body: list[ast.stmt], params: set[str], checked: bool) -> None:
         ev = self.owner.ev
@@ -429,7 +487,7 @@ class _ClassReader:
                         nodes: dict[int, list[ast.AST]]) -> None:
         """The attributes (class-wide) and locals (per method) holding a value derived from
         a process call: `self._pid = os.getpid()`, `info = get_worker_info(); w = info.id`."""
-        assigns = [(m.name, a) for m in methods for a in nodes[id(m)]
+        assigns = [(m.name, a) for m in methods for a in nodes.get(id(m), ())
                    if isinstance(a, ast.Assign)]
         changed = True
         while changed:
@@ -495,9 +553,14 @@ def _unset_tests(test: ast.expr) -> list[str]:
     return []
 
 
-def remedy_facts(tree: ast.Module, state: State, ev: Evaluator,
-                 classes: list[ClassState]) -> RemedyFacts:
-    reader = _Remedies(state, ev, classes)
+def remedy_facts(tree: ast.Module, state: State, ev: Evaluator, classes: list[ClassState],
+                 self_uses: dict[int, SelfUses], process_possible: bool = True,
+                 info_possible: bool = True) -> RemedyFacts:
+    """The remedy facts of a module the main walk (`state`, `ev`, `classes`) has walked;
+    `self_uses`: what it gathered per class (walker.FactWalker.self_uses); `process_possible`:
+    whether the text spells a process call at all (PROCESS_WORDS); `info_possible`: whether
+    it spells `get_worker_info` (else nothing in it reaches a worker's dataset)."""
+    reader = _Remedies(state, ev, classes, self_uses, process_possible, info_possible)
     reader.module(tree)
     return reader.facts()
 

@@ -99,7 +99,13 @@ class Env:
         return found
 
     def refs(self, name: str) -> Optional[list[DatasetRef]]:
-        return next((b.refs for b in self._chain(name) if b.refs is not None), None)
+        env: Optional[Env] = self  # (asked at most names: _chain without the list)
+        while env is not None:
+            binding = env.bindings.get(name)
+            if binding is not None and binding.refs is not None:
+                return binding.refs
+            env = env.parent
+        return None
 
     def int_value(self, name: str) -> tuple[bool, Optional[int]]:
         """(name assigned at all, its constant value or None)."""
@@ -113,7 +119,13 @@ class Env:
         return next((b.context for b in self._chain(name) if b.context), "")
 
     def identity(self, name: str) -> bool:
-        return any(b.identity for b in self._chain(name))
+        env: Optional[Env] = self
+        while env is not None:
+            binding = env.bindings.get(name)
+            if binding is not None and binding.identity:
+                return True
+            env = env.parent
+        return False
 
 
 @dataclass
@@ -175,7 +187,8 @@ class FunctionState:
     calls: set[str] = field(default_factory=set)  # project functions called (or passed on)
 
 
-Frame = Union[ClassState, FunctionState, None]  # None: a nested class, not analysed
+Frame = Union[ClassState, FunctionState, None]
+_UNKNOWN = object()  # None: a nested class, not analysed
 
 
 class State:
@@ -185,9 +198,19 @@ class State:
         self.module_name = module_name
         self.registry = registry
         self.known = frozenset(registry.types)
-        self.module_scope = self.scope = Scope()
+        self.module_scope = self._scope = Scope()
+        # id() of a node → its qualified name under the current scope (`q`): hooks and
+        # evaluators ask for the same callee several times. Cleared whenever what a name means
+        # may change: a new scope (`scope = ...`) or a binding (`bind`).
+        self._qualified: dict[int, Optional[str]] = {}
         self.module_env = Env()
-        self.frames: list[Frame] = []  # innermost last
+        # innermost last; a tuple, replaced by push and pop only (which keep what follows)
+        self.frames: tuple[Frame, ...] = ()
+        # what the frames say, kept by push and pop (asked for at most nodes of the walk)
+        self._function: Optional[FunctionState] = None  # the innermost function
+        self._outer: Optional[FunctionState] = None  # the outermost function
+        self._class: Optional[ClassState] = None  # current_class()
+        self._method: Optional[MethodState] = None  # current_method()
         # module-level name → (handle, whether it is returned by a cached function)
         self.module_handles: dict[str, tuple[Handle, bool]] = {}
         # module-level container → (handle, the function storing it: `_CACHE[k] = open(k)`)
@@ -197,8 +220,38 @@ class State:
     def qual(self, name: str) -> str:
         return f"{self.module_name}.{name}" if self.module_name else name
 
+    @property
+    def scope(self) -> Scope:
+        """The innermost import scope (function-local imports shadow module ones)."""
+        return self._scope
+
+    @scope.setter
+    def scope(self, scope: Scope) -> None:
+        self._scope = scope
+        self._qualified.clear()
+
+    def bind(self, local: str, qualified: str, scope: Optional[Scope] = None) -> None:
+        """Bind a name in `scope` (default: the current one); names qualified so far may now
+        mean something else."""
+        (scope or self._scope).bind(local, qualified)
+        self._qualified.clear()
+
+    def rebound(self) -> None:
+        """The scope changed behind `bind` (an import statement bound its names)."""
+        self._qualified.clear()
+
     def q(self, node: ast.AST) -> Optional[str]:
-        """The qualified name of a dotted expression, through this file's imports."""
+        """The qualified name of a dotted expression, through this file's imports (computed
+        once per node while no binding changes)."""
+        key = id(node)
+        cached = self._qualified.get(key, _UNKNOWN)
+        if cached is not _UNKNOWN:
+            return cached  # type: ignore[return-value]
+        found = self._q(node)
+        self._qualified[key] = found
+        return found
+
+    def _q(self, node: ast.AST) -> Optional[str]:
         name = dotted(node)
         if name:
             return qualify(name, self.scope, self.known)
@@ -210,36 +263,49 @@ class State:
         module = imported_by_call(node) if attrs else None
         return ".".join([module, *reversed(attrs)]) if module else None
 
+    def push(self, *frames: Frame) -> None:
+        self.frames += frames
+        self._refresh()
+
+    def pop(self, count: int = 1) -> None:
+        self.frames = self.frames[:-count]
+        self._refresh()
+
+    def _refresh(self) -> None:
+        frames = self.frames
+        functions = [f for f in frames if isinstance(f, FunctionState)]
+        self._function = functions[-1] if functions else None
+        self._outer = functions[0] if functions else None
+        last = frames[-1] if frames else None
+        self._method = last.method if isinstance(last, FunctionState) else None
+        owner = frames[-2] if len(frames) >= 2 and isinstance(last, FunctionState) else None
+        self._class = owner if isinstance(owner, ClassState) else None
+
     @property
     def frame(self) -> Frame:
         return self.frames[-1] if self.frames else None
 
     def current_class(self) -> Optional[ClassState]:
         """The class whose method we are in (directly), if any."""
-        if len(self.frames) >= 2 and isinstance(self.frames[-1], FunctionState):
-            owner = self.frames[-2]
-            if isinstance(owner, ClassState):
-                return owner
-        return None
+        return self._class
 
     def current_method(self) -> Optional[MethodState]:
-        frame = self.frame
-        return frame.method if isinstance(frame, FunctionState) else None
+        return self._method
 
     def enclosing_function(self) -> Optional[FunctionState]:
-        for frame in reversed(self.frames):
-            if isinstance(frame, FunctionState):
-                return frame
-        return None
+        return self._function
+
+    def outermost_function(self) -> Optional[FunctionState]:
+        return self._outer
 
     @property
     def env(self) -> Env:
         """The Env of the innermost function, or the module's."""
-        func = self.enclosing_function()
+        func = self._function
         return func.env if func is not None else self.module_env
 
     def local_handle(self, name: str) -> Optional[Handle]:
-        func = self.enclosing_function()
+        func = self._function
         if func is not None:
             return func.env.handles.get(name)
         local = self.module_env.handles.get(name)

@@ -52,8 +52,17 @@ _LIBRARY_ROOTS = frozenset({
     "builtins", "tqdm", "yaml", "h5py", "lmdb", "io", "struct", "subprocess",
 })
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_NAME, _CONSTANT = ast.Name, ast.Constant
 # Loader names a star import may bring in (a project package re-exporting torch's)
 _STAR_LOADER_NAMES = frozenset({"DataLoader"})
+
+
+@dataclasses.dataclass
+class SelfUses:
+    """What the methods of one class do with attributes of self (for the remedy facts)."""
+
+    indexed: set[str] = dataclasses.field(default_factory=set)  # `self.x[i]`
+    members: set[tuple[str, str, str]] = dataclasses.field(default_factory=set)  # (method, x, m)
 
 
 class FactWalker:
@@ -81,6 +90,16 @@ class FactWalker:
         self.scoped_starts: dict[str, str] = {}  # function or method → the start method it sets
         self.entry_calls: set[str] = set()  # functions module-level code calls (or passes on)
         self.store_nodes: set[int] = set()  # id() of assignment targets: not reads
+        # For the remedy facts (remedies.py), gathered here rather than by walking each method
+        # again: per module-level class (by id() of its node), the attributes of self its
+        # methods subscript (`self.x[i]`) and the members of them they use (`self.x.get`).
+        self.self_uses: dict[int, SelfUses] = {}
+        self._self_uses: Optional[SelfUses] = None  # the class being walked
+        self._uses_method = ""  # the method (of that class) being walked, nested code included
+        # id() of the method definitions that call their base's `__init__` (super().__init__,
+        # Base.__init__(self)): baseinit.py reads only those
+        self.super_init_defs: set[int] = set()
+        self._method_def: Optional[ast.AST] = None  # the method being walked (not nested code)
         self._sink: Optional[set[str]] = None
         self._sink_valid = False
         self.depth = 0
@@ -88,10 +107,26 @@ class FactWalker:
     # --- traversal ----------------------------------------------------------------------------
 
     def walk(self, node: ast.AST) -> None:
+        kind = type(node)
+        if kind is _NAME:  # a quarter of the nodes: visit_Name, without a frame of its own
+            if self.depth >= MAX_DEPTH:
+                raise TooDeep(node)
+            if id(node) not in self.store_nodes:
+                sink = self._sink if self._sink_valid else self._new_sink()
+                if sink is not None:
+                    sink.add(node.id)  # type: ignore[attr-defined]
+            return
+        if kind is _CONSTANT:  # a leaf; see visit_Constant
+            if self.depth >= MAX_DEPTH:
+                raise TooDeep(node)
+            value = node.value  # type: ignore[attr-defined]
+            if value is None or value is True or value is False:
+                self._read_names((repr(value),))
+            return
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise TooDeep(node)
-        hook = _HOOKS.get(type(node))
+        hook = _HOOKS.get(kind)
         if hook is not None:
             hook(self, node)
         else:
@@ -119,11 +154,11 @@ class FactWalker:
                 self.walk(node)
 
     def _push(self, frame: Frame) -> None:
-        self.state.frames.append(frame)
+        self.state.push(frame)
         self._sink_valid = False
 
     def _pop(self) -> None:
-        self.state.frames.pop()
+        self.state.pop()
         self._sink_valid = False
 
     # --- module, imports, classes and functions ---------------------------------------------
@@ -133,18 +168,20 @@ class FactWalker:
         state = self.state
         for stmt in node.body:
             if isinstance(stmt, (ast.ClassDef, *_FUNCTIONS)):
-                state.module_scope.bind(stmt.name, state.qual(stmt.name))
+                state.bind(stmt.name, state.qual(stmt.name), state.module_scope)
         self.walk_all(node.body)
 
     # The names an import statement spells count as names read, as they always have: a module
     # handle imported elsewhere (`from .db import CONN`) counts as used outside the dataset.
     def visit_Import(self, node: ast.Import) -> None:
         bind_import(self.state.scope, node)
+        self.state.rebound()
         self._read_names([part for alias in node.names
                           for part in (alias.name.split(".", 1)[0], alias.asname) if part])
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         bind_import_from(self.state.scope, node, self.module_name, self.is_package)
+        self.state.rebound()
         names = [node.module.split(".", 1)[0]] if node.module else []
         names += [part for alias in node.names for part in (alias.name, alias.asname)
                   if part and part != "*"]
@@ -159,10 +196,14 @@ class FactWalker:
             cls = ClassState(node.name, state.qual(node.name), self.positions.span(node), bases)
             self.classes.append(cls)
             self._push(cls)
+        outer_uses = self._self_uses
+        if not state.frames[:-1]:
+            self._self_uses = self.self_uses[id(node)] = SelfUses()
         self.walk_all(node.decorator_list)
         self.walk_all(node.bases)
         self.walk_all(node.keywords)
         self.walk_all(node.body)
+        self._self_uses = outer_uses
         self._pop()
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -200,11 +241,16 @@ class FactWalker:
                 func.node = node
                 if decorators - CACHE_DECORATORS:  # `@hydra.main(...)`, `@app.command()`:
                     self.entry_calls.add(qual)  # the decorator is given the function to run
+        outer_method, outer_def = self._uses_method, self._method_def
+        self._method_def = node if isinstance(owner, ClassState) else None
+        if isinstance(owner, ClassState):
+            self._uses_method = node.name
         self._push(func)
         self.walk_all(node.decorator_list)
         self.visit_arguments(node.args)
         self.walk_all(node.body)
         self._pop()
+        self._uses_method, self._method_def = outer_method, outer_def
         state.scope = scope.parent or state.module_scope
 
     def visit_arguments(self, node: ast.arguments) -> None:
@@ -318,6 +364,11 @@ class FactWalker:
     # --- names and attributes ---------------------------------------------------------------
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        value = node.value
+        if self._uses_method and type(value) is ast.Attribute and self._self_uses is not None:
+            attr = self_attr(value)
+            if attr is not None:  # `self.reader.get(k)`: what it uses of an object it keeps
+                self._self_uses.members.add((self._uses_method, attr, node.attr))
         method = self.state.current_method()
         if method is not None and id(node) not in self.store_nodes:
             value = node.value
@@ -329,6 +380,14 @@ class FactWalker:
                 if id(node) not in method.config_reads:
                     method.attrs_used.add(node.attr)
         self.walk(node.value)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if self._uses_method and self._self_uses is not None:
+            attr = self_attr(node.value)
+            if attr is not None:
+                self._self_uses.indexed.add(attr)
+        self.walk(node.value)
+        self.walk(node.slice)
 
     def visit_Name(self, node: ast.Name) -> None:
         if id(node) in self.store_nodes:
@@ -461,7 +520,7 @@ class FactWalker:
 
     def _outer_function(self) -> Optional[FunctionState]:
         """The outermost function (or method) the walk is in: what a call inside it runs for."""
-        return next((f for f in self.state.frames if isinstance(f, FunctionState)), None)
+        return self.state.outermost_function()
 
     def _note_calls(self, node: ast.Call, name: Optional[str],
                     outer: Optional[FunctionState]) -> None:
@@ -538,11 +597,13 @@ class FactWalker:
                 if is_super(receiver):
                     method.calls_super_init = True
                     method.effects.append("call:__init__")
+                    self.super_init_defs.add(id(self._method_def))
                 else:
                     first = first_arg(node)
                     if cls is not None and first is not None and is_self(first):
                         method.calls_super_init = True  # Base.__init__(self, ...)
                         method.effects.append("call:__init__")
+                        self.super_init_defs.add(id(self._method_def))
         if method_name in self.closers:
             self._record_close(receiver)
         elif method_name in CONTAINER_ADDERS:
@@ -632,7 +693,7 @@ class FactWalker:
         if type(target) is ast.Name:
             module = imported_by_call(value)
             if module is not None:
-                self.state.scope.bind(target.id, module)
+                self.state.bind(target.id, module)
 
     def _attr_assign(self, target: ast.Attribute, value: ast.expr) -> None:
         state = self.state
