@@ -53,7 +53,15 @@ def getstate_methods(dropped: Sequence[str], reopen: Sequence[str], base: str = 
     drop = "".join(f'        state["{n}"] = None\n' for n in reset)
     reopen_lines = "".join(f"        self.{m}()\n" for m in reopen)
     code = "class _:\n"
-    if getstate:
+    kept = (f'k != "{dropped[0]}"' if len(dropped) == 1
+            else "k not in (" + ", ".join(f'"{n}"' for n in dropped) + ")")
+    one_line = f"        return {{k: v for k, v in self.__dict__.items() if {kept}}}\n"
+    if getstate and not base and not reset and dropped and len(one_line) <= 90:
+        code += (
+            "    def __getstate__(self):  # pickled without its handles\n"
+            f"{one_line}"
+        )
+    elif getstate:
         code += (
             "    def __getstate__(self):\n"
             '        """Pickle without the handles: spawn workers open their own."""\n'
@@ -63,7 +71,7 @@ def getstate_methods(dropped: Sequence[str], reopen: Sequence[str], base: str = 
         )
     if reopen:
         code += (
-            "    def __setstate__(self, state):\n"
+            "    def __setstate__(self, state):  # spawn and forkserver workers reopen here\n"
             f"        {restore}\n"
             f"{reopen_lines}"
         )
@@ -104,18 +112,15 @@ def worker_init_function(name: str) -> cst.BaseStatement:
         "\n"
         "    if previous is not None:\n"
         "        previous(worker_id)\n"
-        "    pending, seen = [get_worker_info().dataset], set()\n"
-        "    while pending:\n"
-        "        dataset = pending.pop()\n"
-        "        if id(dataset) in seen:\n"
-        "            continue\n"
-        "        seen.add(id(dataset))\n"
-        f'        opened_here = getattr(dataset, "{HANDLES_PID}", None) == os.getpid()\n'
-        f'        if hasattr(dataset, "{OPENER_NAME}") and not opened_here:\n'
+        "    datasets = [get_worker_info().dataset]\n"
+        "    for dataset in datasets:  # grows with the datasets each one wraps\n"
+        f'        opened_in = getattr(dataset, "{HANDLES_PID}", None)\n'
+        f'        if hasattr(dataset, "{OPENER_NAME}") and opened_in != os.getpid():\n'
         f"            dataset.{OPENER_NAME}()\n"
         '        for value in getattr(dataset, "__dict__", {}).values():\n'
-        "            values = value if isinstance(value, (list, tuple)) else [value]\n"
-        "            pending.extend(v for v in values if isinstance(v, Dataset))\n"
+        "            for inner in value if isinstance(value, (list, tuple)) else [value]:\n"
+        "                if isinstance(inner, Dataset) and all(inner is not d for d in datasets):\n"
+        "                    datasets.append(inner)\n"
     )
     return statement(code)
 
