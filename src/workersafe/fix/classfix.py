@@ -203,7 +203,7 @@ def _drop_statement(stored: list[str]) -> cst.BaseStatement:
             'one first\n')
     names = ", ".join(f'"{n}"' for n in stored)
     return cst.parse_statement(
-        f"for name in ({names}):  # one open per process: drop the old one first\n"
+        f"for name in ({names}):  # one open per process: drop the old first\n"
         f"    self.__dict__.pop(name, None)\n")
 
 

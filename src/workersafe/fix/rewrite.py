@@ -598,9 +598,17 @@ def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
     line, else (-1, -1)."""
     pos = edit.located.positions[call]
     tabs = "\t" in edit.located.module.default_indent
-    if pos.start.line != pos.end.line or not call.args or tabs:
+    if not call.args or tabs:
         return -1, -1
-    return edit.located.positions[call.args[0]].start.column, pos.end.column
+    first = edit.located.positions[call.args[0]].start
+    if pos.start.line != pos.end.line:  # the line of an existing worker_init_fn, if any
+        existing = next((a for a in call.args if a.keyword
+                         and a.keyword.value == "worker_init_fn"), None)
+        if existing is None or first.line != pos.start.line:
+            return -1, -1
+        line = edit.located.positions[existing].end.line
+        return first.column, len(edit.located.module.code.splitlines()[line - 1].rstrip())
+    return first.column, pos.end.column
 
 
 def _partial_spelling(module: cst.Module) -> Optional[str]:
