@@ -186,7 +186,7 @@ def _handles_opener(plans: list[AttrPlan], merged_body: list[cst.BaseStatement],
     if merged:
         stored = [a for p in plans if p.close_first for a in reversed(p.attrs)]
         if stored:
-            body.append(_drop_statement(stored))
+            body.append(drop_statement(stored))
         body += merged_body
     else:
         body += [cst.parse_statement(f"self.{p.opener}()\n") for p in plans]
@@ -194,7 +194,7 @@ def _handles_opener(plans: list[AttrPlan], merged_body: list[cst.BaseStatement],
     return open_method(OPENER_NAME, body, doc).with_changes(leading_lines=[BLANK])
 
 
-def _drop_statement(stored: list[str]) -> cst.BaseStatement:
+def drop_statement(stored: list[str]) -> cst.BaseStatement:
     """Drop (not close) the inherited handles first: lmdb and h5py open a file once per
     process."""
     if len(stored) == 1:
@@ -203,7 +203,7 @@ def _drop_statement(stored: list[str]) -> cst.BaseStatement:
             'one first\n')
     names = ", ".join(f'"{n}"' for n in stored)
     return cst.parse_statement(
-        f"for name in ({names}):  # one open per process: drop the old first\n"
+        f"for name in ({names}):  # one open per process: drop them first\n"
         f"    self.__dict__.pop(name, None)\n")
 
 
@@ -283,7 +283,7 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str], drop_first:
         if taken:
             raise Unfixable(f"the class already uses self.{taken[0]}")
     if plan.close_first and drop_first:  # the library opens a file once per process: drop
-        statements.append(_drop_statement([renames.get(a, a) for a in reversed(plan.attrs)]))
+        statements.append(drop_statement([renames.get(a, a) for a in reversed(plan.attrs)]))
     for index, original in enumerate(plan.statements):
         statement = original
         if mapping:

@@ -36,6 +36,7 @@ from .modulefix import (
 from .nodememo import memo_scope
 from .outcome import Outcome
 from .plan import AttrPlan, Unfixable
+from .reopen import ReopenPlan, plan_reopen, rewrite_reopen
 from .templates import (
     BLANK, OPENER_NAME, WORKER_INIT_NAME, is_worker_init, statement, worker_init_function,
 )
@@ -57,6 +58,7 @@ class Group:
     qualname: str = ""
     base_strategy: str = ""  # a base class fixed in the same run: its strategy (one chain)
     wire_only: bool = False  # the class has its opener (an earlier run): wire new loaders
+    reopens: list[ReopenPlan] = field(default_factory=list)  # reopened as made (fix/reopen)
 
 
 @dataclass(frozen=True)
@@ -371,9 +373,20 @@ class Rewriter:
                                                    plan.handle)
                 continue
             made = self.factories.spellings(plan, edit.located) if plan.via else {}
-            planned = plan_attr(edit.located, cls, plan, plan.call.line if plan.call
-                                else finding.line, HandleNames(edit.located.module,
-                                                               self.registry, [plan.handle], made))
+            names = HandleNames(edit.located.module, self.registry, [plan.handle], made)
+            try:
+                planned = plan_attr(edit.located, cls, plan, plan.call.line if plan.call
+                                    else finding.line, names)
+            except Unfixable as refused:
+                if self.strategy != "worker-init" or not _reopenable(str(refused)):
+                    raise
+                try:  # __init__ stays as written: the worker reopens what the parent opened
+                    group.reopens.append(plan_reopen(edit.located, cls, plan, finding.line,
+                                                     finding.col, names))
+                except Unfixable as also:
+                    raise Unfixable(f"{refused}; nor can it be reopened as made: {also}") \
+                        from None
+                continue
             planned.factories = made
             if any(s is t for p in plans.values() for s in planned.statements
                    for t in p.statements):
@@ -381,6 +394,16 @@ class Rewriter:
             plans[plan.attr] = planned
         group.plans = list(plans.values())
         group.strategy = self.strategy
+        if group.reopens:
+            if group.plans:
+                raise Unfixable("some of the class's handles move into an opener, others "
+                                "must be reopened as made: fix by hand")
+            why_not = self._wiring_problem(group)
+            if why_not:
+                raise Unfixable(f"the handle must be reopened as made, in a worker init that "
+                                f"cannot be wired: {why_not}")
+            group.note = "reopened with the arguments the parent used; __init__ kept"
+            return
         if any(p.class_statement is not None for p in group.plans):
             group.strategy = "lazy"
             if self.strategy != "lazy":
@@ -470,6 +493,9 @@ class Rewriter:
         if group.wire_only:
             self._wire(group)
             return
+        if group.reopens:
+            self._apply_reopen(group, cls)
+            return
         new_cls = rewrite_class(cls, group.plans, group.strategy, group.base_strategy)
         edit.replacements[cls] = new_cls
         instance_plans = [p for p in group.plans if p.class_statement is None]
@@ -494,6 +520,19 @@ class Rewriter:
         self._need_module_import(edit, "os")  # the pid checks of both strategies
         if group.strategy == "lazy":
             return
+        self._wire(group)
+
+    def _apply_reopen(self, group: Group, cls: cst.ClassDef) -> None:
+        edit = self._edit(group.path)
+        edit.replacements[cls] = rewrite_reopen(cls, group.reopens)
+        self._need_module_import(edit, "os")
+        self.fixed_classes.append(FixedClass(
+            group.path, group.class_name, "worker-init", (OPENER_NAME,), (), (),
+            tuple(p.handle for p in group.reopens)))
+        allowed = self.allowed_lines.setdefault(group.path, set())
+        for plan in group.reopens:
+            start, end = edit.located.lines_of(plan.creation)
+            allowed.update(range(start - len(leading_lines(plan.creation)), end + 1))
         self._wire(group)
 
     def _wire(self, group: Group) -> None:
@@ -567,6 +606,15 @@ def _in_lightning_class(located: Located, call: cst.Call) -> bool:
     return False
 
 
+# The refusals of the moving planner (fix/initplan.py) that reopening as made can lift: what
+# stays in `__init__` is fine there; only the worker needs the handle again.
+_REOPENABLE = ("is read later in __init__", "for other work", "changes after it is first set")
+
+
+def _reopenable(reason: str) -> bool:
+    return any(words in reason for words in _REOPENABLE)
+
+
 def _no_rewrite(code: str) -> str:
     return f"no automatic fix for {code} yet: see `workersafe rule {code}`"
 
@@ -594,8 +642,8 @@ MAX_LINE = 99
 
 
 def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
-    """(column of the first argument, column where the call ends) when the call is on one
-    line, else (-1, -1)."""
+    """(column of the first argument, length of the line the keyword goes on) when the call
+    starts on one line with its first argument, else (-1, -1)."""
     pos = edit.located.positions[call]
     tabs = "\t" in edit.located.module.default_indent
     if not call.args or tabs:
@@ -607,8 +655,10 @@ def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
         if existing is None or first.line != pos.start.line:
             return -1, -1
         line = edit.located.positions[existing].end.line
-        return first.column, len(edit.located.module.code.splitlines()[line - 1].rstrip())
-    return first.column, pos.end.column
+    else:
+        line = pos.start.line
+    # the whole line grows, with what follows the call (`print(list(DataLoader(...)))`)
+    return first.column, len(edit.located.module.code.splitlines()[line - 1].rstrip())
 
 
 def _partial_spelling(module: cst.Module) -> Optional[str]:
