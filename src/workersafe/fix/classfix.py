@@ -98,18 +98,24 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
                 plan.opener_name = OPENER_NAME
     new_members: list[cst.BaseStatement] = []
     merged_body: list[cst.BaseStatement] = []
+    shared: dict[str, str] = {}  # merged: an `__init__` local kept once for every handle
     dropped: list[str] = []
     for plan in plans:
         if plan.opener in names_in_use:
             raise Unfixable(f"the class already has a member named {plan.opener}")
         for kept in (plan.keeps, plan.exports):
             for local in kept:
+                if merged and kept is plan.keeps and local in shared:  # one value, one attribute
+                    kept[local] = plan.renames[local] = shared[local]
+                    continue
                 attr = f"_{local.lstrip('_')}"
                 while attr in names_in_use:
                     attr = f"_ws{attr}"
                 kept[local] = attr
                 plan.renames[local] = attr
                 names_in_use.add(attr)
+                if kept is plan.keeps:
+                    shared[local] = attr
         opener_body = _prepared(plan, strategy, names_in_use, drop_first=not merged)
         if merged:
             merged_body += opener_body
@@ -251,9 +257,9 @@ def _replace_merged(body: list[cst.BaseStatement], plans: list[AttrPlan]
         if first is None:  # another definition of the same name (a class defining it twice)
             out.append(member)
             continue
+        keeps = dict(item for p in plans for item in p.keeps.items())
         replacement: list[cst.BaseStatement] = [
-            cst.parse_statement(f"self.{attr} = {local}\n")
-            for p in plans for local, attr in p.keeps.items()]
+            cst.parse_statement(f"self.{attr} = {local}\n") for local, attr in keeps.items()]
         replacement.append(cst.parse_statement(f"self.{OPENER_NAME}()\n"))
         replacement += [cst.parse_statement(f"{local} = self.{attr}\n")
                         for p in plans for local, attr in p.exports.items()]
