@@ -120,8 +120,9 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
         if merged:
             merged_body += opener_body
         else:
+            held = " and ".join(plan.attrs)
             doc = (f"Create this process's {plan.handle} (workersafe: once per DataLoader "
-                   "worker).") if strategy == "lazy" else f"Open this process's {plan.handle}."
+                   "worker).") if strategy == "lazy" else f"Open this process's {held}."
             new_members.append(open_method(plan.opener, opener_body, doc)
                                .with_changes(leading_lines=[BLANK]))
         if strategy == "lazy":
@@ -236,8 +237,18 @@ def _mergeable(plans: list[AttrPlan]) -> bool:
         if isinstance(statement, (cst.If, cst.For, cst.While, cst.Try, cst.With)) or any(
                 isinstance(n, (cst.Return, cst.Raise)) for n in walk(statement)):
             return False  # control flow between them: keep the openers where they were
+        if any(isinstance(n, cst.Call) and not (isinstance(n.func, cst.Name)
+                                                and n.func.value in _PURE_BUILTINS)
+               for n in walk(statement)):
+            return False  # a call between them may prepare a later one (a folder, a file)
         bound |= bound_names([statement]) | _assigned_attrs(statement)
     return True
+
+
+# Calls between two creations that cannot prepare the second (no side effect).
+_PURE_BUILTINS = frozenset({"len", "int", "float", "str", "bool", "list", "tuple", "dict", "set",
+                            "frozenset", "sorted", "range", "min", "max", "sum", "abs", "round",
+                            "isinstance", "enumerate", "zip"})
 
 
 def _replace_merged(body: list[cst.BaseStatement], plans: list[AttrPlan]
