@@ -30,7 +30,7 @@ def test_codemod_matches_workersafe_fix(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "workersafe", "fix", "--no-cache", "a.py"],
                    cwd=tmp_path, check=False, capture_output=True, timeout=300)
     assert via_codemod == (tmp_path / "a.py").read_text()
-    assert "def _open_h5(self):" in via_codemod
+    assert "def open_handles(self):" in via_codemod
 
 
 def test_codemod_lazy_and_skip(tmp_path: Path) -> None:

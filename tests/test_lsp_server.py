@@ -110,7 +110,7 @@ def test_cross_file_fix_edits_both_files(tmp_path: Path) -> None:
         assert fix.edit is not None and fix.edit.changes is not None
         assert set(fix.edit.changes) == {dataset, train}, "the DataLoader wiring is in train.py"
         s.apply(fix.edit)
-        assert "worker_init_fn=workersafe_worker_init" in s.texts[train]
+        assert "worker_init_fn=open_worker_handles" in s.texts[train]
         await s.diagnostics_where(dataset, clean)
         assert await s.stop() == 0
 

@@ -114,9 +114,9 @@ def test_fix_rewrites_cells_and_keeps_the_format(tmp_path: Path) -> None:
             assert new_cell.get(key) == old_cell.get(key)
     assert len(data["cells"]) == len(old["cells"])
     assert data["cells"][1] == old["cells"][1]  # the untouched code cell
-    assert "def _open_session(self):" in new.cells[2].source
-    assert "def workersafe_worker_init(" in new.cells[2].source
-    assert "worker_init_fn=workersafe_worker_init" in new.cells[3].source
+    assert "def open_handles(self):" in new.cells[2].source
+    assert "def open_worker_handles(" in new.cells[2].source
+    assert "worker_init_fn=open_worker_handles" in new.cells[3].source
     assert not new.cells[2].source.endswith("\n")  # as nbformat keeps a cell's last line
     text = notebook.read_text()
     assert text.endswith("}\n") and text.startswith('{\n "cells": [\n  {\n')  # 1-space indent
@@ -149,7 +149,7 @@ def test_fix_restores_magics_and_other_layouts(tmp_path: Path) -> None:
     assert all(isinstance(c["source"], str) for c in cells)
     assert cells[1]["source"] == "%matplotlib inline\nurls = ['u']"
     assert cells[3]["source"].startswith("!echo hi\n")
-    assert "worker_init_fn=workersafe_worker_init" in cells[3]["source"]
+    assert "worker_init_fn=open_worker_handles" in cells[3]["source"]
     assert "pass  # workersafe-magic" not in text
     nbformat.validate(nbformat.from_dict(fixed))
 
@@ -234,7 +234,7 @@ def test_fix_keeps_or_refuses_other_json_layouts(tmp_path: Path, layout: str) ->
         return
     assert done.returncode == 1, done.stdout + done.stderr
     new = path.read_text()
-    assert "worker_init_fn=workersafe_worker_init" in new
+    assert "worker_init_fn=open_worker_handles" in new
     assert json.dumps(json.loads(new), indent="\t" if layout == "tabs" else None,
                       separators=(",", ":") if layout == "compact" else None) + (
         "\n" if layout == "tabs" else "") == new

@@ -12,7 +12,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Optional, Tuple
 
-FACTS_VERSION = 18  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 19  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -276,6 +276,9 @@ class RemedyClass:
     # (param, site) for `self.x = <param>` in `__init__`: None when the caller passes None
     param_kept: Tuple[Tuple[str, AttrSite], ...] = ()
     none_defaults: Tuple[str, ...] = ()  # `__init__` parameters defaulting to None
+    # (method, attr): every read of `self.<attr>` in the method handles None (`self.s if
+    # self.s is not None else requests`, `self.s or requests`, under `if self.s:`)
+    none_safe: Tuple[Tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,8 @@ def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Lo
             if attr in reported or attr not in view.worker_reads or attr in lazy \
                     or attr in view.methods:  # a property: its getter makes it
                 continue
+            if _none_handled(view, remedy, attr):  # the readers fall back when it is None
+                continue
             none_site = next((s for r in remedy for s in r.init_none if s.attr == attr), None)
             owner = _owner_of_none(mro, remedy, attr) if none_site else view.cls.qualname
             given = ""
@@ -165,6 +167,14 @@ def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Lo
                               f"{what}: it fails wherever the dataset runs in the main process "
                               f"(num_workers=0, ds[i]); open it in the dataset "
                               f"(an opener __init__ calls)", plan)
+
+
+def _none_handled(view: View, remedy: list[RemedyClass], attr: str) -> bool:
+    """Every method reading the attribute (`__init__` aside) handles it being None."""
+    safe = {pair for r in remedy for pair in r.none_safe}
+    readers = [name for name, (_, method) in view.methods.items()
+               if name != "__init__" and attr in method.attrs_read]
+    return bool(readers) and all((name, attr) in safe for name in readers)
 
 
 def _created_by(view: View, init: WorkerInit, init_names: set[str]

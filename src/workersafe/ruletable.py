@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 # The rewrite `workersafe fix` applies (the kinds of `FixPlan.kind` it can fix):
-# "instance": the creation moves into a per-worker `_open_<attr>()` (worker-init or lazy);
+# "instance": the creation moves into a per-worker `open_handles()` (worker-init or lazy);
 # "module": a module-level handle becomes a per-process accessor;
 # "class": a class attribute becomes a per-process instance attribute (lazy);
 # "worker-init-only": the handle a worker_init_fn makes is opened by the dataset instead;
@@ -41,7 +41,7 @@ RULES: tuple[Rule, ...] = (
          None, "nothing: the file is left as it is", level="warning"),
     Rule("WS101", "handle-created-in-init",
          "A handle created in a Dataset's `__init__` is shared by its workers.",
-         "instance", "creates the handle per worker (`_open_<attr>()`, wired into the loader)",
+         "instance", "creates the handle per worker (`open_handles()`, wired into the loader)",
          latent="WS111"),
     Rule("WS102", "module-level-handle",
          "A module-level handle used by a Dataset is shared by its workers.",

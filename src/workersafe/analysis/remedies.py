@@ -401,7 +401,10 @@ class _ClassReader:
                            tuple(sorted(self.init_set - {a.attr for a in self.init_none})),
                            tuple(self.lazy), tuple(sorted(self.param_attrs & uses.indexed)),
                            tuple(sorted(uses.members)), tuple(self.param_kept),
-                           self.none_defaults)
+                           self.none_defaults,
+                           # only attributes left None can be read None-safely
+                           tuple(sorted((m.name, a) for m in methods for a in _none_safe(m)))
+                           if self.init_none else ())
 
     def _may_check_process(self, node: ast.ClassDef) -> bool:
         """Whether the class may call one of PROCESS_CALLS: its lines spell one (the last
@@ -551,6 +554,50 @@ def _unset_tests(test: ast.expr) -> list[str]:
             name = string(operand.args[1])
             return [name] if name else []
     return []
+
+
+def _none_safe(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> set[str]:
+    """The attributes every read of which in the method handles None: the read is the test of
+    a fallback (`self.s if self.s is not None else x`, `self.s or x`, `if self.s is None:`
+    whose branch does not raise) or sits where the test says the value is there."""
+    reads: list[ast.Attribute] = []
+    safe: set[int] = set()
+    raising: set[int] = set()  # tests whose None branch raises (or asserts): not handled
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and self_attr(sub):
+            reads.append(sub)
+        if isinstance(sub, ast.Assert):
+            raising.update(id(n) for n in ast.walk(sub.test))
+        if isinstance(sub, (ast.If, ast.IfExp)):
+            attr, present = _presence(sub.test)
+            if attr is None:
+                continue
+            there, missing = (sub.body, sub.orelse) if present else (sub.orelse, sub.body)
+            block = there if isinstance(there, list) else [there]
+            safe.update(id(n) for b in block for n in ast.walk(b)
+                        if isinstance(n, ast.Attribute) and self_attr(n) == attr)
+            branch = missing if isinstance(missing, list) else [missing]
+            if any(isinstance(n, ast.Raise) for b in branch for n in ast.walk(b)):
+                raising.update(id(n) for n in ast.walk(sub.test))
+            else:
+                safe.update(id(n) for n in ast.walk(sub.test) if isinstance(n, ast.Attribute))
+        if isinstance(sub, ast.BoolOp) and isinstance(sub.op, ast.Or) \
+                and self_attr(sub.values[0]):
+            safe.add(id(sub.values[0]))
+    attrs = {self_attr(r) for r in reads}
+    return {a for a in attrs if a and all(id(r) in safe and id(r) not in raising
+                                          for r in reads if self_attr(r) == a)}
+
+
+def _presence(test: ast.expr) -> tuple[Optional[str], bool]:
+    """(attr, True) for a test true when `self.attr` is there (`self.x is not None`,
+    `self.x`), (attr, False) for one true when it is None (`self.x is None`, `not self.x`)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and is_none(test.comparators[0]) \
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+        return self_attr(test.left), isinstance(test.ops[0], (ast.IsNot, ast.NotEq))
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return self_attr(test.operand), False
+    return self_attr(test), True
 
 
 def remedy_facts(tree: ast.Module, state: State, ev: Evaluator, classes: list[ClassState],

@@ -40,8 +40,7 @@ class FixRun:
     def exit_code(self) -> int:
         if self.failures:
             return EXIT_ERROR
-        if self.diff_only:
-            return EXIT_FINDINGS if self.fixed.new_sources else EXIT_CLEAN
+        # 1 when it changed (or, with --diff, would change) files, or left findings unfixed
         remaining = [o for o in self.fixed.outcomes if o.status != "fixed"]
         return EXIT_FINDINGS if self.fixed.new_sources or remaining else EXIT_CLEAN
 

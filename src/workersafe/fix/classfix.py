@@ -20,10 +20,12 @@ from .cstutil import (
     with_leading_lines,
 )
 from .getstate import extended_getstate
-from .initplan import assigns_name, find_method
+from .initplan import _assigned_attrs, _read_attrs, assigns_name, find_method
 from .plan import AttrPlan, Unfixable
 from .probes import probed_attrs
-from .templates import BLANK, UNPICKLED_PID, getstate_methods, lazy_property, open_method
+from .templates import (
+    BLANK, HANDLES_PID, OPENER_NAME, getstate_methods, lazy_property, open_method,
+)
 
 
 def find_class(module: cst.Module, name: str) -> Optional[cst.ClassDef]:
@@ -85,25 +87,44 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
             raise Unfixable(f"self.{attr} is probed with {how}, which a property would "
                             "always satisfy: use --strategy worker-init or fix by hand")
     names_in_use = _names_in_use(cls)
-    if strategy == "worker-init" and UNPICKLED_PID in names_in_use:
-        raise Unfixable(f"the class already uses self.{UNPICKLED_PID}")
+    merged = False
+    if strategy == "worker-init":
+        for taken in (OPENER_NAME, HANDLES_PID):
+            if taken in names_in_use:
+                raise Unfixable(f"the class already has a member named {taken}")
+        merged = _mergeable(plans)
+        if merged:  # one opener: every handle's statements, where the first of them stood
+            for plan in plans:
+                plan.opener_name = OPENER_NAME
     new_members: list[cst.BaseStatement] = []
+    merged_body: list[cst.BaseStatement] = []
+    shared: dict[str, str] = {}  # merged: an `__init__` local kept once for every handle
     dropped: list[str] = []
     for plan in plans:
         if plan.opener in names_in_use:
             raise Unfixable(f"the class already has a member named {plan.opener}")
         for kept in (plan.keeps, plan.exports):
             for local in kept:
+                if merged and kept is plan.keeps and local in shared:  # one value, one attribute
+                    kept[local] = plan.renames[local] = shared[local]
+                    continue
                 attr = f"_{local.lstrip('_')}"
                 while attr in names_in_use:
                     attr = f"_ws{attr}"
                 kept[local] = attr
                 plan.renames[local] = attr
                 names_in_use.add(attr)
-        opener_body = _prepared(plan, strategy, names_in_use)
-        doc = f"Create this process's {plan.handle} (workersafe: once per DataLoader worker)."
-        new_members.append(open_method(plan.opener, opener_body, doc)
-                           .with_changes(leading_lines=[BLANK]))
+                if kept is plan.keeps:
+                    shared[local] = attr
+        opener_body = _prepared(plan, strategy, names_in_use, drop_first=not merged)
+        if merged:
+            merged_body += opener_body
+        else:
+            held = " and ".join(plan.attrs)
+            doc = (f"Create this process's {plan.handle} (workersafe: once per DataLoader "
+                   "worker).") if strategy == "lazy" else f"Open this process's {held}."
+            new_members.append(open_method(plan.opener, opener_body, doc)
+                               .with_changes(leading_lines=[BLANK]))
         if strategy == "lazy":
             pid = _pid_attr(plan)
             for attr in plan.attrs:
@@ -115,9 +136,13 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
             dropped += plan.attrs
         if plan.class_statement is not None:
             body = _remove_class_statement(body, plan.class_statement)
-        else:
+        elif not merged:
             body = _replace_in_method(body, plan, strategy)
-    reopen = [p.opener for p in plans] if strategy == "worker-init" else []
+    if merged:
+        body = _replace_merged(body, plans)
+    if strategy == "worker-init":
+        new_members.insert(0, _handles_opener(plans, merged_body, merged))
+    reopen = [OPENER_NAME] if strategy == "worker-init" else []
     pickling = getstate_methods(dropped, reopen, base, getstate=getstate is None)
     if getstate is not None:  # extended in place; our __setstate__ follows it
         extended = extended_getstate(getstate, dropped)
@@ -156,7 +181,115 @@ def _private(attr: str) -> str:
     return f"_{attr}" if not attr.startswith("_") else f"_ws{attr}"
 
 
-def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str]) -> list[cst.BaseStatement]:
+def _handles_opener(plans: list[AttrPlan], merged_body: list[cst.BaseStatement],
+                    merged: bool) -> cst.FunctionDef:
+    """`open_handles()`: the one opener of a class fixed with worker-init, which the generic
+    worker init and `__setstate__` call. `merged`: it holds every handle's statements; else
+    it calls each handle's own opener (created apart in `__init__`, with code in between)."""
+    attrs = [p.attrs[0] for p in plans]
+    what = attrs[0] if len(attrs) == 1 else ", ".join(attrs[:-1]) + " and " + attrs[-1]
+    doc = f"Open this process's {what} (again in each DataLoader worker)."
+    body: list[cst.BaseStatement] = []
+    if merged:
+        stored = [a for p in plans if p.close_first for a in reversed(p.attrs)]
+        if stored:
+            body.append(drop_statement(stored))
+        body += merged_body
+    else:
+        body += [cst.parse_statement(f"self.{p.opener}()\n") for p in plans]
+    body.append(cst.parse_statement(f"self.{HANDLES_PID} = os.getpid()\n"))
+    return open_method(OPENER_NAME, body, doc).with_changes(leading_lines=[BLANK])
+
+
+def drop_statement(stored: list[str]) -> cst.BaseStatement:
+    """Drop (not close) the inherited handles first: lmdb and h5py open a file once per
+    process."""
+    if len(stored) == 1:
+        return cst.parse_statement(
+            f'self.__dict__.pop("{stored[0]}", None)  # one open per process: drop the old '
+            'one first\n')
+    names = ", ".join(f'"{n}"' for n in stored)
+    return cst.parse_statement(
+        f"for name in ({names}):  # one open per process: drop them first\n"
+        f"    self.__dict__.pop(name, None)\n")
+
+
+def _mergeable(plans: list[AttrPlan]) -> bool:
+    """Whether every handle's statements can run together where the first of them stands:
+    one method, and nothing left between them binds what a later one reads."""
+    if any(p.class_statement is not None for p in plans):
+        return False
+    methods = {p.method.name.value for p in plans}
+    if len(methods) != 1:
+        return False
+    method = plans[0].method
+    body = statements(method.body.body)
+    moved = {id(s) for p in plans for s in p.statements}
+    positions = [i for i, s in enumerate(body) if id(s) in moved]
+    if len(positions) != len(moved):
+        return False  # a statement inside a block: keep the openers apart
+    bound: set[str] = set()
+    for statement in body[positions[0]:positions[-1] + 1]:
+        if id(statement) in moved:
+            if (loaded_names(statement) | _read_attrs(statement)) & bound:
+                return False
+            continue
+        if isinstance(statement, (cst.If, cst.For, cst.While, cst.Try, cst.With)) or any(
+                isinstance(n, (cst.Return, cst.Raise)) for n in walk(statement)):
+            return False  # control flow between them: keep the openers where they were
+        if any(isinstance(n, cst.Call) and not (isinstance(n.func, cst.Name)
+                                                and n.func.value in _PURE_BUILTINS)
+               for n in walk(statement)):
+            return False  # a call between them may prepare a later one (a folder, a file)
+        bound |= bound_names([statement]) | _assigned_attrs(statement)
+    return True
+
+
+# Calls between two creations that cannot prepare the second (no side effect).
+_PURE_BUILTINS = frozenset({"len", "int", "float", "str", "bool", "list", "tuple", "dict", "set",
+                            "frozenset", "sorted", "range", "min", "max", "sum", "abs", "round",
+                            "isinstance", "enumerate", "zip"})
+
+
+def _replace_merged(body: list[cst.BaseStatement], plans: list[AttrPlan]
+                    ) -> list[cst.BaseStatement]:
+    """Every moved statement leaves the method; `self.open_handles()` (after the locals it
+    needs, kept on self, and before those it exports) takes the place of the first."""
+    name = plans[0].method.name.value
+    moved = {id(s) for p in plans for s in p.statements}
+    gone = moved | {id(s) for p in plans for s in p.moved_imports}
+    out: list[cst.BaseStatement] = []
+    for member in body:
+        if not (isinstance(member, cst.FunctionDef) and member.name.value == name):
+            out.append(member)
+            continue
+        old = statements(member.body.body)
+        first = next((i for i, s in enumerate(old) if id(s) in moved), None)
+        if first is None:  # another definition of the same name (a class defining it twice)
+            out.append(member)
+            continue
+        keeps = dict(item for p in plans for item in p.keeps.items())
+        replacement: list[cst.BaseStatement] = [
+            cst.parse_statement(f"self.{attr} = {local}\n") for local, attr in keeps.items()]
+        replacement.append(cst.parse_statement(f"self.{OPENER_NAME}()\n"))
+        replacement += [cst.parse_statement(f"{local} = self.{attr}\n")
+                        for p in plans for local, attr in p.exports.items()]
+        replacement[0] = with_leading_lines(replacement[0], leading_lines(old[first]))
+        kept: list[cst.BaseStatement] = []
+        for index, statement in enumerate(old):
+            if index == first:
+                kept += replacement
+            elif id(statement) not in gone:
+                kept.append(statement)
+        rewritten = member.with_changes(body=member.body.with_changes(body=kept))
+        out.append(rewritten)
+        for plan in plans:
+            plan.method = rewritten
+    return out
+
+
+def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str], drop_first: bool = True
+              ) -> list[cst.BaseStatement]:
     """The moved statements, as they read inside the new method."""
     statements: list[cst.BaseStatement] = [
         s.with_changes(leading_lines=[]) for s in plan.imports]
@@ -166,17 +299,8 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str]) -> list[cst
         taken = [renames[a] for a in plan.attrs if renames[a] in names_in_use]
         if taken:
             raise Unfixable(f"the class already uses self.{taken[0]}")
-    if plan.close_first:  # the library opens a file once per process: drop (not close) the old
-        stored = [renames.get(a, a) for a in reversed(plan.attrs)]
-        if len(stored) == 1:
-            statements.append(cst.parse_statement(
-                f'self.__dict__.pop("{stored[0]}", None)  # one open per process: drop the old '
-                'one first\n'))
-        else:
-            names = ", ".join(f'"{n}"' for n in stored)
-            statements.append(cst.parse_statement(
-                f"for name in ({names}):  # one open per process: drop the old one first\n"
-                f"    self.__dict__.pop(name, None)\n"))
+    if plan.close_first and drop_first:  # the library opens a file once per process: drop
+        statements.append(drop_statement([renames.get(a, a) for a in reversed(plan.attrs)]))
     for index, original in enumerate(plan.statements):
         statement = original
         if mapping:

@@ -70,6 +70,11 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
                     exports={name: "" for name in sorted(mover.exports)})
     if f"self.{plan.opener}" in names.factories:  # `self.env = self._open_env(p)`
         plan.opener_name = f"_reopen_{attrs[0].lstrip('_')}"
+    kept = _kept_parameter(plan)
+    if kept:
+        raise Unfixable(f"{cls.name.value}.{fix.method} may keep a handle its caller passes in "
+                        f"({kept}): each worker would keep using the parent's; pass a path and "
+                        "open it here (see `workersafe rule WS104`)")
     first = min(mover.moved)
     _check_names(plan, located.module, body[:first], cls, mover.inner_names())
     _check_other_assignments(cls, method, attrs)
@@ -573,3 +578,19 @@ def _check_other_assignments(cls: cst.ClassDef, method: cst.FunctionDef, attrs: 
             if isinstance(node, cst.AssignTarget) and self_attr(node.target) in attrs:
                 raise Unfixable(f"self.{self_attr(node.target)} is also assigned in "
                                 f"{statement.name.value}: the rewrite cannot follow it")
+
+
+def _kept_parameter(plan: AttrPlan) -> str:
+    """`self.h5 = source` among the moved statements, `source` a parameter of the method: the
+    handle may come in open (`if isinstance(source, h5py.File)`), and reopening would keep the
+    caller's."""
+    params = set(function_params(plan.method)[1:])
+    for statement in plan.statements:
+        for node in walk(statement):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) \
+                    and node.value.value in params:
+                for target in node.targets:
+                    attr = self_attr(target.target)
+                    if attr in plan.attrs:
+                        return f"self.{attr} = {node.value.value}"
+    return ""

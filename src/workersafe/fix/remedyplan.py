@@ -118,6 +118,8 @@ class Prepass:
                                 "there by hand")
         new_lines = [reading.as_dataset(s, this) for s in moved]
         new_lines += [_statement(f"{this}.{name}()") for name in openers]
+        new_lines = reading.imports_for(new_lines, module_bindings(cstate.located.module)) \
+            + new_lines
         self._check_names(new_lines, cstate.located.module, reading, this,
                           (path, cpath))
         opened = self.opened.setdefault(qualname, set())
@@ -156,8 +158,11 @@ class Prepass:
         bound = module_bindings(module) | BUILTIN_NAMES | {this}
         there, here = (self.imports.get(p, {}) for p in paths)
         same_module = paths[0] == paths[1]
+        carried = bound_names([s for s in new_lines if _absolute_import(s)])  # moved along
         for statement in new_lines:
-            for name in sorted(loaded_names(statement)):
+            if _absolute_import(statement):
+                continue
+            for name in sorted(loaded_names(statement) - carried):
                 if name in reading.worker_only:
                     raise Unfixable(f"the handle's creation reads {name}, which only the worker "
                                     "has: open it in the dataset by hand")
@@ -324,6 +329,8 @@ class _WorkerFn:
         self.infos: set[str] = set()  # locals bound to get_worker_info()
         self.datasets: set[str] = set()  # locals bound to get_worker_info().dataset
         self.locals: set[str] = set()  # other locals
+        # names bound by the function's own (absolute) imports → the import statement
+        self.imported: dict[str, cst.BaseStatement] = {}
 
     @property
     def worker_only(self) -> set[str]:
@@ -372,6 +379,11 @@ class _WorkerFn:
                 self.datasets.add(target.value)
                 bindings.append((statement, target.value))
                 continue
+            if _absolute_import(statement):  # `import requests` inside the function
+                for name in sorted(bound_names([statement])):
+                    self.imported[name] = statement
+                    bindings.append((statement, name))
+                continue
             if self._is_guard(statement):  # `if info is None: return`: true in a worker
                 bindings.append((statement, ""))
                 continue
@@ -402,6 +414,19 @@ class _WorkerFn:
         if not moved and not openers:
             raise Unfixable("cannot find where the worker_init_fn creates the handle")
         return moved, openers, _with_bindings(body, kept, bindings)
+
+    def imports_for(self, lines: list[cst.BaseStatement], bound: set[str]
+                    ) -> list[cst.BaseStatement]:
+        """The function's own import statements `lines` read a name of, that the dataset's
+        module does not bind already (the creation then runs where that import is)."""
+        needed = set().union(*(loaded_names(s) for s in lines)) if lines else set()
+        out: list[cst.BaseStatement] = []
+        for name in sorted(needed):
+            statement = self.imported.get(name)
+            if statement is not None and name not in bound and all(
+                    statement is not o for o in out):
+                out.append(statement.with_changes(leading_lines=[]))
+        return out
 
     def _is_guard(self, statement: cst.BaseStatement) -> bool:
         """`if <worker info or dataset> is None: return` (or `pass`)."""
@@ -651,3 +676,11 @@ def _last(node: cst.BaseExpression) -> str:
 
 def _short(name: str) -> str:
     return name.rpartition(".")[2]
+
+
+def _absolute_import(statement: cst.BaseStatement) -> bool:
+    """An absolute `import x` / `from x import y` statement (nothing else on its line)."""
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, cst.Import) or (isinstance(s, cst.ImportFrom) and not s.relative
+                                      and not isinstance(s.names, cst.ImportStar))
+        for s in statement.body)

@@ -22,7 +22,7 @@ from ..ruletable import UNREADABLE
 from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_class
 from .cstguard import libcst_problem
 from .cstutil import (
-    Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings, shadowed_at,
+    Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings,
     statements, walk, with_dominant_newline, with_leading_lines,
 )
 from .factories import Factories
@@ -36,7 +36,10 @@ from .modulefix import (
 from .nodememo import memo_scope
 from .outcome import Outcome
 from .plan import AttrPlan, Unfixable
-from .templates import BLANK, WORKER_INIT_NAME, statement, worker_init_function
+from .reopen import ReopenPlan, plan_reopen, rewrite_reopen
+from .templates import (
+    BLANK, OPENER_NAME, WORKER_INIT_NAME, is_worker_init, statement, worker_init_function,
+)
 
 
 @dataclass
@@ -54,6 +57,8 @@ class Group:
     loader_keys: list[tuple[str, int, int]] = field(default_factory=list)
     qualname: str = ""
     base_strategy: str = ""  # a base class fixed in the same run: its strategy (one chain)
+    wire_only: bool = False  # the class has its opener (an earlier run): wire new loaders
+    reopens: list[ReopenPlan] = field(default_factory=list)  # reopened as made (fix/reopen)
 
 
 @dataclass(frozen=True)
@@ -74,13 +79,9 @@ class FixedClass:
 class FileEdit:
     located: Located
     replacements: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
-    branches: list[tuple[str, list[str]]] = field(default_factory=list)  # worker-init classes
-    worker_init_name: str = ""
+    worker_init_name: str = ""  # the file's generic worker init, when its loaders are wired
+    worker_init_new: bool = False  # to be added (else written by an earlier run)
     imports: list[cst.BaseStatement] = field(default_factory=list)
-    # `from data import Volumes` → `from data import Volumes, workersafe_worker_init`
-    joined_imports: dict[cst.SimpleStatementLine, list[str]] = field(default_factory=dict)
-    # new imports placed right after an existing module-level import statement
-    imports_after: dict[cst.CSTNode, list[cst.BaseStatement]] = field(default_factory=dict)
     wiring: dict[cst.Call, list[cst.BaseExpression]] = field(default_factory=dict)
 
 
@@ -331,6 +332,15 @@ class Rewriter:
         cls = find_class(edit.located.module, group.class_name)
         if cls is None:
             raise Unfixable("the class is not defined at module level")
+        if find_method(cls, OPENER_NAME) is not None and all(
+                f.plan is not None and f.plan.method == OPENER_NAME for f in group.findings):
+            group.wire_only = True  # fixed by an earlier run: only new loaders to wire
+            why_not = self._wiring_problem(group) if self.strategy == "worker-init" else \
+                "fixed earlier with worker-init, the loaders are wired by hand"
+            if why_not:
+                raise Unfixable(f"{OPENER_NAME}() needs the loader wired, which is not possible: "
+                                f"{why_not}")
+            return
         own = custom_pickling(cls)
         if own:
             raise Unfixable(f"{group.class_name} already defines {own}: merge by hand")
@@ -363,9 +373,20 @@ class Rewriter:
                                                    plan.handle)
                 continue
             made = self.factories.spellings(plan, edit.located) if plan.via else {}
-            planned = plan_attr(edit.located, cls, plan, plan.call.line if plan.call
-                                else finding.line, HandleNames(edit.located.module,
-                                                               self.registry, [plan.handle], made))
+            names = HandleNames(edit.located.module, self.registry, [plan.handle], made)
+            try:
+                planned = plan_attr(edit.located, cls, plan, plan.call.line if plan.call
+                                    else finding.line, names)
+            except Unfixable as refused:
+                if self.strategy != "worker-init" or not _reopenable(str(refused)):
+                    raise
+                try:  # __init__ stays as written: the worker reopens what the parent opened
+                    group.reopens.append(plan_reopen(edit.located, cls, plan, finding.line,
+                                                     finding.col, names))
+                except Unfixable as also:
+                    raise Unfixable(f"{refused}; nor can it be reopened as made: {also}") \
+                        from None
+                continue
             planned.factories = made
             if any(s is t for p in plans.values() for s in planned.statements
                    for t in p.statements):
@@ -373,13 +394,29 @@ class Rewriter:
             plans[plan.attr] = planned
         group.plans = list(plans.values())
         group.strategy = self.strategy
+        if group.reopens:
+            if group.plans:
+                raise Unfixable("some of the class's handles move into an opener, others "
+                                "must be reopened as made: fix by hand")
+            why_not = self._wiring_problem(group)
+            if why_not:
+                raise Unfixable(f"the handle must be reopened as made, in a worker init that "
+                                f"cannot be wired: {why_not}")
+            group.note = "reopened with the arguments the parent used; __init__ kept"
+            return
         if any(p.class_statement is not None for p in group.plans):
             group.strategy = "lazy"
             if self.strategy != "lazy":
                 group.note = "a class attribute becomes a per-process instance attribute"
             return
+        inherited = next((b.name for b in self.project.mro(facts_cls)[1:]
+                          if b.method(OPENER_NAME)), "") if facts_cls else ""
         if group.base_strategy == "lazy" and self.strategy != "lazy":
             group.strategy, group.note = "lazy", "as its base class, fixed with lazy"
+        elif (group.base_strategy == "worker-init" or inherited) and self.strategy != "lazy":
+            group.strategy, group.note = "lazy", (
+                f"its base class {inherited or 'also'} opens its handles in {OPENER_NAME}(), "
+                "which one of its own would override")
         elif self.strategy == "worker-init":
             why_not = self._wiring_problem(group)
             if why_not:
@@ -411,9 +448,6 @@ class Rewriter:
             if _in_lightning_class(edit.located, call):
                 return (f"the DataLoader at {path}:{line} is built in a Lightning module, which "
                         "only adds its own worker seeding when worker_init_fn is unset")
-            if path != group.path and self._import_for(group, path, call) is None:
-                return (f"{path} does not import {group.class_name} from its module "
-                        f"{group.module or '(unknown)'}")
             group.loaders.append((path, call))
         return ""
 
@@ -435,49 +469,20 @@ class Rewriter:
                 return f"{path}:{loader.span.line}"
         return ""
 
-    def _import_for(self, group: Group, path: str, call: cst.Call
-                    ) -> Optional[cst.BaseExpression]:
-        """How `path` can name the worker-init function of `group`'s module at `call`, adding
-        an import next to the one that brings in the dataset class; None when it cannot."""
-        facts = self.result.facts.get(path)
-        if facts is None or not group.module:
-            return None
+    def _worker_init_name(self, path: str) -> tuple[str, bool]:
+        """The name of the file's worker init, and whether it is new: the one written by an
+        earlier run is found by its docstring and reused."""
         edit = self._edit(path)
-        function = self._worker_init_name(group.path)
-        for local, qualified in facts.imports:
-            if qualified == group.module:  # `import data` → data.workersafe_worker_init
-                if not shadowed_at(edit.located.module, call, local.split(".")[0]):
-                    return cst.parse_expression(f"{local}.{function}")
-                # `data` is a parameter or local there: import the function under a free name
-                alias = _free_name(edit.located.module, function)
-                asname = f" as {alias}" if alias != function else ""
-                new = statement(f"from {group.module} import {function}{asname}\n")
-                anchor = _module_import_binding(edit.located.module, local.split(".")[0])
-                added = edit.imports_after.setdefault(anchor, []) if anchor else edit.imports
-                if not any(s.deep_equals(new) for s in added):
-                    added.append(new)
-                return cst.Name(alias)
-            if qualified.rpartition(".")[0] == group.module:  # `from data import Cls` (any name)
-                node = _import_statement_binding(edit.located.module, local)
-                if node is None:
-                    return None
-                if not any(isinstance(s, cst.ImportFrom) for s in node.body):
-                    return None
-                names = edit.joined_imports.setdefault(node, [])
-                if function not in names:
-                    names.append(function)
-                start, end = edit.located.lines_of(node)
-                self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
-                return cst.Name(function)
-        return None
-
-    def _worker_init_name(self, path: str) -> str:
-        edit = self._edit(path)
-        taken = bound_names(list(edit.located.module.body))
+        body = list(edit.located.module.body)
+        earlier = next((s for s in body if is_worker_init(s)), None)
+        if isinstance(earlier, cst.FunctionDef):
+            return earlier.name.value, False
+        taken = bound_names(body) | {n.value for n in walk(edit.located.module)
+                                     if isinstance(n, cst.Name)}
         name, counter = WORKER_INIT_NAME, 2
         while name in taken:
             name, counter = f"{WORKER_INIT_NAME}_{counter}", counter + 1
-        return name
+        return name, True
 
     # --- applying -----------------------------------------------------------------------------
 
@@ -485,6 +490,12 @@ class Rewriter:
         edit = self._edit(group.path)
         cls = find_class(edit.located.module, group.class_name)
         assert cls is not None
+        if group.wire_only:
+            self._wire(group)
+            return
+        if group.reopens:
+            self._apply_reopen(group, cls)
+            return
         new_cls = rewrite_class(cls, group.plans, group.strategy, group.base_strategy)
         edit.replacements[cls] = new_cls
         instance_plans = [p for p in group.plans if p.class_statement is None]
@@ -509,14 +520,29 @@ class Rewriter:
         self._need_module_import(edit, "os")  # the pid checks of both strategies
         if group.strategy == "lazy":
             return
-        function = edit.worker_init_name or self._worker_init_name(group.path)
-        edit.worker_init_name = function
-        edit.branches.append((group.class_name, [p.opener for p in group.plans]))
-        for path, call in group.loaders:
-            reference = (cst.Name(function) if path == group.path
-                         else self._import_for(group, path, call))
-            assert reference is not None
+        self._wire(group)
+
+    def _apply_reopen(self, group: Group, cls: cst.ClassDef) -> None:
+        edit = self._edit(group.path)
+        edit.replacements[cls] = rewrite_reopen(cls, group.reopens)
+        self._need_module_import(edit, "os")
+        self.fixed_classes.append(FixedClass(
+            group.path, group.class_name, "worker-init", (OPENER_NAME,), (), (),
+            tuple(p.handle for p in group.reopens)))
+        allowed = self.allowed_lines.setdefault(group.path, set())
+        for plan in group.reopens:
+            start, end = edit.located.lines_of(plan.creation)
+            allowed.update(range(start - len(leading_lines(plan.creation)), end + 1))
+        self._wire(group)
+
+    def _wire(self, group: Group) -> None:
+        for path, call in group.loaders:  # each script gets one generic worker init
             target = self._edit(path)
+            if not target.worker_init_name:
+                target.worker_init_name, target.worker_init_new = self._worker_init_name(path)
+            reference = cst.Name(target.worker_init_name)
+            if _wired_with(call, target.worker_init_name):
+                continue  # wired in an earlier run: its worker init reaches this class too
             wiring = target.wiring.setdefault(call, [])
             if not any(r.deep_equals(reference) for r in wiring):
                 wiring.append(reference)
@@ -545,25 +571,24 @@ class Rewriter:
     def _render(self) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         for path, edit in self.files.items():
-            if not (edit.replacements or edit.imports or edit.joined_imports or edit.imports_after
+            if not (edit.replacements or edit.imports
                     or path in self.module_fixes or path in self.importer_fixes):
                 continue
-            module = edit.located.module
-            body = statements(module.body)
+            place = _worker_init_place(edit) if edit.worker_init_new else -1
+            module = edit.located.module.visit(ReplaceNodes(dict(edit.replacements)))
             new_body: list[cst.BaseStatement] = []
-            last_fixed_class = _last_index(body, [c for c, _ in edit.branches])
-            for index, node in enumerate(body):
+            for index, node in enumerate(statements(module.body)):
+                if index == place:  # two blank lines around it; comments stay with `node`
+                    function = worker_init_function(edit.worker_init_name)
+                    new_body.append(function.with_changes(
+                        leading_lines=[BLANK, BLANK] if index else []))
+                    own = list(leading_lines(node))
+                    while own and own[0].comment is None:
+                        own.pop(0)
+                    node = with_leading_lines(node, [BLANK, BLANK, *own])
                 new_body.append(node)
-                new_body += edit.imports_after.get(node, [])
-                if index == last_fixed_class:
-                    function = worker_init_function(edit.worker_init_name, edit.branches)
-                    new_body.append(function.with_changes(leading_lines=[BLANK, BLANK]))
             new_body = _insert_imports(new_body, edit.imports)
             module = module.with_changes(body=new_body)
-            replacements = dict(edit.replacements)
-            for node, names in edit.joined_imports.items():
-                replacements[node] = _joined_import(node, names)
-            module = module.visit(ReplaceNodes(replacements))
             out[path] = module.bytes
             if path in self.module_fixes or path in self.importer_fixes:
                 out[path] = self._module_pass(path, out[path])
@@ -579,6 +604,15 @@ def _in_lightning_class(located: Located, call: cst.Call) -> bool:
                 bases = "".join(located.module.code_for_node(a.value) for a in node.bases)
                 return any(word in bases for word in LOADER_OWNER_BASE_WORDS)
     return False
+
+
+# The refusals of the moving planner (fix/initplan.py) that reopening as made can lift: what
+# stays in `__init__` is fine there; only the worker needs the handle again.
+_REOPENABLE = ("is read later in __init__", "for other work", "changes after it is first set")
+
+
+def _reopenable(reason: str) -> bool:
+    return any(words in reason for words in _REOPENABLE)
 
 
 def _no_rewrite(code: str) -> str:
@@ -604,71 +638,27 @@ def _not_supported(kind: str) -> str:
     }.get(kind, "no automatic fix for this finding")
 
 
-def _import_statement_binding(module: cst.Module, local: str) -> Optional[cst.SimpleStatementLine]:
-    for node in module.body:
-        if not isinstance(node, cst.SimpleStatementLine):
-            continue
-        for small in node.body:
-            if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-                for alias in small.names:
-                    target = alias.asname.name if alias.asname else alias.name
-                    bound = target.value if isinstance(target, cst.Name) else ""
-                    if bound == local:
-                        return node
-    return None
-
-
-def _module_import_binding(module: cst.Module, local: str) -> Optional[cst.SimpleStatementLine]:
-    """The module-level `import x` / `import x.y` / `import m as x` statement binding `local`."""
-    for node in module.body:
-        if not isinstance(node, cst.SimpleStatementLine):
-            continue
-        for small in node.body:
-            if not isinstance(small, cst.Import):
-                continue
-            for alias in small.names:
-                target = alias.asname.name if alias.asname else alias.name
-                if dotted(target).split(".")[0] == local:
-                    return node
-    return None
-
-
-def _joined_import(node: cst.SimpleStatementLine, names: list[str]) -> cst.SimpleStatementLine:
-    """The `from m import ...` statement with `names` added after its last name, in its own
-    layout (a trailing comma inside brackets stays a trailing comma)."""
-    body = list(node.body)
-    index = next(i for i, s in enumerate(body) if isinstance(s, cst.ImportFrom))
-    small = body[index]
-    assert isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar)
-    aliases = list(small.names)
-    last = aliases[-1]
-    trailing = isinstance(last.comma, cst.Comma)
-    separator: cst.BaseParenthesizableWhitespace = cst.SimpleWhitespace(" ")
-    if len(aliases) > 1 and isinstance(aliases[-2].comma, cst.Comma):
-        separator = aliases[-2].comma.whitespace_after  # between names, as the others are
-    elif small.lpar is not None:
-        separator = small.lpar.whitespace_after
-    aliases[-1] = last.with_changes(comma=cst.Comma(whitespace_after=separator))
-    for position, name in enumerate(names):
-        final = position == len(names) - 1
-        comma = last.comma if final and trailing else (
-            cst.MaybeSentinel.DEFAULT if final else cst.Comma(whitespace_after=separator))
-        aliases.append(cst.ImportAlias(cst.Name(name), comma=comma))
-    body[index] = small.with_changes(names=aliases)
-    return node.with_changes(body=body)
-
-
 MAX_LINE = 99
 
 
 def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
-    """(column of the first argument, column where the call ends) when the call is on one
-    line, else (-1, -1)."""
+    """(column of the first argument, length of the line the keyword goes on) when the call
+    starts on one line with its first argument, else (-1, -1)."""
     pos = edit.located.positions[call]
     tabs = "\t" in edit.located.module.default_indent
-    if pos.start.line != pos.end.line or not call.args or tabs:
+    if not call.args or tabs:
         return -1, -1
-    return edit.located.positions[call.args[0]].start.column, pos.end.column
+    first = edit.located.positions[call.args[0]].start
+    if pos.start.line != pos.end.line:  # the line of an existing worker_init_fn, if any
+        existing = next((a for a in call.args if a.keyword
+                         and a.keyword.value == "worker_init_fn"), None)
+        if existing is None or first.line != pos.start.line:
+            return -1, -1
+        line = edit.located.positions[existing].end.line
+    else:
+        line = pos.start.line
+    # the whole line grows, with what follows the call (`print(list(DataLoader(...)))`)
+    return first.column, len(edit.located.module.code.splitlines()[line - 1].rstrip())
 
 
 def _partial_spelling(module: cst.Module) -> Optional[str]:
@@ -766,21 +756,26 @@ def _append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression,
     return args + [new]
 
 
-def _last_index(body: list[cst.BaseStatement], class_names: list[str]) -> int:
-    last = -1
+def _worker_init_place(edit: FileEdit) -> int:
+    """Where the file's worker init goes: before the first module-level definition or the
+    first statement building a wired DataLoader, whichever comes first (after the imports)."""
+    wired_lines = [edit.located.positions[call].start.line for call in edit.wiring]
+    body = statements(edit.located.module.body)
     for index, node in enumerate(body):
-        if isinstance(node, cst.ClassDef) and node.name.value in class_names:
-            last = index
-    return last
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return index
+        start, end = edit.located.lines_of(node)
+        if any(start <= line <= end for line in wired_lines):
+            return index
+    return len(body) - 1
 
 
-def _free_name(module: cst.Module, wanted: str) -> str:
-    """`wanted`, or a variant of it, that no name in the module spells."""
-    used = {n.value for n in walk(module) if isinstance(n, cst.Name)}
-    name, counter = wanted, 2
-    while name in used:
-        name, counter = f"{wanted}_{counter}", counter + 1
-    return name
+def _wired_with(call: cst.Call, name: str) -> bool:
+    """The call already passes the worker init `name` (alone or chained)."""
+    existing = next((a for a in call.args if a.keyword and a.keyword.value == "worker_init_fn"),
+                    None)
+    return existing is not None and any(isinstance(n, cst.Name) and n.value == name
+                                        for n in walk(existing.value))
 
 
 def _insert_imports(body: list[cst.BaseStatement], imports: list[cst.BaseStatement]

@@ -8,11 +8,14 @@ import libcst as cst
 
 from .cstutil import as_statement, statements, with_leading_lines
 
-WORKER_INIT_NAME = "workersafe_worker_init"
-# Set by the generated `__setstate__`: the process that unpickled the dataset (and so opened
-# its handles). The worker-init function skips such a dataset: under spawn and forkserver a
-# worker unpickles its dataset, under fork it inherits the parent's handles and reopens them.
-UNPICKLED_PID = "_unpickled_pid"
+# The one opener of a class fixed with worker-init (all its handles), and the one worker init
+# of a script building DataLoaders, which calls the opener of every dataset it finds.
+OPENER_NAME = "open_handles"
+WORKER_INIT_NAME = "open_worker_handles"
+WORKER_INIT_DOC = "Reopen each dataset's handles in this worker (through Subset/ConcatDataset)."
+# Set by the opener: the process its handles were opened in. The worker init skips a dataset
+# opened in its own process (under spawn and forkserver `__setstate__` opened it there).
+HANDLES_PID = "_handles_pid"
 BLANK = cst.EmptyLine(indent=False)
 
 
@@ -46,27 +49,31 @@ def getstate_methods(dropped: Sequence[str], reopen: Sequence[str], base: str = 
     of left out (code tests them for None)."""
     restore = ("super().__setstate__(state)" if base == "worker-init"
                else "self.__dict__.update(state)")
-    record = "" if base == "worker-init" else (
-        f"        self.{UNPICKLED_PID} = os.getpid()  # opened here: the worker init skips it\n")
     copy = "super().__getstate__()" if base else "self.__dict__.copy()"
     drop = "".join(f'        state["{n}"] = None\n' for n in reset)
     reopen_lines = "".join(f"        self.{m}()\n" for m in reopen)
     code = "class _:\n"
-    if getstate:
+    kept = (f'k != "{dropped[0]}"' if len(dropped) == 1
+            else "k not in (" + ", ".join(f'"{n}"' for n in dropped) + ")")
+    one_line = f"        return {{k: v for k, v in self.__dict__.items() if {kept}}}\n"
+    if getstate and not base and not reset and dropped and len(one_line) <= 90:
+        code += (
+            "    def __getstate__(self):  # pickled without its handles\n"
+            f"{one_line}"
+        )
+    elif getstate:
         code += (
             "    def __getstate__(self):\n"
-            '        """Pickle without the open handles (workersafe): '
-            'spawn workers make their own."""\n'
+            '        """Pickle without the handles: spawn workers open their own."""\n'
             f"        state = {copy}\n"
             f"{drop}{drop_code(dropped, indent='        ') if dropped else ''}"
             "        return state\n"
         )
     if reopen:
         code += (
-            "    def __setstate__(self, state):\n"
+            "    def __setstate__(self, state):  # spawn and forkserver workers reopen here\n"
             f"        {restore}\n"
             f"{reopen_lines}"
-            f"{record}"
         )
     if code == "class _:\n":
         return []
@@ -92,37 +99,42 @@ def lazy_property(attr: str, private: str, pid_attr: str, opener: str, handle: s
     return with_leading_lines(as_statement(cls.body.body[0]), [BLANK])
 
 
-def worker_init_function(name: str, branches: Sequence[tuple[str, Sequence[str]]]
-                         ) -> cst.BaseStatement:
-    """`branches`: (class name, open methods to call) for each fixed dataset class."""
-    calls = ""
-    for class_name, methods in branches:
-        calls += f"        if isinstance(dataset, {class_name}):\n"
-        calls += "".join(f"            dataset.{m}()\n" for m in methods)
+def worker_init_function(name: str) -> cst.BaseStatement:
+    """The generic worker init: walks the worker's dataset through wrappers (`dataset`,
+    `datasets` and any Dataset held in an attribute) and calls each one's `open_handles()`,
+    after `previous` (a worker_init_fn the loader already had)."""
     code = (
         f"def {name}(worker_id, previous=None):\n"
-        '    """Reopen each dataset\'s handles in this DataLoader worker '
-        '(added by workersafe)."""\n'
-        "    # Runs `previous` (an earlier worker_init_fn) first, then looks through\n"
-        "    # Subset/ConcatDataset/random_split wrappers for the datasets to reopen.\n"
-        "    from torch.utils.data import get_worker_info\n"
+        f'    """{WORKER_INIT_DOC}"""\n'
+        "    import os\n"
+        "\n"
+        "    from torch.utils.data import Dataset, get_worker_info\n"
         "\n"
         "    if previous is not None:\n"
         "        previous(worker_id)\n"
-        "    pending, seen = [get_worker_info().dataset], set()\n"
-        "    while pending:\n"
-        "        dataset = pending.pop()\n"
-        "        if id(dataset) in seen:\n"
-        "            continue\n"
-        "        seen.add(id(dataset))\n"
-        f'        if getattr(dataset, "{UNPICKLED_PID}", None) == os.getpid():\n'
-        "            continue  # unpickled in this worker (spawn, forkserver): opened there\n"
-        f"{calls}"
-        '        pending.extend(getattr(dataset, "datasets", None) or ())\n'
-        '        if getattr(dataset, "dataset", None) is not None:\n'
-        "            pending.append(dataset.dataset)\n"
+        "    datasets = [get_worker_info().dataset]\n"
+        "    for dataset in datasets:  # grows with the datasets each one wraps\n"
+        f'        opened_in = getattr(dataset, "{HANDLES_PID}", None)\n'
+        f'        if hasattr(dataset, "{OPENER_NAME}") and opened_in != os.getpid():\n'
+        f"            dataset.{OPENER_NAME}()\n"
+        '        for value in getattr(dataset, "__dict__", {}).values():\n'
+        "            for inner in value if isinstance(value, (list, tuple)) else [value]:\n"
+        "                if isinstance(inner, Dataset) and all(inner is not d for d in datasets):\n"
+        "                    datasets.append(inner)\n"
     )
     return statement(code)
+
+
+def is_worker_init(node: cst.CSTNode) -> bool:
+    """A worker init this fixer wrote (its docstring says so), in this run or an earlier one."""
+    if not isinstance(node, cst.FunctionDef) or not isinstance(node.body, cst.IndentedBlock):
+        return False
+    first = node.body.body[0] if node.body.body else None
+    if not isinstance(first, cst.SimpleStatementLine) or not first.body:
+        return False
+    doc = first.body[0]
+    return isinstance(doc, cst.Expr) and isinstance(doc.value, cst.SimpleString) \
+        and doc.value.evaluated_value == WORKER_INIT_DOC
 
 
 def module_accessor(function: str, private: str, pid_name: str, handle: str,
