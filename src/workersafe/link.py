@@ -42,6 +42,30 @@ _AS_GIVEN = _AsGiven()
 # (file, loader, the reference that constructs the class) for each loader reaching a class
 LoaderUse = tuple[FileFacts, LoaderCall, DatasetRef]
 
+# The value flow (`Project.classes_of_ref`): a class with the reference constructing it; a
+# node of the graph (kind, name, detail); a call site (file index, call index, file, call).
+Item = tuple[ClassFacts, DatasetRef]
+Node = tuple[str, str, str]
+_Where = tuple[int, int, FileFacts, CallSite]
+
+
+@dataclass(frozen=True)
+class _In:
+    """One input of a node: a constant (a class constructed there), or another node's value,
+    each class of which is built with the arguments of `built` when given (`ds_type(p)`)."""
+
+    node: Optional[Node] = None
+    item: Optional[Item] = None
+    built: Optional[DatasetRef] = None
+
+
+def _through(item: Item, built: Optional[DatasetRef]) -> Item:
+    """`item` as it arrives along an edge: a class passed for `ds_type`, built by `ds_type(p)`."""
+    if built is None:
+        return item
+    cls = item[0]
+    return cls, DatasetRef("call", cls.qualname, built.handle_args, built.arg_refs)
+
 
 @dataclass(frozen=True)
 class Reach:
@@ -88,7 +112,19 @@ class Project:
         # `mylib.ds` for helpers/mylib/ds.py, `src.data` for src/data.py: → the module name
         self.aliases = module_aliases((f.path, f.module) for f in self.files)
         self._entries: Optional[dict[str, list[Optional[FileFacts]]]] = None
-        self._call_sites: Optional[dict[str, list[tuple[FileFacts, CallSite]]]] = None
+        self._by_path = {f.path: f for f in self.files}
+        # the value flow (see `classes_of_ref`): each node's solved value, its users, the
+        # call sites each receiver node decides, parameter nodes waiting for call sites
+        self._values: dict[Node, dict[tuple[str, DatasetRef], Item]] = {}
+        self._users: dict[Node, list[tuple[Node, Optional[DatasetRef]]]] = {}
+        self._receivers: dict[Node, list[_Where]] = {}
+        self._watchers: dict[str, list[Node]] = {}
+        self._unwired: list[Node] = []
+        self._pending: list[tuple[Node, Item]] = []
+        self._sites: Optional[dict[str, list[_Where]]] = None
+        self._sites_sorted: Optional[dict[str, list[tuple[FileFacts, CallSite]]]] = None
+        self._order: dict[Node, list[Item]] = {}
+        self._work = 0
         self._scoped_starts: Optional[dict[str, str]] = None
         self._reached_starts: dict[tuple[tuple[str, ...], str], tuple[str, str]] = {}
         self._mros: dict[str, tuple[ClassFacts, list[ClassFacts]]] = {}
@@ -359,70 +395,6 @@ class Project:
                            None)
         return None
 
-    def classes_of_ref(self, ref: DatasetRef, facts: FileFacts, depth: int = 0
-                       ) -> list[tuple[ClassFacts, DatasetRef]]:
-        """Dataset classes a reference may construct, with the ref that constructs them."""
-        if depth > 8:
-            return []
-        target = self.resolve(ref.target, facts)
-        if ref.kind == "call":
-            cls = self.classes.get(target)
-            if cls is not None:
-                return [(cls, ref)]
-            func = self.functions.get(target)
-            if func is not None:
-                home = self.by_module.get(target.rpartition(".")[0], facts)
-                return [c for r in func.returns for c in self.classes_of_ref(r, home, depth + 1)]
-            owner_name, _, method = target.rpartition(".")
-            owner = self.classes.get(owner_name)  # `Frames.from_config(cfg)`, `self._build(s)`
-            return self._method_returns(owner, method, depth) if owner is not None else []
-        if ref.kind == "name":
-            found = self._module_attr(target)
-            if found is None:
-                return []
-            home, attr = found
-            refs = dict(home.module_vars).get(attr, ())
-            return [c for r in refs for c in self.classes_of_ref(r, home, depth + 1)]
-        if ref.kind == "param":
-            return [c for home, arg in self.arguments_for(ref.target)
-                    for r in arg.refs for c in self.classes_of_ref(r, home, depth + 1)]
-        if ref.kind == "built":
-            return [c for home, arg in self.arguments_for(ref.target)
-                    for r in arg.refs for c in self._built_classes(r, ref, home, depth + 1)]
-        if ref.kind == "attr":
-            owner_name, _, attr = ref.target.rpartition(".")
-            owner = self.classes.get(owner_name)
-            if owner is None:
-                return []
-            home = self.class_file[owner_name]
-            assigned = [r for member in self.mro(owner) for a, rs in member.attr_refs if a == attr
-                        for r in rs]
-            kept = [c for r in assigned for c in self.classes_of_ref(r, home, depth + 1)]
-            return kept + [c for site, arg in self._kept_arguments(owner, attr)
-                           for r in arg.refs for c in self.classes_of_ref(r, site, depth + 1)]
-        return []
-
-    def _built_classes(self, passed: DatasetRef, built: DatasetRef, facts: FileFacts, depth: int
-                       ) -> list[tuple[ClassFacts, DatasetRef]]:
-        """The classes a caller passes (`passed`) for the parameter a `built` ref calls
-        (`get_dataset(LMDBDataset, p)` for `ds_type(p)`), each constructed with the built
-        call's arguments; a parameter passed on (`make(ds_type)`) is followed to its callers."""
-        if passed.kind == "param":
-            return self.classes_of_ref(dataclasses.replace(built, target=passed.target),
-                                       facts, depth)
-        cls = self.classes.get(self.resolve(passed.target, facts)) \
-            if passed.kind == "name" else None
-        if cls is None:
-            return []
-        return [(cls, DatasetRef("call", cls.qualname, built.handle_args, built.arg_refs))]
-
-    def _kept_arguments(self, cls: ClassFacts, attr: str) -> list[tuple[FileFacts, ArgRef]]:
-        """What constructions of `cls` (or of a subclass using its `__init__`) pass for the
-        `__init__` parameter that `__init__` keeps as `self.<attr>` (`Trainer(ds)`,
-        `Trainer(train_set=ds)` for `self.train_set = train_set`)."""
-        kept = self._kept_param(cls, attr)
-        return self.arguments_for(kept[1]) if kept is not None else []
-
     def _kept_param(self, cls: ClassFacts, attr: str) -> Optional[tuple[ClassFacts, str]]:
         """The class whose `__init__` `cls` runs and its parameter ("<class>.__init__#<index>#
         <name>") kept as `self.<attr>`; None when no parameter is kept there."""
@@ -456,25 +428,261 @@ class Project:
         most = max(c for c in counts if c is not None)
         return dataclasses.replace(loader, num_workers=most, num_workers_text=str(most))
 
-    def _method_returns(self, cls: ClassFacts, name: str, depth: int
-                        ) -> list[tuple[ClassFacts, DatasetRef]]:
-        """The dataset classes a factory method of `cls` (or its bases) returns: `cls(...)`
-        is `cls` itself, the class the method is called on."""
-        for member in self.mro(cls):
-            method = member.method(name)
-            if method is None:
-                continue
-            home = self.class_file[member.qualname]
-            out: list[tuple[ClassFacts, DatasetRef]] = []
-            for ref in method.returns:
-                if ref.kind == "call" and ref.target == OWN_CLASS:
-                    out.append((cls, dataclasses.replace(ref, target=cls.qualname)))
-                else:
-                    out.extend(self.classes_of_ref(ref, home, depth + 1))
-            return out
+    # --- value flow: which dataset classes a value may be ----------------------------------
+    #
+    # One graph over the whole program, solved once. A node stands for a value the program
+    # names: what a function returns ("func", qualname, its file), a factory method of a class
+    # ("method", class, name), a module variable ("var", file, name), an attribute of a class's
+    # instances ("attr", class, name), a parameter ("param", "<function>#<index>#<name>"), the
+    # classes passed for a parameter that is called (`ds_type(p)`: "types", the parameter) and
+    # such a call ("built", its index in `_built_refs`). A node's inputs are the references
+    # that flow into it (`_inputs`); a parameter's come from every call site of its function,
+    # and the call sites of a method depend on what its receiver may be, so the graph grows
+    # while it is solved. The worklist adds each (class, constructing reference) to a node at
+    # most once and sends it along each edge once: the work is linear in the edges times the
+    # classes flowing, whatever the number of paths, and cycles end when nothing is new.
+
+    def classes_of_ref(self, ref: DatasetRef, facts: FileFacts
+                       ) -> list[tuple[ClassFacts, DatasetRef]]:
+        """Dataset classes a reference may construct, with the ref that constructs them
+        (each once; in the order the references lead to them)."""
+        inputs = self._ref_inputs(ref, facts)
+        for each in inputs:
+            if each.node is not None:
+                self._want(each.node)
+        self._solve()
+        out: dict[tuple[str, DatasetRef], Item] = {}
+        for each in inputs:
+            if each.item is not None:
+                out.setdefault((each.item[0].qualname, each.item[1]), each.item)
+            elif each.node is not None:
+                for item in self._ordered(each.node):
+                    out.setdefault((item[0].qualname, item[1]), item)
+        return list(out.values())
+
+    @property
+    def flow_work(self) -> int:
+        """Steps the value-flow solver took so far: nodes wired, edges, items sent along
+        them. Linear in the program (the scale test holds it to that)."""
+        return self._work
+
+    def _ref_inputs(self, ref: DatasetRef, facts: FileFacts) -> list[_In]:
+        """What flows into a value from `ref`, read in `facts`: a class it constructs, or the
+        node whose value it is."""
+        kind = ref.kind
+        if kind == "call":
+            target = self.resolve(ref.target, facts)
+            cls = self.classes.get(target)
+            if cls is not None:
+                return [_In(item=(cls, ref))]
+            if target in self.functions:
+                home = self.by_module.get(target.rpartition(".")[0], facts)
+                return [_In(node=("func", target, home.path))]
+            owner_name, _, method = target.rpartition(".")
+            if owner_name in self.classes:  # `Frames.from_config(cfg)`, `self._build(s)`
+                return [_In(node=("method", owner_name, method))]
+            return []
+        if kind == "name":
+            found = self._module_attr(self.resolve(ref.target, facts))
+            return [_In(node=("var", found[0].path, found[1]))] if found is not None else []
+        if kind == "param":
+            return [_In(node=("param", ref.target, ""))]
+        if kind == "built":
+            return [_In(node=("types", ref.target, ""), built=ref)]
+        if kind == "attr":
+            owner_name, _, attr = ref.target.rpartition(".")
+            return [_In(node=("attr", owner_name, attr))] if owner_name in self.classes else []
         return []
 
-    # --- call sites → parameters ----------------------------------------------------------
+    def _inputs(self, node: Node) -> list[_In]:
+        kind, name, detail = node
+        if kind == "func":
+            home = self._by_path[detail]
+            return [i for r in self.functions[name].returns for i in self._ref_inputs(r, home)]
+        if kind == "method":
+            cls = self.classes[name]
+            for member in self.mro(cls):
+                method = member.method(detail)
+                if method is None:
+                    continue
+                home = self.class_file[member.qualname]
+                out: list[_In] = []
+                for ref in method.returns:
+                    if ref.kind == "call" and ref.target == OWN_CLASS:  # `cls(...)`
+                        out.append(_In(item=(cls, dataclasses.replace(ref, target=cls.qualname))))
+                    else:
+                        out.extend(self._ref_inputs(ref, home))
+                return out
+            return []
+        if kind == "var":
+            home = self._by_path[name]
+            refs = dict(home.module_vars).get(detail, ())
+            return [i for r in refs for i in self._ref_inputs(r, home)]
+        if kind == "attr":
+            owner = self.classes[name]
+            home = self.class_file[name]
+            out = [i for member in self.mro(owner) for a, rs in member.attr_refs if a == detail
+                   for r in rs for i in self._ref_inputs(r, home)]
+            kept = self._kept_param(owner, detail)  # `Trainer(ds)` for `self.ds = ds`
+            if kept is not None:
+                out.append(_In(node=("param", kept[1], "")))
+            return out
+        # "param", "types": from every call site of the function
+        return [i for facts, site in self._sorted_sites().get(name.split("#")[0], ())
+                for i in self._site_inputs(node, facts, site)]
+
+    def _site_inputs(self, node: Node, facts: FileFacts, site: CallSite) -> list[_In]:
+        """What one call site passes into a parameter node: the values of its argument, or
+        for "types" the classes it names (`get_dataset(LMDBDataset, p)`)."""
+        kind, param, _ = node
+        out: list[_In] = []
+        for arg in site.args:
+            if not self._is_arg_for(arg, param):
+                continue
+            for ref in arg.refs:
+                if kind == "param":
+                    out.extend(self._ref_inputs(ref, facts))
+                elif ref.kind == "param":  # passed on: `make(ds_type)`
+                    out.append(_In(node=("types", ref.target, "")))
+                elif ref.kind == "name":
+                    cls = self.classes.get(self.resolve(ref.target, facts))
+                    if cls is not None:
+                        out.append(_In(item=(cls, ref)))
+        return out
+
+    def _want(self, node: Node) -> None:
+        if node not in self._values:
+            self._values[node] = {}
+            self._unwired.append(node)
+
+    def _add(self, node: Node, item: Item) -> None:
+        values = self._values[node]
+        key = (item[0].qualname, item[1])
+        if key not in values:
+            values[key] = item
+            self._pending.append((node, item))
+            if node in self._order:  # changed after it was answered: order answers again
+                self._order.clear()
+
+    def _connect(self, node: Node, each: _In) -> None:
+        self._work += 1
+        if each.item is not None:
+            self._add(node, each.item)
+            return
+        source = each.node
+        assert source is not None
+        self._want(source)
+        self._users.setdefault(source, []).append((node, each.built))
+        for item in list(self._values[source].values()):
+            self._add(node, _through(item, each.built))
+
+    def _solve(self) -> None:
+        """Run the worklist until nothing is new: wire each new node to its inputs, send
+        each new item to the node's users (and to the call sites it is the receiver of)."""
+        if self._sites is None:
+            self._sites = {}
+            self._site_seen: set[tuple[str, int, int]] = set()
+            for file_index, facts in enumerate(self.files):
+                for site_index, site in enumerate(facts.calls):
+                    where = (file_index, site_index, facts, site)
+                    if not site.receiver:
+                        for target in self._static_targets(site, facts):
+                            self._add_site(target, where)
+                        continue
+                    for ref in site.receiver:
+                        for each in self._ref_inputs(ref, facts):
+                            self._work += 1
+                            if each.item is not None:
+                                self._receive(where, each.item)
+                            elif each.node is not None:
+                                self._want(each.node)
+                                self._receivers.setdefault(each.node, []).append(where)
+        while self._unwired or self._pending:
+            if self._unwired:
+                node = self._unwired.pop()
+                self._work += 1
+                if node[0] in ("param", "types"):
+                    self._watchers.setdefault(node[1].split("#")[0], []).append(node)
+                for each in self._inputs(node):
+                    self._connect(node, each)
+                continue
+            node, item = self._pending.pop()
+            for user, built in self._users.get(node, ()):
+                self._work += 1
+                self._add(user, _through(item, built))
+            for where in self._receivers.get(node, ()):
+                self._work += 1
+                self._receive(where, item)
+
+    def _receive(self, where: _Where, item: Item) -> None:
+        """A call site's receiver may be an instance of `item`'s class: the site calls that
+        class's method."""
+        key = self._method_key(item[0], where[3].target)
+        if key:
+            self._add_site(key, where)
+
+    def _add_site(self, target: str, where: _Where) -> None:
+        seen = (target, where[0], where[1])
+        if seen in self._site_seen:
+            return
+        self._site_seen.add(seen)
+        assert self._sites is not None
+        self._sites.setdefault(target, []).append(where)
+        self._sites_sorted = None
+        for node in self._watchers.get(target, ()):
+            for each in self._site_inputs(node, where[2], where[3]):
+                self._connect(node, each)
+
+    def _sorted_sites(self) -> dict[str, list[tuple[FileFacts, CallSite]]]:
+        """Call sites by the function or method they call, in the order of the files and of
+        the calls in each (the order answers are given in)."""
+        if self._sites_sorted is None:
+            assert self._sites is not None
+            self._sites_sorted = {
+                target: [(w[2], w[3]) for w in sorted(found, key=lambda w: (w[0], w[1]))]
+                for target, found in self._sites.items()}
+        return self._sites_sorted
+
+    def _ordered(self, root: Node) -> list[Item]:
+        """A solved node's value in the order its inputs give it (a depth-first reading of
+        the solved graph, each node read once; a node met again on the way, in a cycle,
+        gives its whole solved value)."""
+        done = self._order.get(root)
+        if done is not None:
+            return done
+        found: dict[Node, dict[tuple[str, DatasetRef], Item]] = {root: {}}
+        stack: list[tuple[Node, Iterator[_In], Optional[DatasetRef]]] = [
+            (root, iter(self._inputs(root)), None)]
+        while stack:
+            node, inputs, built = stack[-1]
+            acc = found[node]
+            for each in inputs:
+                self._work += 1
+                if each.item is not None:
+                    acc.setdefault((each.item[0].qualname, each.item[1]), each.item)
+                    continue
+                child = each.node
+                assert child is not None
+                ready = self._order.get(child)
+                if ready is None and child in found:  # on the stack: a cycle
+                    ready = list(self._values[child].values())
+                if ready is not None:
+                    for item in ready:
+                        item = _through(item, each.built)
+                        acc.setdefault((item[0].qualname, item[1]), item)
+                    continue
+                found[child] = {}
+                stack.append((child, iter(self._inputs(child)), each.built))
+                break
+            else:
+                stack.pop()
+                result = self._order[node] = list(acc.values())
+                if stack:
+                    parent = found[stack[-1][0]]
+                    for item in result:
+                        item = _through(item, built)
+                        parent.setdefault((item[0].qualname, item[1]), item)
+        return self._order[root]
 
     def arguments_for(self, param: str) -> list[tuple[FileFacts, ArgRef]]:
         """What callers pass for a function parameter ("<function>#<index>#<name>")."""
@@ -483,28 +691,19 @@ class Project:
                 for arg in site.args if self._is_arg_for(arg, param)]
 
     def call_sites(self) -> dict[str, list[tuple[FileFacts, CallSite]]]:
-        if self._call_sites is None:
-            # filled in place: a receiver resolved while filling sees the sites so far
-            sites: dict[str, list[tuple[FileFacts, CallSite]]] = {}
-            self._call_sites = sites
-            for facts in self.files:
-                for site in facts.calls:
-                    for target in self._site_targets(site, facts):
-                        sites.setdefault(target, []).append((facts, site))
-        return self._call_sites
+        """The call sites of each function or method ("<class>.<method>", the class defining
+        it), once the receivers of method calls are solved."""
+        self._solve()
+        return self._sorted_sites()
 
-    def _site_targets(self, site: CallSite, facts: FileFacts) -> list[str]:
-        """The functions or methods ("<class>.<method>", the class defining it) a call site
-        may call: a function by name, a static or class method by its class
-        (`Trainer.evaluate(ds)`), a method of each class the receiver may be."""
-        if site.receiver:
-            found: list[str] = []
-            for ref in site.receiver:
-                for cls, _ in self.classes_of_ref(ref, facts):
-                    key = self._method_key(cls, site.target)
-                    if key and key not in found:
-                        found.append(key)
-            return found
+    def _method_key(self, cls: ClassFacts, name: str) -> str:
+        """"<defining class>.<name>" for the method `cls` has (its own or inherited)."""
+        owner = next((m for m in self.mro(cls) if m.method(name) is not None), None)
+        return f"{owner.qualname}.{name}" if owner is not None else ""
+
+    def _static_targets(self, site: CallSite, facts: FileFacts) -> list[str]:
+        """The function or method a call without a receiver calls: a function by name, a
+        static or class method by its class (`Trainer.evaluate(ds)`), a class's `__init__`."""
         target = self.resolve(site.target, facts)
         if target in self.functions:
             return [target]
@@ -516,11 +715,6 @@ class Project:
         owner = self.classes.get(owner_name)
         key = self._method_key(owner, name) if owner is not None else ""
         return [key] if key else []
-
-    def _method_key(self, cls: ClassFacts, name: str) -> str:
-        """"<defining class>.<name>" for the method `cls` has (its own or inherited)."""
-        owner = next((m for m in self.mro(cls) if m.method(name) is not None), None)
-        return f"{owner.qualname}.{name}" if owner is not None else ""
 
     # --- loaders → classes ---------------------------------------------------------------------
 
@@ -569,7 +763,7 @@ class Project:
             for arg in site.args:
                 if self._is_arg_for(arg, ref.target):
                     for r in arg.refs:
-                        for cls, constructing in self.classes_of_ref(r, home, 1):
+                        for cls, constructing in self.classes_of_ref(r, home):
                             yield used, cls, constructing
 
     @staticmethod
