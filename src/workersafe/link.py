@@ -125,6 +125,8 @@ class Project:
         self._sites_sorted: Optional[dict[str, list[tuple[FileFacts, CallSite]]]] = None
         self._order: dict[Node, list[Item]] = {}
         self._work = 0
+        self._reads: dict[str, set[str]] = {}
+        self._by_class: Optional[dict[str, list[LoaderUse]]] = None
         self._scoped_starts: Optional[dict[str, str]] = None
         self._reached_starts: dict[tuple[tuple[str, ...], str], tuple[str, str]] = {}
         self._mros: dict[str, tuple[ClassFacts, list[ClassFacts]]] = {}
@@ -721,25 +723,67 @@ class Project:
     def loaders_by_class(self) -> dict[str, list[LoaderUse]]:
         """Loader uses per class: the classes a loader's dataset may be (through factories,
         containers, call sites), then what those keep — holders and sub-datasets built in
-        `__init__` or passed to it — reached by the same loaders (see `reached`)."""
+        `__init__` or passed to it — reached by the same loaders (see `reached`). Computed
+        once; the rules read it, never change it."""
+        if self._by_class is not None:
+            return self._by_class
         out: dict[str, list[LoaderUse]] = {}
+        seen: set[tuple[str, int, DatasetRef]] = set()  # (class, loader, constructing ref)
+
+        def add(qualname: str, use: LoaderUse) -> bool:
+            key = (qualname, id(use[1]), use[2])
+            if key in seen:
+                return False
+            seen.add(key)
+            out.setdefault(qualname, []).append(use)
+            return True
+
         for facts, loader in self.loaders():
             for ref in loader.datasets:
                 for used, cls, constructing in self._loader_classes(facts, loader, ref):
-                    _add_use(out, cls.qualname, (facts, used, constructing))
+                    add(cls.qualname, (facts, used, constructing))
         self.reached = {}
+        # Then what each class keeps, as a worklist over the uses: a class's uses are read
+        # once each, what it keeps is found once (the classes passed to it once per
+        # constructing reference), and each use crosses each keeping once.
+        keeps: dict[str, list[tuple[ClassFacts, Reach]]] = {}
+        known: set[tuple[str, str, Reach]] = set()
+        read: dict[str, int] = {}  # uses of a class already followed
+        passed: set[tuple[str, str, DatasetRef]] = set()
+
         queue = list(out)
         while queue:
-            outer = self.classes[queue.pop()]
-            for inner, reach in list(self._kept_classes(outer, out[outer.qualname])):
-                kept = DatasetRef("kept", f"{outer.qualname}.{reach.attr}")
-                added = [_add_use(out, inner.qualname, (facts, loader, kept))
-                         for facts, loader, _ in out[outer.qualname]]
+            name = queue.pop()
+            outer, uses = self.classes[name], out[name]
+            start = read.get(name, -1)
+            if start == len(uses):
+                continue
+            found = list(self._kept_built(outer)) if start < 0 else []
+            fresh = uses[max(start, 0):]
+            read[name] = len(uses)
+            for facts, _, constructing in fresh:
+                if (name, facts.path, constructing) not in passed:
+                    passed.add((name, facts.path, constructing))
+                    found.extend(self._kept_passed(outer, facts, constructing))
+            grew: list[str] = []
+            kept_by = keeps.setdefault(name, [])
+            for inner, reach in kept_by:  # kept before: only the new uses reach it
+                kept = DatasetRef("kept", f"{name}.{reach.attr}")
+                if [add(inner.qualname, (f, loader, kept)) for f, loader, _ in fresh].count(True):
+                    grew.append(inner.qualname)
+            for inner, reach in found:
+                if (name, inner.qualname, reach) in known:
+                    continue
+                known.add((name, inner.qualname, reach))
+                kept_by.append((inner, reach))
+                kept = DatasetRef("kept", f"{name}.{reach.attr}")
+                if [add(inner.qualname, (f, loader, kept)) for f, loader, _ in uses].count(True):
+                    grew.append(inner.qualname)
                 reaches = self.reached.setdefault(inner.qualname, [])
                 if reach not in reaches:
                     reaches.append(reach)
-                if any(added):
-                    queue.append(inner.qualname)
+            queue.extend(dict.fromkeys(grew))
+        self._by_class = out
         return out
 
     def _loader_classes(self, facts: FileFacts, loader: LoaderCall, ref: DatasetRef
@@ -771,14 +815,12 @@ class Project:
         _, index_text, name = param.split("#")
         return arg.keyword == name if arg.keyword else arg.position == int(index_text) >= 0
 
-    def _kept_classes(self, outer: ClassFacts, uses: list[LoaderUse]
-                      ) -> Iterator[tuple[ClassFacts, Reach]]:
-        """Project classes an instance of `outer` keeps and uses after construction: built in
-        a method (`self.db = Reader(p)`, `self.dbs.append(Inner(p))`), or passed to
-        `__init__` (`DS(Reader(p))` at a caller, `reader: Reader`, an isinstance assert)."""
+    def _kept_built(self, outer: ClassFacts) -> Iterator[tuple[ClassFacts, Reach]]:
+        """Project classes an instance of `outer` keeps and uses after construction, built in
+        a method (`self.db = Reader(p)`, `self.dbs.append(Inner(p))`) or named by the type of
+        an `__init__` parameter it keeps (`reader: Reader`, an isinstance assert)."""
         mro = self.mro(outer)
-        read_later = {a for member in mro for m in member.methods if m.name != "__init__"
-                      for a in m.attrs_read}
+        read_later = self._read_later(outer)
         for member in mro:
             home = self.class_file[member.qualname]
             for attr, refs in member.attr_refs:
@@ -793,23 +835,44 @@ class Project:
             return
         home = self.class_file[init_owner.qualname]
         attrs = dict(init_owner.param_attrs)
-        params = init_owner.init_params
         for param, annotated in init_owner.param_types:
             typed = self.classes.get(self.resolve(annotated, home))
             kept_as = attrs.get(param)
             if typed is not None and kept_as in read_later and typed.qualname != outer.qualname:
                 yield typed, Reach(outer.name, kept_as or "", True, param)
-        for facts, _, constructing in uses:
-            for arg in constructing.arg_refs:
-                param = arg.keyword or (params[arg.position]
-                                        if 0 <= arg.position < len(params) else "")
-                kept_as = attrs.get(param)
-                if kept_as is None or kept_as not in read_later:
-                    continue
-                for ref in arg.refs:
-                    for passed, _ in self.classes_of_ref(ref, facts):
-                        if passed.qualname != outer.qualname:
-                            yield passed, Reach(outer.name, kept_as, True, param)
+
+    def _kept_passed(self, outer: ClassFacts, facts: FileFacts, constructing: DatasetRef
+                     ) -> Iterator[tuple[ClassFacts, Reach]]:
+        """Project classes a construction of `outer` (`DS(Reader(p))`, read in `facts`)
+        passes to `__init__`, which keeps them and uses them after construction."""
+        if not constructing.arg_refs:
+            return
+        init_owner = next((m for m in self.mro(outer) if m.method("__init__") is not None),
+                          None)
+        if init_owner is None:
+            return
+        read_later = self._read_later(outer)
+        attrs = dict(init_owner.param_attrs)
+        params = init_owner.init_params
+        for arg in constructing.arg_refs:
+            param = arg.keyword or (params[arg.position]
+                                    if 0 <= arg.position < len(params) else "")
+            kept_as = attrs.get(param)
+            if kept_as is None or kept_as not in read_later:
+                continue
+            for ref in arg.refs:
+                for inner, _ in self.classes_of_ref(ref, facts):
+                    if inner.qualname != outer.qualname:
+                        yield inner, Reach(outer.name, kept_as, True, param)
+
+    def _read_later(self, cls: ClassFacts) -> set[str]:
+        """The attributes a class's methods other than `__init__` read (once per class)."""
+        found = self._reads.get(cls.qualname)
+        if found is None:
+            found = self._reads[cls.qualname] = {
+                a for member in self.mro(cls) for m in member.methods if m.name != "__init__"
+                for a in m.attrs_read}
+        return found
 
     # --- what calls return ---------------------------------------------------------------------
 
@@ -1047,14 +1110,6 @@ class Project:
                     if handle.name == attr:
                         return home, handle
         return None
-
-
-def _add_use(out: dict[str, list[LoaderUse]], qualname: str, use: LoaderUse) -> bool:
-    entries = out.setdefault(qualname, [])
-    if any(e[1] is use[1] and e[2] == use[2] for e in entries):
-        return False
-    entries.append(use)
-    return True
 
 
 # A class's effective methods: name → (the class that defines it, the method).
