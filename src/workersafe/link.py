@@ -464,8 +464,9 @@ class Project:
 
     @property
     def flow_work(self) -> int:
-        """Steps the value-flow solver took so far: nodes wired, edges, items sent along
-        them. Linear in the program (the scale test holds it to that)."""
+        """Steps the linking took so far: nodes of the value flow wired, edges, items sent
+        along them, answers read; loader uses offered to a class. Linear in the program
+        (tests/test_link_scale.py holds it to that)."""
         return self._work
 
     def _ref_inputs(self, ref: DatasetRef, facts: FileFacts) -> list[_In]:
@@ -731,6 +732,7 @@ class Project:
         seen: set[tuple[str, int, DatasetRef]] = set()  # (class, loader, constructing ref)
 
         def add(qualname: str, use: LoaderUse) -> bool:
+            self._work += 1
             key = (qualname, id(use[1]), use[2])
             if key in seen:
                 return False
