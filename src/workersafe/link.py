@@ -108,6 +108,8 @@ class Project:
             for func in facts.functions:
                 self.functions[func.qualname] = func
         self._resolve_cache: dict[str, str] = {}
+        self._resolved_in: dict[tuple[str, str], str] = {}  # (name, file) → resolved
+        self._canonicals: dict[str, str] = {}
         self._resolve_depth = 0
         # `mylib.ds` for helpers/mylib/ds.py, `src.data` for src/data.py: → the module name
         self.aliases = module_aliases((f.path, f.module) for f in self.files)
@@ -115,16 +117,19 @@ class Project:
         self._by_path = {f.path: f for f in self.files}
         # the value flow (see `classes_of_ref`): each node's solved value, its users, the
         # call sites each receiver node decides, parameter nodes waiting for call sites
-        self._values: dict[Node, dict[tuple[str, DatasetRef], Item]] = {}
+        self._values: dict[Node, dict[tuple[str, int], Item]] = {}
         self._users: dict[Node, list[tuple[Node, Optional[DatasetRef]]]] = {}
         self._receivers: dict[Node, list[_Where]] = {}
         self._watchers: dict[str, list[Node]] = {}
         self._unwired: list[Node] = []
         self._pending: list[tuple[Node, Item]] = []
         self._sites: Optional[dict[str, list[_Where]]] = None
-        self._sites_sorted: Optional[dict[str, list[tuple[FileFacts, CallSite]]]] = None
+        self._sites_sorted: dict[str, list[tuple[FileFacts, CallSite]]] = {}
         self._order: dict[Node, list[Item]] = {}
         self._work = 0
+        self._ref_numbers: dict[int, int] = {}
+        self._equal_refs: dict[DatasetRef, int] = {}
+        self._refs_numbered: list[DatasetRef] = []
         self._reads: dict[str, set[str]] = {}
         self._by_class: Optional[dict[str, list[LoaderUse]]] = None
         self._scoped_starts: Optional[dict[str, str]] = None
@@ -140,6 +145,15 @@ class Project:
 
     def resolve(self, name: str, context: Optional[FileFacts] = None) -> str:
         """Follow re-exports until a defined class/function/variable, or the name as given."""
+        if context is None:
+            return self._resolve_absolute(name)
+        key = (name, context.path)
+        found = self._resolved_in.get(key)
+        if found is None:
+            found = self._resolved_in[key] = self._resolve_in(name, context)
+        return found
+
+    def _resolve_in(self, name: str, context: Optional[FileFacts]) -> str:
         if context is not None and "." not in name:
             for star in context.star_imports:
                 found = self._through_star(star, name)
@@ -174,6 +188,12 @@ class Project:
         """`name` with an alias spelling of its module replaced by the module's name."""
         if not self.aliases:
             return name
+        found = self._canonicals.get(name)
+        if found is None:
+            found = self._canonicals[name] = self._canonical_uncached(name)
+        return found
+
+    def _canonical_uncached(self, name: str) -> str:
         parts = name.split(".")
         for cut in range(len(parts), 0, -1):
             module = self.aliases.get(".".join(parts[:cut]))
@@ -420,7 +440,7 @@ class Project:
             return loader
         init_owner, param = kept
         default = dict(init_owner.init_int_defaults).get(param.rpartition("#")[2])
-        sites = self.call_sites().get(f"{init_owner.qualname}.__init__", ())
+        sites = self.calls_of(f"{init_owner.qualname}.__init__")
         counts = []
         for _, site in sites:
             passed = [a for a in site.args if self._is_arg_for(a, param)]
@@ -453,13 +473,13 @@ class Project:
             if each.node is not None:
                 self._want(each.node)
         self._solve()
-        out: dict[tuple[str, DatasetRef], Item] = {}
+        out: dict[tuple[str, int], Item] = {}
         for each in inputs:
             if each.item is not None:
-                out.setdefault((each.item[0].qualname, each.item[1]), each.item)
+                out.setdefault(self._key(each.item), each.item)
             elif each.node is not None:
                 for item in self._ordered(each.node):
-                    out.setdefault((item[0].qualname, item[1]), item)
+                    out.setdefault(self._key(item), item)
         return list(out.values())
 
     @property
@@ -497,7 +517,9 @@ class Project:
             return [_In(node=("attr", owner_name, attr))] if owner_name in self.classes else []
         return []
 
-    def _inputs(self, node: Node) -> list[_In]:
+    def _inputs(self, node: Node, ordered: bool = False) -> list[_In]:
+        """What flows into `node`; `ordered`: its call sites in the order of the program
+        (for answers), else as found (while solving)."""
         kind, name, detail = node
         if kind == "func":
             home = self._by_path[detail]
@@ -531,8 +553,11 @@ class Project:
                 out.append(_In(node=("param", kept[1], "")))
             return out
         # "param", "types": from every call site of the function
-        return [i for facts, site in self._sorted_sites().get(name.split("#")[0], ())
-                for i in self._site_inputs(node, facts, site)]
+        assert self._sites is not None
+        function = name.split("#")[0]
+        sites = self._sites_of(function) if ordered else \
+            [(w[2], w[3]) for w in self._sites.get(function, ())]
+        return [i for facts, site in sites for i in self._site_inputs(node, facts, site)]
 
     def _site_inputs(self, node: Node, facts: FileFacts, site: CallSite) -> list[_In]:
         """What one call site passes into a parameter node: the values of its argument, or
@@ -553,6 +578,17 @@ class Project:
                         out.append(_In(item=(cls, ref)))
         return out
 
+    def _key(self, item: Item) -> tuple[str, int]:
+        """An item's identity: its class and its reference up to equality (equal references
+        share one number; a reference is hashed once, not at every step)."""
+        ref = item[1]
+        number = self._ref_numbers.get(id(ref))
+        if number is None:
+            number = self._ref_numbers[id(ref)] = self._equal_refs.setdefault(
+                ref, len(self._equal_refs))
+            self._refs_numbered.append(ref)  # alive, so its id is never reused
+        return item[0].qualname, number
+
     def _want(self, node: Node) -> None:
         if node not in self._values:
             self._values[node] = {}
@@ -560,7 +596,7 @@ class Project:
 
     def _add(self, node: Node, item: Item) -> None:
         values = self._values[node]
-        key = (item[0].qualname, item[1])
+        key = self._key(item)
         if key not in values:
             values[key] = item
             self._pending.append((node, item))
@@ -631,20 +667,21 @@ class Project:
         self._site_seen.add(seen)
         assert self._sites is not None
         self._sites.setdefault(target, []).append(where)
-        self._sites_sorted = None
+        self._sites_sorted.pop(target, None)
         for node in self._watchers.get(target, ()):
             for each in self._site_inputs(node, where[2], where[3]):
                 self._connect(node, each)
 
-    def _sorted_sites(self) -> dict[str, list[tuple[FileFacts, CallSite]]]:
-        """Call sites by the function or method they call, in the order of the files and of
-        the calls in each (the order answers are given in)."""
-        if self._sites_sorted is None:
+    def _sites_of(self, target: str) -> list[tuple[FileFacts, CallSite]]:
+        """The call sites of a function or method, in the order of the files and of the
+        calls in each (the order answers are given in); sorted once it stops growing."""
+        found = self._sites_sorted.get(target)
+        if found is None:
             assert self._sites is not None
-            self._sites_sorted = {
-                target: [(w[2], w[3]) for w in sorted(found, key=lambda w: (w[0], w[1]))]
-                for target, found in self._sites.items()}
-        return self._sites_sorted
+            found = self._sites_sorted[target] = [
+                (w[2], w[3]) for w in sorted(self._sites.get(target, ()),
+                                             key=lambda w: (w[0], w[1]))]
+        return found
 
     def _ordered(self, root: Node) -> list[Item]:
         """A solved node's value in the order its inputs give it (a depth-first reading of
@@ -653,16 +690,16 @@ class Project:
         done = self._order.get(root)
         if done is not None:
             return done
-        found: dict[Node, dict[tuple[str, DatasetRef], Item]] = {root: {}}
+        found: dict[Node, dict[tuple[str, int], Item]] = {root: {}}
         stack: list[tuple[Node, Iterator[_In], Optional[DatasetRef]]] = [
-            (root, iter(self._inputs(root)), None)]
+            (root, iter(self._inputs(root, True)), None)]
         while stack:
             node, inputs, built = stack[-1]
             acc = found[node]
             for each in inputs:
                 self._work += 1
                 if each.item is not None:
-                    acc.setdefault((each.item[0].qualname, each.item[1]), each.item)
+                    acc.setdefault(self._key(each.item), each.item)
                     continue
                 child = each.node
                 assert child is not None
@@ -672,10 +709,10 @@ class Project:
                 if ready is not None:
                     for item in ready:
                         item = _through(item, each.built)
-                        acc.setdefault((item[0].qualname, item[1]), item)
+                        acc.setdefault(self._key(item), item)
                     continue
                 found[child] = {}
-                stack.append((child, iter(self._inputs(child)), each.built))
+                stack.append((child, iter(self._inputs(child, True)), each.built))
                 break
             else:
                 stack.pop()
@@ -684,20 +721,20 @@ class Project:
                     parent = found[stack[-1][0]]
                     for item in result:
                         item = _through(item, built)
-                        parent.setdefault((item[0].qualname, item[1]), item)
+                        parent.setdefault(self._key(item), item)
         return self._order[root]
 
     def arguments_for(self, param: str) -> list[tuple[FileFacts, ArgRef]]:
         """What callers pass for a function parameter ("<function>#<index>#<name>")."""
         function = param.split("#")[0]
-        return [(facts, arg) for facts, site in self.call_sites().get(function, ())
+        return [(facts, arg) for facts, site in self.calls_of(function)
                 for arg in site.args if self._is_arg_for(arg, param)]
 
-    def call_sites(self) -> dict[str, list[tuple[FileFacts, CallSite]]]:
-        """The call sites of each function or method ("<class>.<method>", the class defining
+    def calls_of(self, function: str) -> list[tuple[FileFacts, CallSite]]:
+        """The call sites of a function or method ("<class>.<method>", the class defining
         it), once the receivers of method calls are solved."""
         self._solve()
-        return self._sorted_sites()
+        return self._sites_of(function)
 
     def _method_key(self, cls: ClassFacts, name: str) -> str:
         """"<defining class>.<name>" for the method `cls` has (its own or inherited)."""
@@ -740,51 +777,37 @@ class Project:
             out.setdefault(qualname, []).append(use)
             return True
 
+        same: dict[LoaderCall, LoaderCall] = {}  # one object per loader as read
         for facts, loader in self.loaders():
             for ref in loader.datasets:
                 for used, cls, constructing in self._loader_classes(facts, loader, ref):
-                    add(cls.qualname, (facts, used, constructing))
+                    add(cls.qualname, (facts, same.setdefault(used, used), constructing))
         self.reached = {}
-        # Then what each class keeps, as a worklist over the uses: a class's uses are read
-        # once each, what it keeps is found once (the classes passed to it once per
-        # constructing reference), and each use crosses each keeping once.
-        keeps: dict[str, list[tuple[ClassFacts, Reach]]] = {}
-        known: set[tuple[str, str, Reach]] = set()
-        read: dict[str, int] = {}  # uses of a class already followed
-        passed: set[tuple[str, str, DatasetRef]] = set()
-
-        queue = list(out)
-        while queue:
-            name = queue.pop()
-            outer, uses = self.classes[name], out[name]
-            start = read.get(name, -1)
-            if start == len(uses):
-                continue
-            found = list(self._kept_built(outer)) if start < 0 else []
-            fresh = uses[max(start, 0):]
-            read[name] = len(uses)
-            for facts, _, constructing in fresh:
-                if (name, facts.path, constructing) not in passed:
-                    passed.add((name, facts.path, constructing))
-                    found.extend(self._kept_passed(outer, facts, constructing))
-            grew: list[str] = []
-            kept_by = keeps.setdefault(name, [])
-            for inner, reach in kept_by:  # kept before: only the new uses reach it
-                kept = DatasetRef("kept", f"{name}.{reach.attr}")
-                if [add(inner.qualname, (f, loader, kept)) for f, loader, _ in fresh].count(True):
-                    grew.append(inner.qualname)
-            for inner, reach in found:
-                if (name, inner.qualname, reach) in known:
-                    continue
-                known.add((name, inner.qualname, reach))
-                kept_by.append((inner, reach))
-                kept = DatasetRef("kept", f"{name}.{reach.attr}")
-                if [add(inner.qualname, (f, loader, kept)) for f, loader, _ in uses].count(True):
-                    grew.append(inner.qualname)
-                reaches = self.reached.setdefault(inner.qualname, [])
-                if reach not in reaches:
-                    reaches.append(reach)
-            queue.extend(dict.fromkeys(grew))
+        # Then what each class keeps, as a worklist over (class, loader): what a class keeps
+        # is found once, when a loader first reaches it (the classes its constructions pass
+        # to `__init__` from its direct uses, the only ones with arguments), and each loader
+        # crosses each keeping once. The uses through keepings are written out at the end.
+        loaders_of = {name: {id(u[1]): (u[0], u[1]) for u in uses} for name, uses in out.items()}
+        keeps: dict[str, list[tuple[str, DatasetRef]]] = {}  # outer → (inner, kept ref)
+        kept_in: dict[str, list[tuple[str, DatasetRef]]] = {}  # inner → (outer, kept ref)
+        pending = [(name, key) for name, found in loaders_of.items() for key in found]
+        while pending:
+            name, key = pending.pop()
+            self._work += 1
+            edges = keeps.get(name)
+            if edges is None:
+                edges = keeps[name] = self._keepings(name, out.get(name, []), kept_in)
+            for inner, _ in edges:
+                reaching = loaders_of.setdefault(inner, {})
+                if key not in reaching:
+                    self._work += 1
+                    reaching[key] = loaders_of[name][key]
+                    pending.append((inner, key))
+        for inner, edges in kept_in.items():
+            uses = out.setdefault(inner, [])
+            for outer, kept in edges:
+                self._work += len(loaders_of[outer])
+                uses += [(f, loader, kept) for f, loader in loaders_of[outer].values()]
         self._by_class = out
         return out
 
@@ -799,7 +822,7 @@ class Project:
                 yield loader, cls, constructing
             return
         function = ref.target.split("#")[0]
-        for home, site in self.call_sites().get(function, ()):
+        for home, site in self.calls_of(function):
             used = loader
             if loader.num_workers_param.split("#")[0] == function:
                 workers = [a for a in site.args if self._is_arg_for(a, loader.num_workers_param)]
@@ -816,6 +839,28 @@ class Project:
     def _is_arg_for(arg: ArgRef, param: str) -> bool:
         _, index_text, name = param.split("#")
         return arg.keyword == name if arg.keyword else arg.position == int(index_text) >= 0
+
+    def _keepings(self, name: str, uses: list[LoaderUse],
+                  kept_in: dict[str, list[tuple[str, DatasetRef]]]
+                  ) -> list[tuple[str, DatasetRef]]:
+        """The classes an instance of class `name` keeps (`_kept_built`, and `_kept_passed`
+        by each of its direct `uses`), each with the kept reference ("<class>.<attr>") its
+        loaders reach it through; recorded in `reached` and `kept_in` (inner → outer)."""
+        outer = self.classes[name]
+        found = list(self._kept_built(outer))
+        constructions = dict.fromkeys((f.path, ref) for f, _, ref in uses if ref.arg_refs)
+        for path, ref in constructions:
+            found.extend(self._kept_passed(outer, self._by_path[path], ref))
+        edges: dict[tuple[str, str], DatasetRef] = {}
+        for inner, reach in found:
+            if (inner.qualname, reach.attr) not in edges:
+                kept = edges[inner.qualname, reach.attr] = \
+                    DatasetRef("kept", f"{name}.{reach.attr}")
+                kept_in.setdefault(inner.qualname, []).append((name, kept))
+            reaches = self.reached.setdefault(inner.qualname, [])
+            if reach not in reaches:
+                reaches.append(reach)
+        return [(inner, kept) for (inner, _), kept in edges.items()]
 
     def _kept_built(self, outer: ClassFacts) -> Iterator[tuple[ClassFacts, Reach]]:
         """Project classes an instance of `outer` keeps and uses after construction, built in
