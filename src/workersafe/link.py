@@ -59,14 +59,6 @@ class _In:
     built: Optional[DatasetRef] = None
 
 
-def _through(item: Item, built: Optional[DatasetRef]) -> Item:
-    """`item` as it arrives along an edge: a class passed for `ds_type`, built by `ds_type(p)`."""
-    if built is None:
-        return item
-    cls = item[0]
-    return cls, DatasetRef("call", cls.qualname, built.handle_args, built.arg_refs)
-
-
 @dataclass(frozen=True)
 class Reach:
     """How a class that no loader names directly is reached: kept by `outer` in `attr`
@@ -127,6 +119,8 @@ class Project:
         self._sites_sorted: dict[str, list[tuple[FileFacts, CallSite]]] = {}
         self._order: dict[Node, list[Item]] = {}
         self._work = 0
+        self._homes: dict[int, FileFacts] = {}  # id of a constructing ref → where it is read
+        self._homed: list[DatasetRef] = []
         self._ref_numbers: dict[int, int] = {}
         self._equal_refs: dict[DatasetRef, int] = {}
         self._refs_numbered: list[DatasetRef] = []
@@ -497,6 +491,7 @@ class Project:
             target = self.resolve(ref.target, facts)
             cls = self.classes.get(target)
             if cls is not None:
+                self._read_in(ref, facts)
                 return [_In(item=(cls, ref))]
             if target in self.functions:
                 home = self.by_module.get(target.rpartition(".")[0], facts)
@@ -511,6 +506,7 @@ class Project:
         if kind == "param":
             return [_In(node=("param", ref.target, ""))]
         if kind == "built":
+            self._read_in(ref, facts)
             return [_In(node=("types", ref.target, ""), built=ref)]
         if kind == "attr":
             owner_name, _, attr = ref.target.rpartition(".")
@@ -534,7 +530,9 @@ class Project:
                 out: list[_In] = []
                 for ref in method.returns:
                     if ref.kind == "call" and ref.target == OWN_CLASS:  # `cls(...)`
-                        out.append(_In(item=(cls, dataclasses.replace(ref, target=cls.qualname))))
+                        made = dataclasses.replace(ref, target=cls.qualname)
+                        self._read_in(made, home)
+                        out.append(_In(item=(cls, made)))
                     else:
                         out.extend(self._ref_inputs(ref, home))
                 return out
@@ -578,6 +576,28 @@ class Project:
                         out.append(_In(item=(cls, ref)))
         return out
 
+    def _through(self, item: Item, built: Optional[DatasetRef]) -> Item:
+        """`item` as it arrives along an edge: a class passed for `ds_type`, built by
+        `ds_type(p)` (read where that call is)."""
+        if built is None:
+            return item
+        cls = item[0]
+        made = DatasetRef("call", cls.qualname, built.handle_args, built.arg_refs)
+        home = self.home_of(built)
+        if home is not None:
+            self._read_in(made, home)
+        return cls, made
+
+    def _read_in(self, ref: DatasetRef, facts: FileFacts) -> None:
+        if id(ref) not in self._homes:
+            self._homes[id(ref)] = facts
+            self._homed.append(ref)  # alive, so its id is never reused
+
+    def home_of(self, ref: DatasetRef) -> Optional[FileFacts]:
+        """The file a constructing reference the value flow gave was read in (where the
+        names of its arguments resolve); None for one it did not give."""
+        return self._homes.get(id(ref))
+
     def _key(self, item: Item) -> tuple[str, int]:
         """An item's identity: its class and its reference up to equality (equal references
         share one number; a reference is hashed once, not at every step)."""
@@ -613,7 +633,7 @@ class Project:
         self._want(source)
         self._users.setdefault(source, []).append((node, each.built))
         for item in list(self._values[source].values()):
-            self._add(node, _through(item, each.built))
+            self._add(node, self._through(item, each.built))
 
     def _solve(self) -> None:
         """Run the worklist until nothing is new: wire each new node to its inputs, send
@@ -648,7 +668,7 @@ class Project:
             node, item = self._pending.pop()
             for user, built in self._users.get(node, ()):
                 self._work += 1
-                self._add(user, _through(item, built))
+                self._add(user, self._through(item, built))
             for where in self._receivers.get(node, ()):
                 self._work += 1
                 self._receive(where, item)
@@ -708,7 +728,7 @@ class Project:
                     ready = list(self._values[child].values())
                 if ready is not None:
                     for item in ready:
-                        item = _through(item, each.built)
+                        item = self._through(item, each.built)
                         acc.setdefault(self._key(item), item)
                     continue
                 found[child] = {}
@@ -720,7 +740,7 @@ class Project:
                 if stack:
                     parent = found[stack[-1][0]]
                     for item in result:
-                        item = _through(item, built)
+                        item = self._through(item, built)
                         parent.setdefault(self._key(item), item)
         return self._order[root]
 
@@ -848,7 +868,10 @@ class Project:
         loaders reach it through; recorded in `reached` and `kept_in` (inner → outer)."""
         outer = self.classes[name]
         found = list(self._kept_built(outer))
-        constructions = dict.fromkeys((f.path, ref) for f, _, ref in uses if ref.arg_refs)
+        # each construction in the file it is read in (a loader's dataset may be built in the
+        # caller of the function making the loader)
+        constructions = dict.fromkeys(((self.home_of(ref) or f).path, ref) for f, _, ref in uses
+                                      if ref.arg_refs)
         for path, ref in constructions:
             found.extend(self._kept_passed(outer, self._by_path[path], ref))
         edges: dict[tuple[str, str], DatasetRef] = {}
