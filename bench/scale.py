@@ -77,9 +77,9 @@ def main(argv: list[str]) -> int:
     src = os.environ.get("PYTHONPATH", "")
     head = "| N classes | depth D | files | link CPU s | work | work / file | WS101 | WS111 |"
     if args.baseline_src:
-        head += " baseline link CPU s |"
+        head += " baseline link CPU s | baseline WS101 |"
     print(head)
-    print("|---" * head.count("|")[:-1] if False else "|" + "---|" * (head.count("|") - 1))
+    print("|" + "---|" * (head.count("|") - 1))
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(x) for x in args.classes.split(",")):
             for d in (int(x) for x in args.depths.split(",")):
@@ -94,7 +94,8 @@ def main(argv: list[str]) -> int:
                        f"| {now['latent']} |")
                 if args.baseline_src:
                     old = run(root, args.baseline_src, args.timeout)
-                    row += f" {old if isinstance(old, str) else format(old['link_cpu'], '.3f')} |"
+                    row += f" {old} | |" if isinstance(old, str) else \
+                        f" {old['link_cpu']:.3f} | {old['confirmed']} |"
                 print(row, flush=True)
     return 0
 
