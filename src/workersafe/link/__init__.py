@@ -4,22 +4,22 @@
 imports, re-exports), `classes` (the hierarchy), `flow` (which dataset classes a value may
 be: one value-flow graph solved once), `loaders` (DataLoader calls as linked), `reach`
 (loaders → the classes they use, and what those keep), `starts` (start methods, entry
-scripts), `returns` (what calls return). With one file it degrades to same-file
-knowledge."""
+scripts), `returns` (what calls return), `view` (one linked view per dataset class, read
+by every rule). With one file it degrades to same-file knowledge."""
 
 from __future__ import annotations
 
 from .classes import Methods, method_closure
 from .names import DEFAULT_START_METHODS
 from .reach import LoaderUse, Reach
-from .returns import Returns
 from .starts import SPAWN_LIKE
+from .view import NOT_WORKER_METHODS, ClassView, Views
 
-__all__ = ["DEFAULT_START_METHODS", "SPAWN_LIKE", "LoaderUse", "Methods", "Project", "Reach",
-           "method_closure"]
+__all__ = ["DEFAULT_START_METHODS", "NOT_WORKER_METHODS", "SPAWN_LIKE", "ClassView", "LoaderUse",
+           "Methods", "Project", "Reach", "method_closure"]
 
 
-class Project(Returns):
+class Project(Views):
     """The linked program (see the modules above for each part)."""
 
     def __post_init__(self) -> None:
