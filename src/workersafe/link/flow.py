@@ -59,7 +59,8 @@ class ValueFlow(Hierarchy):
         self._homes: dict[int, FileFacts] = {}  # id of a constructing ref → where it is read
         self._homed: list[DatasetRef] = []
         self._ref_numbers: dict[int, int] = {}
-        self._equal_refs: dict[DatasetRef, int] = {}
+        self._equal_refs: dict[int, list[tuple[DatasetRef, int]]] = {}  # by shape hash
+        self._ref_count = 0
         self._refs_numbered: list[DatasetRef] = []
 
     def classes_of_ref(self, ref: DatasetRef, facts: FileFacts
@@ -203,15 +204,41 @@ class ValueFlow(Hierarchy):
         return self._homes.get(id(ref))
 
     def _key(self, item: Item) -> tuple[str, int]:
-        """An item's identity: its class and its reference up to equality (equal references
-        share one number; a reference is hashed once, not at every step)."""
-        ref = item[1]
+        """An item's identity: its class and its reference up to equality."""
+        return item[0].qualname, self.ref_number(item[1])
+
+    def ref_number(self, ref: DatasetRef) -> int:
+        """One number per reference up to equality. A reference nests the references its
+        arguments may be, shared, not copied (`x = Wrap(x)` repeated keeps every earlier `x`
+        as an alternative): hashing it as a tree costs 2**depth, so it is hashed once per
+        object from its parts' numbers, and only equal hashes are compared."""
         number = self._ref_numbers.get(id(ref))
-        if number is None:
-            number = self._ref_numbers[id(ref)] = self._equal_refs.setdefault(
-                ref, len(self._equal_refs))
-            self._refs_numbered.append(ref)  # alive, so its id is never reused
-        return item[0].qualname, number
+        if number is not None:
+            return number
+        stack = [ref]
+        while stack:
+            top = stack[-1]
+            if id(top) in self._ref_numbers:
+                stack.pop()
+                continue
+            parts = [r for a in top.arg_refs for r in a.refs if id(r) not in self._ref_numbers]
+            if parts:
+                stack.extend(parts)
+                continue
+            stack.pop()
+            shape = hash((top.kind, top.target, top.handle_args, top.positional, top.keywords,
+                          tuple((a.position, a.keyword, a.int_value, a.none,
+                                 tuple(self._ref_numbers[id(r)] for r in a.refs))
+                                for a in top.arg_refs)))
+            bucket = self._equal_refs.setdefault(shape, [])
+            found = next((n for other, n in bucket if other is top or other == top), None)
+            if found is None:
+                found = self._ref_count
+                self._ref_count += 1
+                bucket.append((top, found))
+            self._ref_numbers[id(top)] = found
+            self._refs_numbered.append(top)  # alive, so its id is never reused
+        return self._ref_numbers[id(ref)]
 
     def _want(self, node: Node) -> None:
         if node not in self._values:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 from ..facts import ClassFacts, DatasetRef, FileFacts, LoaderCall
 from .loaders import Loaders
@@ -36,6 +36,12 @@ class Reaching(Loaders):
     def __post_init__(self) -> None:
         super().__post_init__()
         self._by_class: Optional[dict[str, list[LoaderUse]]] = None
+        # what the keepings found: outer → (inner, kept ref), inner → (outer, kept ref), a
+        # class's constructions with arguments, those found after the class was read
+        self._keeps: dict[str, list[tuple[str, DatasetRef]]] = {}
+        self._kept_in: dict[str, list[tuple[str, DatasetRef]]] = {}
+        self._made: dict[str, dict[tuple[str, int], DatasetRef]] = {}
+        self._late: list[tuple[str, str, DatasetRef]] = []
         # class qualname → how it is reached through another class (see `loaders_by_class`)
         self.reached: dict[str, list[Reach]] = {}
 
@@ -47,48 +53,66 @@ class Reaching(Loaders):
         if self._by_class is not None:
             return self._by_class
         out: dict[str, list[LoaderUse]] = {}
-        seen: set[tuple[str, int, DatasetRef]] = set()  # (class, loader, constructing ref)
+        seen: set[tuple[str, int, int]] = set()  # (class, loader, constructing ref)
 
         def add(qualname: str, use: LoaderUse) -> bool:
             self._work += 1
-            key = (qualname, id(use[1]), use[2])
+            key = (qualname, id(use[1]), self.ref_number(use[2]))
             if key in seen:
                 return False
             seen.add(key)
             out.setdefault(qualname, []).append(use)
             return True
 
-        same: dict[LoaderCall, LoaderCall] = {}  # one object per loader as read
         for facts, loader in self.loaders():
             for ref in loader.datasets:
                 for used, cls, constructing in self._loader_classes(facts, loader, ref):
-                    add(cls.qualname, (facts, same.setdefault(used, used), constructing))
+                    add(cls.qualname, (facts, used, constructing))
         self.reached = {}
         # Then what each class keeps, as a worklist over (class, loader): what a class keeps
-        # is found once, when a loader first reaches it (the classes its constructions pass
-        # to `__init__` from its direct uses, the only ones with arguments), and each loader
-        # crosses each keeping once. The uses through keepings are written out at the end.
+        # is found once, when a loader first reaches it (built in its methods, or passed by
+        # its constructions with arguments: its loaders' datasets, and the datasets passed
+        # to a class that keeps them, `Outer(Inner(Reader(p)))`), and each loader crosses
+        # each keeping once. The uses through keepings are written out at the end.
         loaders_of = {name: {id(u[1]): (u[0], u[1]) for u in uses} for name, uses in out.items()}
-        keeps: dict[str, list[tuple[str, DatasetRef]]] = {}  # outer → (inner, kept ref)
-        kept_in: dict[str, list[tuple[str, DatasetRef]]] = {}  # inner → (outer, kept ref)
+        self._keeps, self._kept_in, self._made, self._late = {}, {}, {}, []
+        for name, uses in out.items():
+            for f, _, ref in uses:
+                self._construction(name, (self.home_of(ref) or f).path, ref)
         pending = [(name, key) for name, found in loaders_of.items() for key in found]
-        while pending:
+
+        def cross(outer: str, inners: Iterable[str], keys: Iterable[int]) -> None:
+            for inner_name in inners:
+                reaching = loaders_of.setdefault(inner_name, {})
+                for each in keys:
+                    if each not in reaching:
+                        self._work += 1
+                        reaching[each] = loaders_of[outer][each]
+                        pending.append((inner_name, each))
+
+        while pending or self._late:
+            if self._late:  # a construction passed to a class read before: what it keeps
+                name, path, made = self._late.pop()
+                found = list(self._kept_passed(self.classes[name], self._by_path[path], made))
+                cross(name, self._keep(name, found), list(loaders_of.get(name, {})))
+                continue
             name, key = pending.pop()
             self._work += 1
-            edges = keeps.get(name)
-            if edges is None:
-                edges = keeps[name] = self._keepings(name, out.get(name, []), kept_in)
-            for inner, _ in edges:
-                reaching = loaders_of.setdefault(inner, {})
-                if key not in reaching:
-                    self._work += 1
-                    reaching[key] = loaders_of[name][key]
-                    pending.append((inner, key))
-        for inner, edges in kept_in.items():
-            uses = out.setdefault(inner, [])
-            for outer, kept in edges:
-                self._work += len(loaders_of[outer])
-                uses += [(f, loader, kept) for f, loader in loaders_of[outer].values()]
+            if name not in self._keeps:
+                self._keeps[name] = []
+                cls = self.classes[name]
+                found = [(inner, reach, None) for inner, reach in self._kept_built(cls)]
+                for (path, _), made in list(self._made.get(name, {}).items()):
+                    found += self._kept_passed(cls, self._by_path[path], made)
+                self._keep(name, found)
+            cross(name, [inner for inner, _ in self._keeps[name]], [key])
+        for inner_name, edges in self._kept_in.items():
+            for outer_name, kept in edges:
+                reaching = loaders_of.get(outer_name)
+                if reaching:
+                    self._work += len(reaching)
+                    out.setdefault(inner_name, []).extend(
+                        (f, loader, kept) for f, loader in reaching.values())
         self._by_class = out
         return out
 
@@ -116,30 +140,41 @@ class Reaching(Loaders):
                         for cls, constructing in self.classes_of_ref(r, home):
                             yield used, cls, constructing
 
-    def _keepings(self, name: str, uses: list[LoaderUse],
-                  kept_in: dict[str, list[tuple[str, DatasetRef]]]
-                  ) -> list[tuple[str, DatasetRef]]:
-        """The classes an instance of class `name` keeps (`_kept_built`, and `_kept_passed`
-        by each of its direct `uses`), each with the kept reference ("<class>.<attr>") its
-        loaders reach it through; recorded in `reached` and `kept_in` (inner → outer)."""
-        outer = self.classes[name]
-        found = list(self._kept_built(outer))
-        # each construction in the file it is read in (a loader's dataset may be built in the
-        # caller of the function making the loader)
-        constructions = dict.fromkeys(((self.home_of(ref) or f).path, ref) for f, _, ref in uses
-                                      if ref.arg_refs)
-        for path, ref in constructions:
-            found.extend(self._kept_passed(outer, self._by_path[path], ref))
-        edges: dict[tuple[str, str], DatasetRef] = {}
-        for inner, reach in found:
-            if (inner.qualname, reach.attr) not in edges:
-                kept = edges[inner.qualname, reach.attr] = \
-                    DatasetRef("kept", f"{name}.{reach.attr}")
-                kept_in.setdefault(inner.qualname, []).append((name, kept))
+    def _construction(self, name: str, path: str, ref: DatasetRef) -> None:
+        """A construction of class `name` with arguments (read in `path`): what it passes is
+        read when the class is (at once, if it was read already)."""
+        if not ref.arg_refs:
+            return
+        made = self._made.setdefault(name, {})
+        key = (path, self.ref_number(ref))
+        if key not in made:
+            made[key] = ref
+            if name in self._keeps:
+                self._late.append((name, path, ref))
+
+    def _keep(self, name: str, found: list[tuple[ClassFacts, Reach, Optional[DatasetRef]]]
+              ) -> list[str]:
+        """Record what class `name` keeps (`_kept_built`, `_kept_passed`), each with the kept
+        reference ("<class>.<attr>") its loaders reach it through, in `reached` and both
+        directions; the classes newly kept."""
+        edges = self._keeps[name]
+        known = {(inner, kept.target) for inner, kept in edges}
+        new: list[str] = []
+        for inner, reach, made in found:
+            if made is not None:
+                self._construction(inner.qualname, (self.home_of(made) or
+                                                    self.class_file[name]).path, made)
+            target = f"{name}.{reach.attr}"
+            if (inner.qualname, target) not in known:
+                known.add((inner.qualname, target))
+                kept = DatasetRef("kept", target)
+                edges.append((inner.qualname, kept))
+                self._kept_in.setdefault(inner.qualname, []).append((name, kept))
+                new.append(inner.qualname)
             reaches = self.reached.setdefault(inner.qualname, [])
             if reach not in reaches:
                 reaches.append(reach)
-        return [(inner, kept) for (inner, _), kept in edges.items()]
+        return new
 
     def _kept_built(self, outer: ClassFacts) -> Iterator[tuple[ClassFacts, Reach]]:
         """Project classes an instance of `outer` keeps and uses after construction, built in
@@ -168,9 +203,10 @@ class Reaching(Loaders):
                 yield typed, Reach(outer.name, kept_as or "", True, param)
 
     def _kept_passed(self, outer: ClassFacts, facts: FileFacts, constructing: DatasetRef
-                     ) -> Iterator[tuple[ClassFacts, Reach]]:
+                     ) -> Iterator[tuple[ClassFacts, Reach, Optional[DatasetRef]]]:
         """Project classes a construction of `outer` (`DS(Reader(p))`, read in `facts`)
-        passes to `__init__`, which keeps them and uses them after construction."""
+        passes to `__init__`, which keeps them and uses them after construction; each with
+        the reference constructing it (what it is passed in turn)."""
         if not constructing.arg_refs:
             return
         init_owner = next((m for m in self.mro(outer) if m.method("__init__") is not None),
@@ -187,6 +223,6 @@ class Reaching(Loaders):
             if kept_as is None or kept_as not in read_later:
                 continue
             for ref in arg.refs:
-                for inner, _ in self.classes_of_ref(ref, facts):
+                for inner, made in self.classes_of_ref(ref, facts):
                     if inner.qualname != outer.qualname:
-                        yield inner, Reach(outer.name, kept_as, True, param)
+                        yield inner, Reach(outer.name, kept_as, True, param), made
