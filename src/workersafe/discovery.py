@@ -91,7 +91,10 @@ def module_spellings(path: str, module: str) -> tuple[str, ...]:
       on `sys.path`);
     - with the `src.` prefix that `module` lacks (`src/` stripped as a layout directory, but
       `from src.data import X` works from the directory above `src/`, whether `src/` is a
-      namespace directory or a package)."""
+      namespace directory or a package);
+    - relative to the checked root when the root itself is a package (`repo/__init__.py`:
+      `repo/baselines/data.py` is `repo.baselines.data`, and `baselines.data` for the scripts
+      run from the root)."""
     directory = os.path.dirname(path) or "."
     is_init = os.path.basename(path) == "__init__.py"
     out: list[str] = []
@@ -101,6 +104,8 @@ def module_spellings(path: str, module: str) -> tuple[str, ...]:
         names = packages if is_init else packages + (stem,)
         if all(n.isidentifier() for n in names):
             out.append(".".join(names))
+            if module == out[-1] and len(names) > 2:
+                out.append(".".join(names[1:]))
     if "src" in path and module:
         base = directory if is_init else os.path.splitext(path)[0]
         parts, chain = module.split("."), _absolute(base).split(os.sep)

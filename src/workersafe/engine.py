@@ -6,7 +6,7 @@ Which files a linked run parses is `selection.py`'s job."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from .config import Config
@@ -69,6 +69,8 @@ class Engine:
     skip_quiet: bool = False
 
     def __post_init__(self) -> None:
+        # findings of an index's whole project (`check_text_in_project`), by the index
+        self._linked: dict[int, tuple["Index", list[Finding]]] = {}
         self.registry = self.config.registry()
         self.filter = Prefilter(self.registry, self.config.dataset_words())
         self.cache = _facts_cache(self.cache_dir, self.registry) if self.cache_dir else None
@@ -150,12 +152,23 @@ class Engine:
                            self.registry, tree)
         if facts.error:
             return [self.error_finding(path, facts.error, *facts.error_at)]
-        every = {p: _replace(f, path=p) for p, f in index.facts.items()}
-        every[here] = facts
+        if known is not None and _replace(known, path=here) == facts:
+            # unchanged since the index: the index's project, linked once for all its files
+            linked = self._linked.get(id(index))
+            if linked is None or linked[0] is not index:
+                linked = self._linked[id(index)] = (index, self._link_index(index, {}))
+            found = linked[1]
+        else:
+            found = self._link_index(index, {here: facts})
+        mine = [_replace(f, path=path) for f in found if f.path == here]
+        return [f for f in mine if self.config.enabled(f.code)]
+
+    def _link_index(self, index: "Index", changed: dict[str, FileFacts]) -> list[Finding]:
+        every = {p: replace(f, path=p) for p, f in index.facts.items()}
+        every.update(changed)
         project = Project(list(every.values()), self.config.all_dataset_bases(),
                           self.config.start_methods(), self.registry)
-        mine = [_replace(f, path=path) for f in evaluate(project, self.registry) if f.path == here]
-        return [f for f in mine if self.config.enabled(f.code)]
+        return evaluate(project, self.registry)
 
     def check_bytes(self, path: str, raw: bytes) -> list[Finding]:
         try:

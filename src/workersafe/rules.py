@@ -12,18 +12,12 @@ from dataclasses import dataclass, field, replace
 from typing import Iterator, Optional
 
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, LoaderCall,
-                    MethodFacts, Span)
+                    Span)
 from .findings import Finding, FixPlan
-from .link import SPAWN_LIKE, Methods, Project, Reach, method_closure
+from .link import SPAWN_LIKE, ClassView, Project, Reach, method_closure
 from .registry import Registry
 from .rules_remedies import remedy_findings
 from .ruletable import latent_of
-
-# Methods that never run in a worker for the dataset's sake, or that only tear down.
-NOT_WORKER_METHODS = frozenset({
-    "__init__", "__len__", "close", "__del__", "__exit__", "__enter__", "__getstate__",
-    "__setstate__", "__repr__", "__str__", "__reduce__", "__reduce_ex__",
-})
 
 HAZARD, SPAWN_CRASH, SAFE = "hazard", "spawn", "safe"
 # method name → (the class defining it, the method), over the MRO, nearest first
@@ -59,22 +53,6 @@ class Candidate:
     # the class decides what is pickled: nothing is shared (for the latent code)
 
 
-@dataclass
-class ClassView:
-    """A dataset class with its inherited methods resolved (the effective class)."""
-
-    cls: ClassFacts
-    facts: FileFacts
-    methods: Methods
-    init_run: set[tuple[str, str]]  # (class qualname, method) that run when constructing
-    worker_methods: set[str]
-    worker_reads: set[str]
-    parent_uses: set[str]
-    guarded: set[str]
-    closed_at_fork: set[str] = field(default_factory=set)  # last construction effect: a close
-    via: Optional[Reach] = None  # reached only through another class (a holder, sub-dataset)
-
-
 def evaluate(project: Project, registry: Registry) -> list[Finding]:
     candidates: dict[tuple[str, str, Span], Candidate] = {}
     loaders_by_class = project.loaders_by_class()
@@ -84,9 +62,6 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
         if not is_torch and not uses:
             continue
         view = class_view(project, cls)
-        reaches = project.reached.get(cls.qualname, [])
-        if reaches and all(ref.kind == "kept" for _, _, ref in uses):
-            view.via = reaches[0]
         spawn_only = not uses and _pickling_decided(view) and all(
             m in SPAWN_LIKE for m in project.class_start_methods(view.facts))
         for cand, parent_use, attr, kind in _candidates_of(project, registry, view):
@@ -122,53 +97,8 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
 # --- the effective class ------------------------------------------------------------------
 
 def class_view(project: Project, cls: ClassFacts) -> ClassView:
-    mro = project.mro(cls)
-    methods: Methods = {}
-    for member in mro:
-        for method in member.methods:
-            methods.setdefault(method.name, (member, method))
-    init_run = _init_run(mro, methods)
-    init_names = {name for _, name in init_run}
-    roots = [n for n in methods if n not in init_names and n not in NOT_WORKER_METHODS]
-    worker_methods = method_closure(roots, methods)
-    worker_reads = {a for n in worker_methods for a in methods[n][1].attrs_read}
-    parent_methods = (init_names - worker_methods) | {"__init__", "__len__"}
-    parent_uses = {a for n in parent_methods if n in methods for a in methods[n][1].attrs_used}
-    guarded = _guarded_attrs(mro, methods)
-    return ClassView(cls, project.class_file[cls.qualname], methods, init_run, worker_methods,
-                     worker_reads, parent_uses, guarded, _closed_at_fork(mro, methods))
-
-
-def _closed_at_fork(mro: list[ClassFacts], methods: Methods) -> set[str]:
-    """Attributes whose last open/close while constructing is a close: `__init__`'s effects
-    in order, through the `self.m()` it calls and the base `__init__`s (a lazy open in a
-    helper, closed again by the last call of the inherited `__init__`)."""
-    state: dict[str, str] = {}
-    index = {member.qualname: i for i, member in enumerate(mro)}
-
-    def run_init(start: int, depth: int) -> None:
-        for member in mro[start:]:
-            init = member.method("__init__")
-            if init is not None:
-                run(init, index[member.qualname], depth)
-                return
-
-    def run(method: MethodFacts, owner: int, depth: int) -> None:
-        if depth > 16:
-            return
-        for effect in method.effects:
-            kind, _, name = effect.partition(":")
-            if kind == "call":
-                if name == "__init__":
-                    run_init(owner + 1, depth + 1)
-                elif name in methods:
-                    member, called = methods[name]
-                    run(called, index.get(member.qualname, owner), depth + 1)
-            elif kind in ("open", "close"):
-                state[name] = kind
-
-    run_init(0, 0)
-    return {attr for attr, last in state.items() if last == "close"}
+    """The class's linked view (`link.view`), built once per class."""
+    return project.view(cls)
 
 
 def _pickling_decided(view: ClassView) -> bool:
@@ -239,33 +169,6 @@ def _holder_built(project: Project, holder: ClassFacts, via: Reach
                       if call.attr == via.attr
                       and project.resolve(call.callee, home) == holder.qualname]
     return found[0] if len(found) == 1 else None
-
-
-def _init_run(mro: list[ClassFacts], methods: Methods) -> set[tuple[str, str]]:
-    """Methods run by construction: the `__init__` chain (through super) and what it calls."""
-    run: set[tuple[str, str]] = set()
-    for member in mro:
-        init = member.method("__init__")
-        if init is None:
-            continue
-        run |= {(member.qualname, "__init__")}
-        for name in method_closure(init.self_calls, methods):
-            run.add((methods[name][0].qualname, name))
-        if not init.calls_super_init:
-            break
-    return run
-
-
-def _guarded_attrs(mro: list[ClassFacts], methods: Methods) -> set[str]:
-    guarded: set[str] = set()
-    for member in mro:
-        for method in member.methods:
-            guarded.update(method.guarded_attrs)
-            for called in method_closure(method.guarded_calls, methods):
-                owner = methods[called][0]
-                guarded.update(h.attr for h in owner.held if h.method == called)
-                guarded.update(c.attr for c in owner.held_calls if c.method == called)
-    return guarded
 
 
 # --- candidates ---------------------------------------------------------------------------

@@ -27,12 +27,13 @@ from .ruletable import latent_of
 
 
 class View(Protocol):
-    """What these rules read of a dataset class with its inherited methods (rules.ClassView)."""
+    """What these rules read of a dataset class's linked view (`link.view.ClassView`)."""
 
     cls: ClassFacts
     methods: Methods
     init_run: set[tuple[str, str]]
     worker_reads: set[str]
+    uses: list[LoaderUse]  # the loaders reaching it, each with the reference constructing it
 
 
 ViewOf = Callable[[Project, ClassFacts], View]
@@ -104,11 +105,11 @@ def remedy_findings(project: Project, registry: Registry, view_of: ViewOf) -> li
     loaders_by_class = project.loaders_by_class()
     findings: list[Finding] = []
     for cls in project.classes.values():
-        uses = [(f, loader) for f, loader, _ in loaders_by_class.get(cls.qualname, [])]
-        if not uses and not project.is_torch_dataset(cls):
+        if cls.qualname not in loaders_by_class and not project.is_torch_dataset(cls):
             continue
-        view = view_of(project, cls)
-        built = [(f, ref) for f, _, ref in loaders_by_class.get(cls.qualname, [])]
+        view = view_of(project, cls)  # the class's linked view: its loaders come with it
+        uses = [(f, loader) for f, loader, _ in view.uses]
+        built = [(f, ref) for f, _, ref in view.uses]
         findings.extend(_worker_init_only(project, index, view, uses, built))
         findings.extend(_lazy_opened_in_parent(project, registry, index, view, uses, view_of))
     findings.extend(_misses_wrapper(project, index, view_of, loaders_by_class))

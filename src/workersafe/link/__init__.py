@@ -1,0 +1,28 @@
+"""Linking: the facts of many files seen as one program.
+
+`Project` is built in layers, each a module named for what it computes: `names` (modules,
+imports, re-exports), `classes` (the hierarchy), `flow` (which dataset classes a value may
+be: one value-flow graph solved once), `loaders` (DataLoader calls as linked), `reach`
+(loaders → the classes they use, and what those keep), `starts` (start methods, entry
+scripts), `returns` (what calls return), `view` (one linked view per dataset class, read
+by every rule). With one file it degrades to same-file knowledge."""
+
+from __future__ import annotations
+
+from .classes import Methods, method_closure
+from .names import DEFAULT_START_METHODS
+from .reach import LoaderUse, Reach
+from .starts import SPAWN_LIKE
+from .view import NOT_WORKER_METHODS, ClassView, Views
+
+__all__ = ["DEFAULT_START_METHODS", "NOT_WORKER_METHODS", "SPAWN_LIKE", "ClassView", "LoaderUse",
+           "Methods", "Project", "Reach", "method_closure"]
+
+
+class Project(Views):
+    """The linked program (see the modules above for each part)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.has_caches = any(h.filled_by for f in self.files for h in f.module_handles) \
+            or any(c.class_caches for c in self.classes.values())

@@ -1,0 +1,408 @@
+"""Value flow: which dataset classes a value may be, solved once for the whole program.
+
+One graph over the whole program, solved once. A node stands for a value the program
+names: what a function returns ("func", qualname, its file), a factory method of a class
+("method", class, name), a module variable ("var", file, name), an attribute of a class's
+instances ("attr", class, name), a parameter ("param", "<function>#<index>#<name>") and the
+classes passed for a parameter that is called ("types", the parameter: `ds_type(p)` reads
+them through an edge that builds each with the call's arguments). A node's inputs are the
+references that flow into it (`_inputs`); a parameter's come from every call site of its
+function, and the call sites of a method depend on what its receiver may be, so the graph
+grows while it is solved. The worklist adds each (class, constructing reference) to a node
+at most once and sends it along each edge once: the work is linear in the edges times the
+classes flowing, whatever the number of paths, and cycles end when nothing is new (no depth
+cut-off decides an answer). Answers are then read depth-first over the solved graph, each
+node once, so they come in the order the references give them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+from ..facts import OWN_CLASS, ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts
+from .classes import Hierarchy
+
+# The value flow (`Project.classes_of_ref`): a class with the reference constructing it; a
+# node of the graph (kind, name, detail); a call site (file index, call index, file, call).
+Item = tuple[ClassFacts, DatasetRef]
+Node = tuple[str, str, str]
+_Where = tuple[int, int, FileFacts, CallSite]
+
+
+@dataclass(frozen=True)
+class _In:
+    """One input of a node: a constant (a class constructed there), or another node's value,
+    each class of which is built with the arguments of `built` when given (`ds_type(p)`)."""
+
+    node: Optional[Node] = None
+    item: Optional[Item] = None
+    built: Optional[DatasetRef] = None
+
+
+class ValueFlow(Hierarchy):
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # each node's solved value, its users, the call sites each receiver node decides,
+        # parameter nodes waiting for call sites
+        self._values: dict[Node, dict[tuple[str, int], Item]] = {}
+        self._users: dict[Node, list[tuple[Node, Optional[DatasetRef]]]] = {}
+        self._receivers: dict[Node, list[_Where]] = {}
+        self._watchers: dict[str, list[Node]] = {}
+        self._unwired: list[Node] = []
+        self._pending: list[tuple[Node, Item]] = []
+        self._sites: Optional[dict[str, list[_Where]]] = None
+        self._sites_sorted: dict[str, list[tuple[FileFacts, CallSite]]] = {}
+        self._order: dict[Node, list[Item]] = {}
+        self._work = 0
+        self._homes: dict[int, FileFacts] = {}  # id of a constructing ref → where it is read
+        self._homed: list[DatasetRef] = []
+        self._ref_numbers: dict[int, int] = {}
+        self._equal_refs: dict[int, list[tuple[DatasetRef, int]]] = {}  # by shape hash
+        self._ref_count = 0
+        self._refs_numbered: list[DatasetRef] = []
+
+    def classes_of_ref(self, ref: DatasetRef, facts: FileFacts
+                       ) -> list[tuple[ClassFacts, DatasetRef]]:
+        """Dataset classes a reference may construct, with the ref that constructs them
+        (each once; in the order the references lead to them)."""
+        inputs = self._ref_inputs(ref, facts)
+        for each in inputs:
+            if each.node is not None:
+                self._want(each.node)
+        self._solve()
+        out: dict[tuple[str, int], Item] = {}
+        for each in inputs:
+            if each.item is not None:
+                out.setdefault(self._key(each.item), each.item)
+            elif each.node is not None:
+                for item in self._ordered(each.node):
+                    out.setdefault(self._key(item), item)
+        return list(out.values())
+
+    @property
+    def flow_work(self) -> int:
+        """Steps the linking took so far: nodes of the value flow wired, edges, items sent
+        along them, answers read; loader uses offered to a class. Linear in the program
+        (tests/test_link_scale.py holds it to that)."""
+        return self._work
+
+    def _ref_inputs(self, ref: DatasetRef, facts: FileFacts) -> list[_In]:
+        """What flows into a value from `ref`, read in `facts`: a class it constructs, or the
+        node whose value it is."""
+        kind = ref.kind
+        if kind == "call":
+            target = self.resolve(ref.target, facts)
+            cls = self.classes.get(target)
+            if cls is not None:
+                self._read_in(ref, facts)
+                return [_In(item=(cls, ref))]
+            if target in self.functions:
+                home = self.by_module.get(target.rpartition(".")[0], facts)
+                return [_In(node=("func", target, home.path))]
+            owner_name, _, method = target.rpartition(".")
+            if owner_name in self.classes:  # `Frames.from_config(cfg)`, `self._build(s)`
+                return [_In(node=("method", owner_name, method))]
+            return []
+        if kind == "name":
+            found = self._module_attr(self.resolve(ref.target, facts))
+            return [_In(node=("var", found[0].path, found[1]))] if found is not None else []
+        if kind == "param":
+            return [_In(node=("param", ref.target, ""))]
+        if kind == "built":
+            self._read_in(ref, facts)
+            return [_In(node=("types", ref.target, ""), built=ref)]
+        if kind == "attr":
+            owner_name, _, attr = ref.target.rpartition(".")
+            return [_In(node=("attr", owner_name, attr))] if owner_name in self.classes else []
+        return []
+
+    def _inputs(self, node: Node, ordered: bool = False) -> list[_In]:
+        """What flows into `node`; `ordered`: its call sites in the order of the program
+        (for answers), else as found (while solving)."""
+        kind, name, detail = node
+        if kind == "func":
+            home = self._by_path[detail]
+            return [i for r in self.functions[name].returns for i in self._ref_inputs(r, home)]
+        if kind == "method":
+            cls = self.classes[name]
+            for member in self.mro(cls):
+                method = member.method(detail)
+                if method is None:
+                    continue
+                home = self.class_file[member.qualname]
+                out: list[_In] = []
+                for ref in method.returns:
+                    if ref.kind == "call" and ref.target == OWN_CLASS:  # `cls(...)`
+                        made = dataclasses.replace(ref, target=cls.qualname)
+                        self._read_in(made, home)
+                        out.append(_In(item=(cls, made)))
+                    else:
+                        out.extend(self._ref_inputs(ref, home))
+                return out
+            return []
+        if kind == "var":
+            home = self._by_path[name]
+            refs = dict(home.module_vars).get(detail, ())
+            return [i for r in refs for i in self._ref_inputs(r, home)]
+        if kind == "attr":
+            owner = self.classes[name]
+            home = self.class_file[name]
+            out = [i for member in self.mro(owner) for a, rs in member.attr_refs if a == detail
+                   for r in rs for i in self._ref_inputs(r, home)]
+            kept = self._kept_param(owner, detail)  # `Trainer(ds)` for `self.ds = ds`
+            if kept is not None:
+                out.append(_In(node=("param", kept[1], "")))
+            return out
+        # "param", "types": from every call site of the function
+        assert self._sites is not None
+        function = name.split("#")[0]
+        sites = self._sites_of(function) if ordered else \
+            [(w[2], w[3]) for w in self._sites.get(function, ())]
+        return [i for facts, site in sites for i in self._site_inputs(node, facts, site)]
+
+    def _site_inputs(self, node: Node, facts: FileFacts, site: CallSite) -> list[_In]:
+        """What one call site passes into a parameter node: the values of its argument, or
+        for "types" the classes it names (`get_dataset(LMDBDataset, p)`)."""
+        kind, param, _ = node
+        out: list[_In] = []
+        for arg in site.args:
+            if not self._is_arg_for(arg, param):
+                continue
+            for ref in arg.refs:
+                if kind == "param":
+                    out.extend(self._ref_inputs(ref, facts))
+                elif ref.kind == "param":  # passed on: `make(ds_type)`
+                    out.append(_In(node=("types", ref.target, "")))
+                elif ref.kind == "name":
+                    cls = self.classes.get(self.resolve(ref.target, facts))
+                    if cls is not None:
+                        out.append(_In(item=(cls, ref)))
+        return out
+
+    def _through(self, item: Item, built: Optional[DatasetRef]) -> Item:
+        """`item` as it arrives along an edge: a class passed for `ds_type`, built by
+        `ds_type(p)` (read where that call is)."""
+        if built is None:
+            return item
+        cls = item[0]
+        made = DatasetRef("call", cls.qualname, built.handle_args, built.arg_refs)
+        home = self.home_of(built)
+        if home is not None:
+            self._read_in(made, home)
+        return cls, made
+
+    def _read_in(self, ref: DatasetRef, facts: FileFacts) -> None:
+        if id(ref) not in self._homes:
+            self._homes[id(ref)] = facts
+            self._homed.append(ref)  # alive, so its id is never reused
+
+    def home_of(self, ref: DatasetRef) -> Optional[FileFacts]:
+        """The file a constructing reference the value flow gave was read in (where the
+        names of its arguments resolve); None for one it did not give."""
+        return self._homes.get(id(ref))
+
+    def _key(self, item: Item) -> tuple[str, int]:
+        """An item's identity: its class and its reference up to equality."""
+        return item[0].qualname, self.ref_number(item[1])
+
+    def ref_number(self, ref: DatasetRef) -> int:
+        """One number per reference up to equality. A reference nests the references its
+        arguments may be, shared, not copied (`x = Wrap(x)` repeated keeps every earlier `x`
+        as an alternative): hashing it as a tree costs 2**depth, so it is hashed once per
+        object from its parts' numbers, and only equal hashes are compared."""
+        number = self._ref_numbers.get(id(ref))
+        if number is not None:
+            return number
+        stack = [ref]
+        while stack:
+            top = stack[-1]
+            if id(top) in self._ref_numbers:
+                stack.pop()
+                continue
+            parts = [r for a in top.arg_refs for r in a.refs if id(r) not in self._ref_numbers]
+            if parts:
+                stack.extend(parts)
+                continue
+            stack.pop()
+            shape = hash((top.kind, top.target, top.handle_args, top.positional, top.keywords,
+                          tuple((a.position, a.keyword, a.int_value, a.none,
+                                 tuple(self._ref_numbers[id(r)] for r in a.refs))
+                                for a in top.arg_refs)))
+            bucket = self._equal_refs.setdefault(shape, [])
+            found = next((n for other, n in bucket if other is top or other == top), None)
+            if found is None:
+                found = self._ref_count
+                self._ref_count += 1
+                bucket.append((top, found))
+            self._ref_numbers[id(top)] = found
+            self._refs_numbered.append(top)  # alive, so its id is never reused
+        return self._ref_numbers[id(ref)]
+
+    def _want(self, node: Node) -> None:
+        if node not in self._values:
+            self._values[node] = {}
+            self._unwired.append(node)
+
+    def _add(self, node: Node, item: Item) -> None:
+        values = self._values[node]
+        key = self._key(item)
+        if key not in values:
+            values[key] = item
+            self._pending.append((node, item))
+            if node in self._order:  # changed after it was answered: order answers again
+                self._order.clear()
+
+    def _connect(self, node: Node, each: _In) -> None:
+        self._work += 1
+        if each.item is not None:
+            self._add(node, each.item)
+            return
+        source = each.node
+        assert source is not None
+        self._want(source)
+        self._users.setdefault(source, []).append((node, each.built))
+        for item in list(self._values[source].values()):
+            self._add(node, self._through(item, each.built))
+
+    def _solve(self) -> None:
+        """Run the worklist until nothing is new: wire each new node to its inputs, send
+        each new item to the node's users (and to the call sites it is the receiver of)."""
+        if self._sites is None:
+            self._sites = {}
+            self._site_seen: set[tuple[str, int, int]] = set()
+            for file_index, facts in enumerate(self.files):
+                for site_index, site in enumerate(facts.calls):
+                    where = (file_index, site_index, facts, site)
+                    if not site.receiver:
+                        for target in self._static_targets(site, facts):
+                            self._add_site(target, where)
+                        continue
+                    for ref in site.receiver:
+                        for each in self._ref_inputs(ref, facts):
+                            self._work += 1
+                            if each.item is not None:
+                                self._receive(where, each.item)
+                            elif each.node is not None:
+                                self._want(each.node)
+                                self._receivers.setdefault(each.node, []).append(where)
+        while self._unwired or self._pending:
+            if self._unwired:
+                node = self._unwired.pop()
+                self._work += 1
+                if node[0] in ("param", "types"):
+                    self._watchers.setdefault(node[1].split("#")[0], []).append(node)
+                for each in self._inputs(node):
+                    self._connect(node, each)
+                continue
+            node, item = self._pending.pop()
+            for user, built in self._users.get(node, ()):
+                self._work += 1
+                self._add(user, self._through(item, built))
+            for where in self._receivers.get(node, ()):
+                self._work += 1
+                self._receive(where, item)
+
+    def _receive(self, where: _Where, item: Item) -> None:
+        """A call site's receiver may be an instance of `item`'s class: the site calls that
+        class's method."""
+        key = self._method_key(item[0], where[3].target)
+        if key:
+            self._add_site(key, where)
+
+    def _add_site(self, target: str, where: _Where) -> None:
+        seen = (target, where[0], where[1])
+        if seen in self._site_seen:
+            return
+        self._site_seen.add(seen)
+        assert self._sites is not None
+        self._sites.setdefault(target, []).append(where)
+        self._sites_sorted.pop(target, None)
+        for node in self._watchers.get(target, ()):
+            for each in self._site_inputs(node, where[2], where[3]):
+                self._connect(node, each)
+
+    def _sites_of(self, target: str) -> list[tuple[FileFacts, CallSite]]:
+        """The call sites of a function or method, in the order of the files and of the
+        calls in each (the order answers are given in); sorted once it stops growing."""
+        found = self._sites_sorted.get(target)
+        if found is None:
+            assert self._sites is not None
+            found = self._sites_sorted[target] = [
+                (w[2], w[3]) for w in sorted(self._sites.get(target, ()),
+                                             key=lambda w: (w[0], w[1]))]
+        return found
+
+    def _ordered(self, root: Node) -> list[Item]:
+        """A solved node's value in the order its inputs give it (a depth-first reading of
+        the solved graph, each node read once; a node met again on the way, in a cycle,
+        gives its whole solved value)."""
+        done = self._order.get(root)
+        if done is not None:
+            return done
+        found: dict[Node, dict[tuple[str, int], Item]] = {root: {}}
+        stack: list[tuple[Node, Iterator[_In], Optional[DatasetRef]]] = [
+            (root, iter(self._inputs(root, True)), None)]
+        while stack:
+            node, inputs, built = stack[-1]
+            acc = found[node]
+            for each in inputs:
+                self._work += 1
+                if each.item is not None:
+                    acc.setdefault(self._key(each.item), each.item)
+                    continue
+                child = each.node
+                assert child is not None
+                ready = self._order.get(child)
+                if ready is None and child in found:  # on the stack: a cycle
+                    ready = list(self._values[child].values())
+                if ready is not None:
+                    for item in ready:
+                        item = self._through(item, each.built)
+                        acc.setdefault(self._key(item), item)
+                    continue
+                found[child] = {}
+                stack.append((child, iter(self._inputs(child, True)), each.built))
+                break
+            else:
+                stack.pop()
+                result = self._order[node] = list(acc.values())
+                if stack:
+                    parent = found[stack[-1][0]]
+                    for item in result:
+                        item = self._through(item, built)
+                        parent.setdefault(self._key(item), item)
+        return self._order[root]
+
+    def arguments_for(self, param: str) -> list[tuple[FileFacts, ArgRef]]:
+        """What callers pass for a function parameter ("<function>#<index>#<name>")."""
+        function = param.split("#")[0]
+        return [(facts, arg) for facts, site in self.calls_of(function)
+                for arg in site.args if self._is_arg_for(arg, param)]
+
+    def calls_of(self, function: str) -> list[tuple[FileFacts, CallSite]]:
+        """The call sites of a function or method ("<class>.<method>", the class defining
+        it), once the receivers of method calls are solved."""
+        self._solve()
+        return self._sites_of(function)
+
+    def _static_targets(self, site: CallSite, facts: FileFacts) -> list[str]:
+        """The function or method a call without a receiver calls: a function by name, a
+        static or class method by its class (`Trainer.evaluate(ds)`), a class's `__init__`."""
+        target = self.resolve(site.target, facts)
+        if target in self.functions:
+            return [target]
+        built = self.classes.get(target)  # `Trainer(ds)`: a call of its `__init__`
+        if built is not None:
+            key = self._method_key(built, "__init__")
+            return [key] if key else []
+        owner_name, _, name = target.rpartition(".")
+        owner = self.classes.get(owner_name)
+        key = self._method_key(owner, name) if owner is not None else ""
+        return [key] if key else []
+
+    @staticmethod
+    def _is_arg_for(arg: ArgRef, param: str) -> bool:
+        _, index_text, name = param.split("#")
+        return arg.keyword == name if arg.keyword else arg.position == int(index_text) >= 0

@@ -1,0 +1,88 @@
+"""What calls return and read: the handle a call returns (followed a few calls deep), the
+bare names project functions read, a loader's `worker_init_fn` functions."""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from ..facts import ClassFacts, FileFacts, FunctionFacts, HandleSite, LoaderCall
+from .starts import Starts
+
+# Calls followed for what a function returns (`open_env` → `_open` → `lmdb.open`), at most.
+_MAX_RETURN_DEPTH = 4
+
+
+class Returns(Starts):
+    def returned_handle(self, callee: str, cls: Optional[ClassFacts], facts: FileFacts,
+                        depth: int = 0) -> Optional[tuple[HandleSite, bool, FileFacts]]:
+        """The handle a call returns (`open_env(p)`, `self._connect(p)`), followed through
+        further calls a few levels deep: its creating call, whether a cached function returns
+        it (one object per process, shared: WS102), and the file creating it. None when it
+        returns no handle we know."""
+        if depth > _MAX_RETURN_DEPTH:
+            return None
+        if callee.startswith("self."):
+            name = callee[len("self."):]
+            for member in self.mro(cls) if cls is not None else ():
+                method = member.method(name)
+                if method is None:
+                    continue
+                home = self.class_file[member.qualname]
+                if method.returns_handle is not None:
+                    return method.returns_handle, False, home
+                if method.returns_call:
+                    return self.returned_handle(method.returns_call, cls, home, depth + 1)
+                return None
+            return None
+        resolved = self.resolve(callee, facts)
+        built = self.classes.get(resolved)
+        if built is not None:  # `ApiSession(url)`: a subclass of a handle constructor
+            handle = self.handle_base(built)
+            home = self.class_file[built.qualname]
+            return (HandleSite(handle, built.span), False, home) if handle else None
+        func = self.functions.get(resolved)
+        if func is None:
+            return None
+        home = self.by_module.get(func.qualname.rpartition(".")[0], facts)
+        if func.returns_handle is not None:
+            return func.returns_handle, func.cached, home
+        if func.returns_call and not func.returns_call.startswith("self."):
+            found = self.returned_handle(func.returns_call, None, home, depth + 1)
+            return (found[0], found[1] or func.cached, found[2]) if found else None
+        return None
+
+    def calls_through(self, names: Iterable[str], facts: FileFacts,
+                      skip: frozenset[str] = frozenset()
+                      ) -> tuple[list[tuple[str, FileFacts]], set[str]]:
+        """Bare names read (with the file they are read in), and those read inside the
+        project functions they call, a few calls deep; with those functions' names. A project
+        class with a class-level cache (`ZipReader.read(p)`, `ZipReader.zip_bank`), not one of
+        `skip`, read counts as calling each of its methods ("<class>.<method>")."""
+        found = [(name, facts) for name in names]
+        functions: set[str] = set()
+        classes: set[str] = set()
+        frontier = list(found)
+        for _ in range(_MAX_RETURN_DEPTH):
+            following: list[tuple[str, FileFacts]] = []
+            for name, home in frontier:
+                # a bare name read: through the reading file's imports (`get_zip` imported)
+                resolved = self.resolve(dict(home.imports).get(name, name), home)
+                func = self.functions.get(resolved)
+                if func is not None and func.qualname not in functions:
+                    functions.add(func.qualname)
+                    inside = self.by_module.get(func.qualname.rpartition(".")[0], home)
+                    following.extend((read, inside) for read in func.globals_read)
+                cls = self.classes.get(resolved) if func is None else None
+                if cls is not None and cls.class_caches and cls.qualname not in classes | skip:
+                    classes.add(cls.qualname)
+                    inside = self.class_file[cls.qualname]
+                    functions.update(f"{cls.qualname}.{m.name}" for m in cls.methods)
+                    following.extend((read, inside) for m in cls.methods
+                                     for read in m.globals_read)
+            found.extend(following)
+            frontier = following
+        return found, functions
+
+    def worker_init_functions(self, loader: LoaderCall, facts: FileFacts) -> list[FunctionFacts]:
+        found = (self.functions.get(self.resolve(name, facts)) for name in loader.worker_inits)
+        return [f for f in found if f is not None]

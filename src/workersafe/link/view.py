@@ -1,0 +1,141 @@
+"""The linked view of a dataset class: built once per class from the solved program and
+read by every rule (WS1xx, WS2xx and the WS3xx pass alike).
+
+Its class chain (the class and its project bases), its effective methods and what they do
+(which run at construction, which in a worker, what the parent process uses, which handles
+are guarded by a process check or closed before any worker starts), the loaders reaching it
+(each with its worker count, through the class itself or a class keeping it) and the link
+path when it is reached only through another class (`via`, for messages and the fix)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..facts import ClassFacts, FileFacts, MethodFacts
+from .classes import Methods, method_closure
+from .reach import LoaderUse, Reach
+from .returns import Returns
+
+# Methods that never run in a worker for the dataset's sake, or that only tear down.
+NOT_WORKER_METHODS = frozenset({
+    "__init__", "__len__", "close", "__del__", "__exit__", "__enter__", "__getstate__",
+    "__setstate__", "__repr__", "__str__", "__reduce__", "__reduce_ex__",
+})
+
+
+@dataclass
+class ClassView:
+    """A dataset class with its inherited methods resolved (the effective class)."""
+
+    cls: ClassFacts
+    facts: FileFacts
+    methods: Methods
+    init_run: set[tuple[str, str]]  # (class qualname, method) that run when constructing
+    worker_methods: set[str]
+    worker_reads: set[str]
+    parent_uses: set[str]
+    guarded: set[str]
+    closed_at_fork: set[str] = field(default_factory=set)  # last construction effect: a close
+    via: Optional[Reach] = None  # reached only through another class (a holder, sub-dataset)
+    # linked: the class chain, the loaders reaching it (with how each constructs it), how it
+    # is reached through other classes
+    chain: list[ClassFacts] = field(default_factory=list)
+    torch_dataset: bool = False
+    uses: list[LoaderUse] = field(default_factory=list)
+    reaches: list[Reach] = field(default_factory=list)
+
+
+class Views(Returns):
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._views: dict[str, ClassView] = {}
+
+    def view(self, cls: ClassFacts) -> ClassView:
+        """The class's linked view, built on first use from the solved program."""
+        found = self._views.get(cls.qualname)
+        if found is None or found.cls is not cls:
+            found = self._views[cls.qualname] = self._build_view(cls)
+        return found
+
+    def _build_view(self, cls: ClassFacts) -> ClassView:
+        mro = self.mro(cls)
+        methods: Methods = {}
+        for member in mro:
+            for method in member.methods:
+                methods.setdefault(method.name, (member, method))
+        init_run = _init_run(mro, methods)
+        init_names = {name for _, name in init_run}
+        roots = [n for n in methods if n not in init_names and n not in NOT_WORKER_METHODS]
+        worker_methods = method_closure(roots, methods)
+        worker_reads = {a for n in worker_methods for a in methods[n][1].attrs_read}
+        parent_methods = (init_names - worker_methods) | {"__init__", "__len__"}
+        parent_uses = {a for n in parent_methods if n in methods
+                       for a in methods[n][1].attrs_used}
+        guarded = _guarded_attrs(mro, methods)
+        uses = self.loaders_by_class().get(cls.qualname, [])
+        reaches = self.reached.get(cls.qualname, [])
+        # reached only through the classes keeping it: the first of them names the path
+        via = reaches[0] if reaches and all(ref.kind == "kept" for _, _, ref in uses) else None
+        return ClassView(cls, self.class_file[cls.qualname], methods, init_run, worker_methods,
+                         worker_reads, parent_uses, guarded, _closed_at_fork(mro, methods), via,
+                         mro, self.is_torch_dataset(cls), uses, reaches)
+
+
+def _closed_at_fork(mro: list[ClassFacts], methods: Methods) -> set[str]:
+    """Attributes whose last open/close while constructing is a close: `__init__`'s effects
+    in order, through the `self.m()` it calls and the base `__init__`s (a lazy open in a
+    helper, closed again by the last call of the inherited `__init__`)."""
+    state: dict[str, str] = {}
+    index = {member.qualname: i for i, member in enumerate(mro)}
+
+    def run_init(start: int, depth: int) -> None:
+        for member in mro[start:]:
+            init = member.method("__init__")
+            if init is not None:
+                run(init, index[member.qualname], depth)
+                return
+
+    def run(method: MethodFacts, owner: int, depth: int) -> None:
+        if depth > 16:
+            return
+        for effect in method.effects:
+            kind, _, name = effect.partition(":")
+            if kind == "call":
+                if name == "__init__":
+                    run_init(owner + 1, depth + 1)
+                elif name in methods:
+                    member, called = methods[name]
+                    run(called, index.get(member.qualname, owner), depth + 1)
+            elif kind in ("open", "close"):
+                state[name] = kind
+
+    run_init(0, 0)
+    return {attr for attr, last in state.items() if last == "close"}
+
+
+def _init_run(mro: list[ClassFacts], methods: Methods) -> set[tuple[str, str]]:
+    """Methods run by construction: the `__init__` chain (through super) and what it calls."""
+    run: set[tuple[str, str]] = set()
+    for member in mro:
+        init = member.method("__init__")
+        if init is None:
+            continue
+        run |= {(member.qualname, "__init__")}
+        for name in method_closure(init.self_calls, methods):
+            run.add((methods[name][0].qualname, name))
+        if not init.calls_super_init:
+            break
+    return run
+
+
+def _guarded_attrs(mro: list[ClassFacts], methods: Methods) -> set[str]:
+    guarded: set[str] = set()
+    for member in mro:
+        for method in member.methods:
+            guarded.update(method.guarded_attrs)
+            for called in method_closure(method.guarded_calls, methods):
+                owner = methods[called][0]
+                guarded.update(h.attr for h in owner.held if h.method == called)
+                guarded.update(c.attr for c in owner.held_calls if c.method == called)
+    return guarded
