@@ -32,6 +32,9 @@ class HandleType:
     picklable: bool  # survives being pickled into a spawn/forkserver worker
     derived_methods: tuple[str, ...] = ()  # methods whose result keeps the handle alive
     derived_subscript: bool = False  # `handle[key]` keeps the handle alive (h5py)
+    # a subscript of a derived value may read data out of it (h5py: `f["x"][i]`); when False
+    # every subscript keeps the handle (pymongo: `client[name][coll]` is a collection)
+    subscript_reads: bool = True
     single_open: bool = False  # a second open in the same process fails (lmdb)
     # a second open of the same file in one process returns the first, the one a forked
     # worker inherited included (h5py: same HDF5 file id, same descriptor)
@@ -140,7 +143,8 @@ def _rows() -> tuple[HandleType, ...]:
         replace(_DB, name="psycopg2.connect"),
         replace(_DB, name="psycopg.connect"),
         replace(_DB, name="pymongo.MongoClient",
-                derived_methods=("get_database", "get_collection"), derived_subscript=True),
+                derived_methods=("get_database", "get_collection"), derived_subscript=True,
+                subscript_reads=False),
         replace(_DB, name="sqlalchemy.create_engine",
                 derived_methods=("connect", "begin", "raw_connection")),
         replace(_REDIS, name="redis.Redis"),

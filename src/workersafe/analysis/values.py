@@ -214,7 +214,7 @@ class Evaluator:
         keys = expr.slice.elts if type(expr.slice) is ast.Tuple else [expr.slice]
         if not all(_is_key(k) for k in keys):
             return False
-        return not base.derived or all(_is_string(k) for k in keys)
+        return not base.derived or not htype.subscript_reads or all(_is_string(k) for k in keys)
 
     def site(self, handle: Handle) -> HandleSite:
         return HandleSite(handle.handle, self.positions.span(handle.call))
@@ -385,4 +385,14 @@ def _is_string(node: ast.AST) -> bool:
 
 
 def _is_key(node: ast.AST) -> bool:
-    return _is_string(node) or type(node) in (ast.JoinedStr, ast.Name)
+    """A key naming a member (`f["x"]`, `f[name]`, `f[self.opt["mode"]]`, `f[key.format(i)]`),
+    not a selection of data (`[:]`, `[()]`, `[0]`, `[..., i]`)."""
+    kind = type(node)
+    if isinstance(node, ast.Subscript):
+        return type(node.slice) is not ast.Slice  # `opt["mode"]`, not `keys[1:]`
+    return _is_string(node) or kind in _KEY_EXPRESSIONS
+
+
+# Expressions that compute a member's name: a variable, an attribute, a call (`str(i)`,
+# `"{}".format(i)`), an f-string or a concatenation.
+_KEY_EXPRESSIONS = (ast.JoinedStr, ast.Name, ast.Attribute, ast.Call, ast.BinOp)
