@@ -127,6 +127,10 @@ class ClassFacts:
     init_int_defaults: Tuple[Tuple[str, int], ...] = ()
     # how `__init__` calls its base's `__init__` (None: no `__init__`, or no such call read)
     base_init: Optional[BaseInit] = None
+    # bare names `__init__` may keep as a callable attribute (`self.loader = loader`, then
+    # `self.loader(p)`): ("p:<param>", name) for a parameter's default, (slot, name) for a name
+    # given to the base's `__init__` (slots as in `BaseInit.args`)
+    init_callables: Tuple[Tuple[str, str], ...] = ()
 
     def method(self, name: str) -> Optional[MethodFacts]:
         return next((m for m in self.methods if m.name == name), None)

@@ -303,15 +303,24 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
         for name in ran:
             owner, method = view.methods[name]
             home = project.class_file[owner.qualname]
-            for func in project.calls_through(method.globals_read, home, own)[1]:
+            names = method.globals_read
+            if name == "__init__":  # a function it only keeps or passes on is not run
+                kept = {n for _, n in owner.init_callables}
+                names = tuple(n for n in names if n not in kept)
+            for func in project.calls_through(names, home, own)[1]:
                 filled.setdefault(func, root)
     if not filled:
         return
     seen: set[tuple[str, str]] = set()
+    mro = project.mro(view.cls)
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
-        reads, _ = project.calls_through(method.globals_read, project.class_file[owner.qualname],
-                                         own)
+        reads = list(project.calls_through(method.globals_read,
+                                           project.class_file[owner.qualname], own)[0])
+        for called in method.self_calls:  # `self.loader(p)`: the functions it may be
+            if called not in view.methods:
+                for func, home in _callable_attr(mro, called, project):
+                    reads.extend(project.calls_through((func,), home, own)[0])
         for read, facts in reads:
             helper = project.read_class(read, facts)
             if helper is not None and helper.qualname not in own:
@@ -335,6 +344,37 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
                                                     (handle.name,)),
                              not htype.fork_safe)
             yield cand, True, handle.name, "module"
+
+
+def _callable_attr(mro: list[ClassFacts], attr: str, project: Project
+                   ) -> list[tuple[str, FileFacts]]:
+    """The functions a callable attribute kept from an `__init__` parameter may be
+    (`self.loader = loader`): the parameter's default, or what a subclass's `__init__` gives
+    it (a name, or its own parameter's default), along the class chain."""
+    out: list[tuple[str, FileFacts]] = []
+    for index, member in enumerate(mro):
+        for param, kept in member.param_attrs:
+            if kept == attr:
+                out.extend(_param_names(mro, index, param, project))
+    return out
+
+
+def _param_names(mro: list[ClassFacts], index: int, param: str, project: Project
+                 ) -> list[tuple[str, FileFacts]]:
+    """Bare names (with their file) `mro[index]`'s `__init__` parameter may be bound to."""
+    member = mro[index]
+    home = project.class_file[member.qualname]
+    out = [(name, home) for slot, name in member.init_callables if slot == f"p:{param}"]
+    sub = mro[index - 1] if index > 0 else None
+    if sub is None or sub.base_init is None or param not in member.init_params:
+        return out
+    slots = {param, f"#{member.init_params.index(param)}"}
+    sub_home = project.class_file[sub.qualname]
+    out.extend((name, sub_home) for slot, name in sub.init_callables if slot in slots)
+    for slot, source in sub.base_init.args:
+        if slot in slots and source.startswith("p:"):
+            out.extend(_param_names(mro, index - 1, source[2:], project))
+    return out
 
 
 def _helper_cache_candidates(project: Project, registry: Registry, view: ClassView,

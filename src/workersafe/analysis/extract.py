@@ -13,7 +13,7 @@ from ..facts import (
     ClassFacts, FileFacts, FunctionFacts, HeldHandle, MethodFacts, ModuleHandle,
 )
 from ..registry import Registry
-from .baseinit import base_init
+from .baseinit import base_init, init_callables
 from .caches import ClassCaches, class_caches
 from .closes import error_path_closes
 from .pickled import pickled_state
@@ -46,7 +46,7 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
     for func in walker.functions:  # `@functools.cache def get(): return boto3.client(...)`
         if func.cached and func.returned_handle is not None:
             handles.setdefault(func.name, (func.returned_handle, True))
-    readers = _cache_readers(walker)
+    readers = _cache_readers(walker, class_nodes)
     return FileFacts(
         path=walker.path, module=walker.module_name,
         imports=tuple(sorted(state.module_scope.names.items())),
@@ -106,10 +106,11 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
         pickled_state(node) if node is not None else None,
         tuple(cls.derived_attrs), tuple(cls.init_int_defaults),
         base_init(node) if node is not None and node.bases else None,
+        init_callables(node) if node is not None else (),
     )
 
 
-def _cache_readers(walker: FactWalker) -> set[str]:
+def _cache_readers(walker: FactWalker, class_nodes: dict[str, ast.ClassDef]) -> set[str]:
     """The module functions whose names read matter: they matter only for a process-global
     handle cache (a function reading it, or calling one that does). In a file that has one,
     every function; elsewhere the helpers a class method calls (`read_member(p)` calling an
@@ -119,6 +120,9 @@ def _cache_readers(walker: FactWalker) -> set[str]:
     by_name = {f.name: f for f in walker.functions if f.node is not None}
     wanted = {n for c in walker.classes for m in c.methods for n in m.globals_read
               if n in by_name}
+    # a function a constructor's parameter defaults to (`loader=default_loader`)
+    wanted.update(name for node in class_nodes.values()
+                  for _, name in init_callables(node) if name in by_name)
     frontier = list(wanted)
     while frontier:
         node = by_name[frontier.pop()].node
