@@ -261,11 +261,14 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
 def _module_candidates(project: Project, registry: Registry, view: ClassView
                        ) -> Iterator[tuple[Candidate, bool, str, str]]:
     seen: set[tuple[str, str]] = set()
+    own = frozenset(member.qualname for member in project.mro(view.cls))
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
         owner_facts = project.class_file[owner.qualname]
-        for global_name in method.globals_read:
-            found = project.module_handle(global_name, owner_facts)
+        # read directly, or inside the project functions it calls (`load(key)` reading BUCKET)
+        for global_name, facts in project.calls_through(method.globals_read, owner_facts,
+                                                        own)[0]:
+            found = project.module_handle(global_name, facts)
             if found is None:
                 continue
             home, handle = found

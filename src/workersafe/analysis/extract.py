@@ -112,10 +112,11 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
 
 def _cache_readers(walker: FactWalker, class_nodes: dict[str, ast.ClassDef]) -> set[str]:
     """The module functions whose names read matter: they matter only for a process-global
-    handle cache (a function reading it, or calling one that does). In a file that has one,
-    every function; elsewhere the helpers a class method calls (`read_member(p)` calling an
-    imported `get_zip(p)` that fills a cache in another module), and the helpers they call."""
-    if walker.state.module_caches:
+    handle cache or a module-level handle (a function reading it, or calling one that does).
+    In a file that has one, every function; elsewhere the helpers a class method calls
+    (`read_member(p)` calling an imported `get_zip(p)` that fills a cache in another module),
+    and the helpers they call."""
+    if walker.state.module_caches or walker.state.module_handles:
         return {f.name for f in walker.functions}
     by_name = {f.name: f for f in walker.functions if f.node is not None}
     wanted = {n for c in walker.classes for m in c.methods for n in m.globals_read
@@ -138,6 +139,27 @@ def _names_read(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+def _globals_read(node: ast.AST) -> set[str]:
+    """The names a function reads that are not its own: read, and neither a parameter nor
+    bound inside it (unless declared `global`), nested scopes counted as its own."""
+    read: set[str] = set()
+    local: set[str] = set()
+    declared: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            (read if isinstance(sub.ctx, ast.Load) else local).add(sub.id)
+        elif isinstance(sub, ast.arg):
+            local.add(sub.arg)
+        elif isinstance(sub, ast.Global):
+            declared.update(sub.names)
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and sub is not node:
+            local.add(sub.name)
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            local.update((a.asname or a.name).partition(".")[0] for a in sub.names)
+    return read - (local - declared)
+
+
 def _failing_closes(cls: ClassState, node: Optional[ast.ClassDef], closers: frozenset[str]
                     ) -> dict[str, set[str]]:
     """Per method, the attributes it closes only when it fails (analysis/closes.py)."""
@@ -158,7 +180,7 @@ def _function_facts(func: FunctionState, walker: FactWalker, keep_reads: bool
     returned = func.returned_handle
     reads: tuple[str, ...] = ()
     if keep_reads and func.node is not None:
-        reads = tuple(sorted(_names_read(func.node)))
+        reads = tuple(sorted(_globals_read(func.node)))
     return FunctionFacts(func.name, func.qualname, tuple(func.returns),
                          tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)),
                          walker.ev.site(returned) if returned and not returned.closed else None,
