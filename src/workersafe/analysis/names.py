@@ -23,6 +23,36 @@ def dotted(node: ast.AST) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+def annotated_class(node: ast.expr) -> Optional[ast.expr]:
+    """The one class an annotation names, unwrapped: `Reader`, `"Reader"`,
+    `Optional[Reader]`, `Union[Reader, None]`, `Reader | None`; None for anything else (a
+    container of readers, a union of two classes)."""
+    if type(node) is ast.Constant and type(node.value) is str:
+        try:
+            parsed = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return None
+        return annotated_class(parsed) if type(parsed) is not ast.Constant else None
+    if type(node) is ast.BinOp and type(node.op) is ast.BitOr:
+        return _one_class([node.left, node.right])
+    if isinstance(node, ast.Subscript):
+        wrapper = dotted(node.value)
+        last = wrapper.rpartition(".")[2] if wrapper else ""
+        if last == "Optional":
+            return annotated_class(node.slice)
+        if last == "Union":
+            parts = node.slice.elts if type(node.slice) is ast.Tuple else [node.slice]
+            return _one_class(parts)
+        return None
+    return node if type(node) in (ast.Name, ast.Attribute) else None
+
+
+def _one_class(parts: list[ast.expr]) -> Optional[ast.expr]:
+    """The one part that is not None, unwrapped."""
+    rest = [p for p in parts if not (type(p) is ast.Constant and p.value is None)]
+    return annotated_class(rest[0]) if len(rest) == 1 else None
+
+
 class Scope:
     """Local name → qualified name, with a parent (function-local imports shadow module ones)."""
 

@@ -16,7 +16,7 @@ from ..frameworks import framework_loader
 from ..registry import Registry
 from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
 from .loader_args import read_candidate_loader, read_framework_loader, read_loader
-from .names import bind_import, bind_import_from, imported_by_call
+from .names import annotated_class, bind_import, bind_import_from, imported_by_call
 from .positions import Positions
 from .state import (
     ClassState, Env, Frame, FunctionState, Handle, MethodState, State,
@@ -178,7 +178,8 @@ class FactWalker:
                 owner.init_params = tuple(a.arg for a in (*args.posonlyargs, *args.args)[1:]) \
                     + tuple(a.arg for a in args.kwonlyargs)
                 for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
-                    annotated = state.q(arg.annotation) if arg.annotation is not None else None
+                    named = annotated_class(arg.annotation) if arg.annotation else None
+                    annotated = state.q(named) if named is not None else None
                     if annotated:
                         owner.param_types.append((arg.arg, annotated))
                 owner.init_int_defaults = _int_defaults(args)
