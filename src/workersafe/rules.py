@@ -70,9 +70,12 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
                 outer = _reached_through(project, cand, view, is_torch)
                 if outer is not None:  # a holder one dataset builds: judged as its attribute
                     judged, attr = class_view(project, outer), cand.plan.attr
-                    if attr in judged.guarded or attr in judged.closed_at_fork:
+                    if attr in judged.guarded or attr in judged.closed_at_fork \
+                            or not _built_in_parent(judged, cand.plan.method):
                         continue
                     parent_use |= attr in judged.parent_uses
+                elif not is_torch and _built_only_in_workers(project, view.cls):
+                    continue
             # safe by spawn only if no holder's pickle carries it (`__getstate__` drops it)
             cand.spawn_only = spawn_only and not (kind in ("instance", "passed")
                                                   and pickles_attr(judged, attr))
@@ -150,6 +153,41 @@ def _reached_through(project: Project, cand: Candidate, view: ClassView, is_torc
         cand.wire, cand.unwired = True, ""  # the fix is the dataset's: its loaders are wired
         return outer
     return None
+
+
+def _built_in_parent(view: ClassView, method: str) -> bool:
+    """Whether the parent runs `method` of the dataset before its workers start: while
+    constructing it or in `__len__`, through `self.m()` calls and properties read
+    (`self.db` running a `db` property); a holder built only later is built per worker."""
+    ran: set[str] = set()
+    stack = [root for root, _ in _parent_fillers(view)]
+    while stack:
+        name = stack.pop()
+        if name in ran or name not in view.methods:
+            continue
+        ran.add(name)
+        facts = view.methods[name][1]
+        stack.extend((*facts.self_calls, *facts.attrs_read))
+    return method in ran
+
+
+def _built_only_in_workers(project: Project, holder: ClassFacts) -> bool:
+    """A holder every dataset keeping it builds itself, each only in methods the parent
+    never runs (a property read by `__getitem__` alone): every worker builds its own."""
+    reaches = project.reached.get(holder.qualname, [])
+    if not reaches or any(reach.passed for reach in reaches):
+        return False
+    for reach in reaches:
+        calls = [(outer, call) for outer in project.classes.values()
+                 if outer.name == reach.outer and project.is_torch_dataset(outer)
+                 for member in project.mro(outer)
+                 for call in member.held_calls if call.attr == reach.attr
+                 and project.resolve(call.callee, project.class_file[member.qualname])
+                 == holder.qualname]
+        if not calls or any(_built_in_parent(class_view(project, outer), call.method)
+                            for outer, call in calls):
+            return False
+    return True
 
 
 def _holder_built(project: Project, holder: ClassFacts, via: Reach

@@ -10,12 +10,13 @@ import dataclasses
 from typing import Optional
 
 from ..facts import (
-    ClassFacts, FileFacts, FunctionFacts, HeldHandle, MethodFacts, ModuleHandle,
+    ClassFacts, FileFacts, FunctionFacts, HeldCall, HeldHandle, MethodFacts, ModuleHandle,
 )
 from ..registry import Registry
 from .baseinit import base_init, init_callables
 from .caches import ClassCaches, class_caches
 from .closes import error_path_closes
+from .names import dotted
 from .pickled import pickled_state
 from .positions import Positions
 from .remedies import remedy_facts
@@ -97,17 +98,45 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
                     m.returns_call, tuple(m.returns))
         for m in cls.methods
     )
+    attr_refs = tuple((attr, tuple(refs)) for attr, refs in cls.attr_refs.items())
+    held_calls = tuple(cls.held_calls)
+    for method, call in _cached_properties(node, methods):  # kept as `self.<method>`
+        if method.name not in cls.attr_refs:
+            attr_refs += ((method.name, method.returns),)
+            held_calls += tuple(HeldCall(method.name, method.name, ref.target,
+                                         walker.ev.positions.span(call))
+                                for ref in method.returns[:1] if ref.kind == "call")
     return ClassFacts(
         cls.name, cls.qualname, cls.bases, cls.span, methods, held, class_held,
         cls.init_params, tuple(cls.param_attrs),
-        tuple((attr, tuple(refs)) for attr, refs in cls.attr_refs.items()),
-        tuple(cls.held_calls), tuple(cls.param_types),
+        attr_refs,
+        held_calls, tuple(cls.param_types),
         tuple(HeldHandle(attr, site(h), method) for attr, method, h in caches.stores),
         pickled_state(node) if node is not None else None,
         tuple(cls.derived_attrs), tuple(cls.init_int_defaults),
         base_init(node) if node is not None and node.bases else None,
         init_callables(node) if node is not None else (),
     )
+
+
+def _cached_properties(node: Optional[ast.ClassDef], methods: tuple[MethodFacts, ...]
+                       ) -> list[tuple[MethodFacts, ast.Call]]:
+    """The methods decorated `@cached_property` returning a call: what one returns is kept on
+    the instance as the attribute of its name (`self.db` built on first read, then the same
+    object); a holder it builds (`return SQLiteDB(self.path)`) is kept like
+    `self.db = SQLiteDB(...)` in that method. Each with its returned call."""
+    if node is None:
+        return []
+    calls: dict[str, ast.Call] = {}
+    for stmt in node.body:
+        if isinstance(stmt, ast.FunctionDef) and any(
+                (dotted(d) or "").rpartition(".")[2] == "cached_property"
+                for d in stmt.decorator_list):
+            returned = [r.value for r in ast.walk(stmt)
+                        if isinstance(r, ast.Return) and isinstance(r.value, ast.Call)]
+            if len(returned) == 1:
+                calls[stmt.name] = returned[0]
+    return [(m, calls[m.name]) for m in methods if m.name in calls and m.returns]
 
 
 def _cache_readers(walker: FactWalker, class_nodes: dict[str, ast.ClassDef]) -> set[str]:
