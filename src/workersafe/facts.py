@@ -131,6 +131,11 @@ class ClassFacts:
     # `self.loader(p)`): ("p:<param>", name) for a parameter's default, (slot, name) for a name
     # given to the base's `__init__` (slots as in `BaseInit.args`)
     init_callables: Tuple[Tuple[str, str], ...] = ()
+    # (line, col, attr, param, taken_when, default) for `self.<attr> = <call>` that `__init__`
+    # runs only in one branch of `if param:` (taken_when: the parameter's truth that runs it;
+    # default: the truth of its constant default, None without one): a construction's
+    # arguments decide (analysis/branches)
+    branch_params: Tuple[Tuple[int, int, str, str, bool, Optional[bool]], ...] = ()
 
     def method(self, name: str) -> Optional[MethodFacts]:
         return next((m for m in self.methods if m.name == name), None)
@@ -176,6 +181,7 @@ class ArgRef:
     refs: Tuple[DatasetRef, ...] = ()
     int_value: Optional[int] = None
     none: bool = False  # the constant None
+    truth: Optional[bool] = None  # the truth of a constant (`readonly=False`: False)
 
 
 @dataclass(frozen=True)

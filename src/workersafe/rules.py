@@ -14,7 +14,7 @@ from typing import Iterator, Optional
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, LoaderCall,
                     Span)
 from .findings import Finding, FixPlan
-from .link import SPAWN_LIKE, ClassView, Project, Reach, method_closure
+from .link import SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
 from .registry import Registry
 from .rules_remedies import remedy_findings
 from .ruletable import latent_of
@@ -64,7 +64,11 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
         view = class_view(project, cls)
         spawn_only = not uses and _pickling_decided(view) and all(
             m in SPAWN_LIKE for m in project.class_start_methods(view.facts))
+        built = _constructions(project, view, uses)
         for cand, parent_use, attr, kind in _candidates_of(project, registry, view):
+            if built and all(_branch_not_run(view, cand.site.span, attr, ref)
+                             for ref in built):
+                continue  # every construction takes the other branch (`readonly=False`)
             judged = view
             if view.via is not None:
                 outer = _reached_through(project, cand, view, is_torch)
@@ -169,6 +173,52 @@ def _built_in_parent(view: ClassView, method: str) -> bool:
         facts = view.methods[name][1]
         stack.extend((*facts.self_calls, *facts.attrs_read))
     return method in ran
+
+
+def _constructions(project: Project, view: ClassView, uses: list[LoaderUse]
+                   ) -> list[DatasetRef]:
+    """Every construction of the class the loaders reach it by, each a visible call
+    (`Feats(p)` given to a loader, `self.store = Store(p)` in the dataset keeping it); empty
+    when one is not known (a name, a factory, a holder passed in)."""
+    cls = view.cls
+    if view.via is None:
+        refs = [ref for _, _, ref in uses]
+        return refs if refs and all(ref.kind == "call" for ref in refs) else []
+    found: list[DatasetRef] = []
+    for reach in project.reached.get(cls.qualname, []):
+        if reach.passed:
+            return []
+        calls = [ref for outer in project.classes.values() if outer.name == reach.outer
+                 for member in project.mro(outer)
+                 for attr, refs in member.attr_refs if attr == reach.attr
+                 for ref in refs if ref.kind == "call" and project.resolve(
+                     ref.target, project.class_file[member.qualname]) == cls.qualname]
+        if not calls:
+            return []
+        found += calls
+    return found
+
+
+def _branch_not_run(view: ClassView, span: Span, attr: str, ref: DatasetRef) -> bool:
+    """The handle is created and kept as `self.<attr>` in one branch of `if <param>:` in the
+    `__init__` the construction runs, and the construction's arguments take the other branch:
+    a constant given for the parameter, or its constant default when not given. (What is
+    derived from it after the branches may come from either: not decided here.)"""
+    init = view.methods.get("__init__")
+    if init is None:
+        return False
+    owner = init[0]
+    branch = next((b for b in owner.branch_params
+                   if (b[0], b[1], b[2]) == (span.line, span.col, attr)), None)
+    if branch is None:
+        return False
+    _, _, _, param, taken, default = branch
+    position = owner.init_params.index(param) if param in owner.init_params else -2
+    for arg in ref.arg_refs:
+        if arg.keyword == param or (not arg.keyword and arg.position == position):
+            return arg.truth is not None and arg.truth != taken
+    given = param in ref.keywords or ref.positional < 0 or 0 <= position < ref.positional
+    return not given and default is not None and default != taken
 
 
 def _built_only_in_workers(project: Project, holder: ClassFacts) -> bool:

@@ -14,6 +14,7 @@ from ..facts import (
 )
 from ..registry import Registry
 from .baseinit import base_init, init_callables
+from .branches import branch_params
 from .caches import ClassCaches, class_caches
 from .closes import error_path_closes
 from .names import dotted
@@ -116,6 +117,7 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
         tuple(cls.derived_attrs), tuple(cls.init_int_defaults),
         base_init(node) if node is not None and node.bases else None,
         init_callables(node) if node is not None else (),
+        branch_params(node, walker.ev.positions) if node is not None else (),
     )
 
 

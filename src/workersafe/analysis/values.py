@@ -322,10 +322,11 @@ class Evaluator:
             if number is None and type(value) is ast.Name:
                 number = self.state.env.int_value(value.id)[1]
             none = is_none(value)
-            if refs or number is not None or none or every:
+            truth = bool(value.value) if type(value) is ast.Constant else None
+            if refs or number is not None or truth is not None or every:
                 keyword = arg.keyword or ""
                 found.append(ArgRef(-1 if keyword else index, keyword, tuple(refs), number,
-                                    none))
+                                    none, truth))
         return found
 
     def _handle_args(self, call: ast.Call) -> list[HandleArg]:
