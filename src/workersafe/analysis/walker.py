@@ -449,6 +449,7 @@ class FactWalker:
             elif type(node.func) is ast.Attribute and (node.args or node.keywords):
                 self._method_site(node, node.func)
         if type(node.func) is ast.Attribute:
+            self._cache_add(node, node.func)  # before the call binds the container here
             self._method_call(node, node.func)
         self.walk(node.func)
         self.walk_all(node.args)
@@ -735,6 +736,16 @@ class FactWalker:
         if handle is not None and not handle.closed and not state.pid_guard_depth:
             state.module_caches.setdefault(name, (handle, outer.qualname))
 
+    def _cache_add(self, node: ast.Call, func: ast.Attribute) -> None:
+        """`_CACHE.setdefault(p, lmdb.open(p))`, `_ENVS.append(lmdb.open(p))` in a function:
+        a module-level container filled like `_CACHE[p] = ...` (`_cache_store`)."""
+        position = _CACHE_ADDERS.get(func.attr)
+        if position is None or type(func.value) is not ast.Name or len(node.args) <= position:
+            return
+        if func.attr == "setdefault" and self.ev.is_identity(node.args[0]):
+            return  # keyed by the process
+        self._cache_store(func.value.id, node.args[position])
+
     def _module_alias(self, value: ast.expr) -> Optional[Handle]:
         """`db = client.capstone` (`client[...]`) at module level: derived from the module
         handle `client`, so its creating call."""
@@ -810,6 +821,10 @@ _HOOKS[ast.AsyncFunctionDef] = _HOOKS[ast.FunctionDef]
 _HOOKS[ast.AsyncWith] = _HOOKS[ast.With]
 _HOOKS[ast.AsyncFor] = _HOOKS[ast.For]
 _HOOKS[ast.SetComp] = _HOOKS[ast.GeneratorExp] = _HOOKS[ast.ListComp]
+
+
+# Methods putting a value into a container, with the value's position.
+_CACHE_ADDERS = {"setdefault": 1, "append": 0, "add": 0, "insert": 1}
 
 
 def _int_defaults(args: ast.arguments) -> list[tuple[str, int]]:
