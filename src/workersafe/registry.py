@@ -206,6 +206,10 @@ class Registry:
         """The constructors' last name parts (`Session`, `open`): what a subclass's base ends in."""
         return frozenset(t.short_name for t in self.types.values())
 
+    def module_roots(self) -> frozenset[str]:
+        """The libraries' top-level modules (`lmdb`, `h5py`, `boto3`)."""
+        return frozenset(t.module_root for t in self.types.values())
+
     def prefilter_pairs(self) -> frozenset[tuple[str, str]]:
         """(module root, constructor short name): a file that creates this handle contains both."""
         return frozenset((t.module_root, t.short_name) for t in self.types.values())

@@ -88,13 +88,20 @@ def bind_import(scope: Scope, node: ast.Import) -> None:
             scope.bind(head, head)
 
 
-def bind_import_from(scope: Scope, node: ast.ImportFrom, module: str, is_package: bool) -> None:
+def bind_import_from(scope: Scope, node: ast.ImportFrom, module: str, is_package: bool,
+                     libraries: frozenset[str] = frozenset()) -> None:
+    """`libraries`: handle libraries' top-level modules; one imported by its own name from a
+    module of the project (`from .compat import lmdb`, a relative import; not `from . import
+    lmdb`, a submodule) is that library re-exported (the `try: import lmdb` shim)."""
     source = module_of_import(module, is_package, node.level or 0, node.module or "")
     for alias in node.names:
         if alias.name == "*":
             scope.star_modules.append(source)
             continue
         local = alias.asname or alias.name
+        if node.level and node.module and alias.name in libraries:
+            scope.bind(local, alias.name)
+            continue
         scope.bind(local, f"{source}.{alias.name}" if source else alias.name)
 
 

@@ -144,7 +144,8 @@ class FactWalker:
                           for part in (alias.name.split(".", 1)[0], alias.asname) if part])
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        bind_import_from(self.state.scope, node, self.module_name, self.is_package)
+        bind_import_from(self.state.scope, node, self.module_name, self.is_package,
+                         self.state.registry.module_roots() if node.level else frozenset())
         names = [node.module.split(".", 1)[0]] if node.module else []
         names += [part for alias in node.names for part in (alias.name, alias.asname)
                   if part and part != "*"]
