@@ -441,12 +441,31 @@ def _callable_attr(mro: list[ClassFacts], attr: str, project: Project
                    ) -> list[tuple[str, FileFacts]]:
     """The functions a callable attribute kept from an `__init__` parameter may be
     (`self.loader = loader`): the parameter's default, or what a subclass's `__init__` gives
-    it (a name, or its own parameter's default), along the class chain."""
+    it (a name, or its own parameter's default), along the class chain; or, for the class's
+    own `__init__`, a function the constructions its loaders reach it by pass
+    (`Folder(paths, default_loader)`)."""
     out: list[tuple[str, FileFacts]] = []
+    owner = next((m for m in mro if m.method("__init__") is not None), None)
     for index, member in enumerate(mro):
         for param, kept in member.param_attrs:
             if kept == attr:
                 out.extend(_param_names(mro, index, param, project))
+                if member is owner:
+                    out.extend(_passed_names(project, mro[0], member, param))
+    return out
+
+
+def _passed_names(project: Project, cls: ClassFacts, owner: ClassFacts, param: str
+                  ) -> list[tuple[str, FileFacts]]:
+    """Module-level names the constructions of `cls` its loaders use pass for `param` of its
+    `__init__` (defined by `owner`), qualified, with the file they are read in."""
+    position = owner.init_params.index(param) if param in owner.init_params else -2
+    out: list[tuple[str, FileFacts]] = []
+    for facts, _, ref in project.loaders_by_class().get(cls.qualname, []):
+        home = project.home_of(ref) or facts
+        for arg in ref.arg_refs if ref.kind == "call" else ():
+            if arg.keyword == param or (not arg.keyword and arg.position == position):
+                out.extend((r.target, home) for r in arg.refs if r.kind == "name")
     return out
 
 

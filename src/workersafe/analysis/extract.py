@@ -152,9 +152,11 @@ def _cache_readers(walker: FactWalker, class_nodes: dict[str, ast.ClassDef]) -> 
     by_name = {f.name: f for f in walker.functions if f.node is not None}
     wanted = {n for c in walker.classes for m in c.methods for n in m.globals_read
               if n in by_name}
-    # a function a constructor's parameter defaults to (`loader=default_loader`)
+    # a function a constructor's parameter defaults to (`loader=default_loader`), or one named
+    # outside classes (`Folder(paths, zip_loader)`): it may be kept and called as an attribute
     wanted.update(name for node in class_nodes.values()
                   for _, name in init_callables(node) if name in by_name)
+    wanted.update(name for name in walker.globals_outside if name in by_name)
     frontier = list(wanted)
     while frontier:
         node = by_name[frontier.pop()].node
