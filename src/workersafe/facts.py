@@ -12,7 +12,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Optional, Tuple
 
-FACTS_VERSION = 19  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 20  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -127,6 +127,15 @@ class ClassFacts:
     init_int_defaults: Tuple[Tuple[str, int], ...] = ()
     # how `__init__` calls its base's `__init__` (None: no `__init__`, or no such call read)
     base_init: Optional[BaseInit] = None
+    # bare names `__init__` may keep as a callable attribute (`self.loader = loader`, then
+    # `self.loader(p)`): ("p:<param>", name) for a parameter's default, (slot, name) for a name
+    # given to the base's `__init__` (slots as in `BaseInit.args`)
+    init_callables: Tuple[Tuple[str, str], ...] = ()
+    # (line, col, attr, param, taken_when, default) for `self.<attr> = <call>` that `__init__`
+    # runs only in one branch of `if param:` (taken_when: the parameter's truth that runs it;
+    # default: the truth of its constant default, None without one): a construction's
+    # arguments decide (analysis/branches)
+    branch_params: Tuple[Tuple[int, int, str, str, bool, Optional[bool]], ...] = ()
 
     def method(self, name: str) -> Optional[MethodFacts]:
         return next((m for m in self.methods if m.name == name), None)
@@ -172,6 +181,7 @@ class ArgRef:
     refs: Tuple[DatasetRef, ...] = ()
     int_value: Optional[int] = None
     none: bool = False  # the constant None
+    truth: Optional[bool] = None  # the truth of a constant (`readonly=False`: False)
 
 
 @dataclass(frozen=True)

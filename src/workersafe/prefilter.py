@@ -40,7 +40,8 @@ class Prefilter:
     def mentions_handle(self, text: str) -> bool:
         """The file imports a handle module and names one of its constructors."""
         roots = imported_roots(text)
-        return any(root in roots and any(short in text for short in shorts)
+        return any((root in roots or (root in text and _reexported(root).search(text)))
+                   and any(short in text for short in shorts)
                    for root, shorts in self._pairs)
 
     @cached_property
@@ -63,6 +64,13 @@ class Prefilter:
     def single_file_candidate(self, text: str) -> bool:
         """A finding needs a handle creation and a dataset or loader in the same file."""
         return self.mentions_dataset(text) and self.mentions_handle(text)
+
+
+@lru_cache(maxsize=None)
+def _reexported(root: str) -> "re.Pattern[str]":
+    """`from .compat import lmdb`: the library imported by its own name from a module of the
+    project (re-exported there; the analysis reads it as the library)."""
+    return re.compile(r"from\s+\.+\w[\w.]*\s+import\s+\(?[\w\s,]*\b" + re.escape(root) + r"\b")
 
 
 # `importlib.import_module("h5py")`, `__import__("lmdb")`, `optional_import("lmdb")`: a call

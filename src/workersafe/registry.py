@@ -32,6 +32,9 @@ class HandleType:
     picklable: bool  # survives being pickled into a spawn/forkserver worker
     derived_methods: tuple[str, ...] = ()  # methods whose result keeps the handle alive
     derived_subscript: bool = False  # `handle[key]` keeps the handle alive (h5py)
+    # a subscript of a derived value may read data out of it (h5py: `f["x"][i]`); when False
+    # every subscript keeps the handle (pymongo: `client[name][coll]` is a collection)
+    subscript_reads: bool = True
     single_open: bool = False  # a second open in the same process fails (lmdb)
     # a second open of the same file in one process returns the first, the one a forked
     # worker inherited included (h5py: same HDF5 file id, same descriptor)
@@ -173,7 +176,8 @@ def _rows() -> tuple[HandleType, ...]:
                 derived_methods=("get_database", "get_collection"), derived_subscript=True,
                 runtime_types=("pymongo.MongoClient",), runtime_probe="",
                 runtime_derived_types=("pymongo.database.Database",
-                                       "pymongo.collection.Collection")),
+                                       "pymongo.collection.Collection"),
+                subscript_reads=False),
         replace(_DB, name="sqlalchemy.create_engine",
                 derived_methods=("connect", "begin", "raw_connection"),
                 runtime_types=("sqlalchemy.engine.Engine",), runtime_probe="",
@@ -251,6 +255,10 @@ class Registry:
     def short_names(self) -> frozenset[str]:
         """The constructors' last name parts (`Session`, `open`): what a subclass's base ends in."""
         return frozenset(t.short_name for t in self.types.values())
+
+    def module_roots(self) -> frozenset[str]:
+        """The libraries' top-level modules (`lmdb`, `h5py`, `boto3`)."""
+        return frozenset(t.module_root for t in self.types.values())
 
     def prefilter_pairs(self) -> frozenset[tuple[str, str]]:
         """(module root, constructor short name): a file that creates this handle contains both."""

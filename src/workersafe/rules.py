@@ -14,7 +14,7 @@ from typing import Iterator, Optional
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, LoaderCall,
                     Span)
 from .findings import Finding, FixPlan
-from .link import SPAWN_LIKE, ClassView, Project, Reach, method_closure
+from .link import SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
 from .registry import Registry
 from .rules_remedies import remedy_findings
 from .ruletable import latent_of
@@ -64,15 +64,22 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
         view = class_view(project, cls)
         spawn_only = not uses and _pickling_decided(view) and all(
             m in SPAWN_LIKE for m in project.class_start_methods(view.facts))
+        built = _constructions(project, view, uses)
         for cand, parent_use, attr, kind in _candidates_of(project, registry, view):
+            if built and all(_branch_not_run(view, cand.site.span, attr, ref)
+                             for ref in built):
+                continue  # every construction takes the other branch (`readonly=False`)
             judged = view
             if view.via is not None:
                 outer = _reached_through(project, cand, view, is_torch)
                 if outer is not None:  # a holder one dataset builds: judged as its attribute
                     judged, attr = class_view(project, outer), cand.plan.attr
-                    if attr in judged.guarded or attr in judged.closed_at_fork:
+                    if attr in judged.guarded or attr in judged.closed_at_fork \
+                            or not _built_in_parent(judged, cand.plan.method):
                         continue
                     parent_use |= attr in judged.parent_uses
+                elif not is_torch and _built_only_in_workers(project, view.cls):
+                    continue
             # safe by spawn only if no holder's pickle carries it (`__getstate__` drops it)
             cand.spawn_only = spawn_only and not (kind in ("instance", "passed")
                                                   and pickles_attr(judged, attr))
@@ -150,6 +157,87 @@ def _reached_through(project: Project, cand: Candidate, view: ClassView, is_torc
         cand.wire, cand.unwired = True, ""  # the fix is the dataset's: its loaders are wired
         return outer
     return None
+
+
+def _built_in_parent(view: ClassView, method: str) -> bool:
+    """Whether the parent runs `method` of the dataset before its workers start: while
+    constructing it or in `__len__`, through `self.m()` calls and properties read
+    (`self.db` running a `db` property); a holder built only later is built per worker."""
+    ran: set[str] = set()
+    stack = [root for root, _ in _parent_fillers(view)]
+    while stack:
+        name = stack.pop()
+        if name in ran or name not in view.methods:
+            continue
+        ran.add(name)
+        facts = view.methods[name][1]
+        stack.extend((*facts.self_calls, *facts.attrs_read))
+    return method in ran
+
+
+def _constructions(project: Project, view: ClassView, uses: list[LoaderUse]
+                   ) -> list[DatasetRef]:
+    """Every construction of the class the loaders reach it by, each a visible call
+    (`Feats(p)` given to a loader, `self.store = Store(p)` in the dataset keeping it); empty
+    when one is not known (a name, a factory, a holder passed in)."""
+    cls = view.cls
+    if view.via is None:
+        refs = [ref for _, _, ref in uses]
+        return refs if refs and all(ref.kind == "call" for ref in refs) else []
+    found: list[DatasetRef] = []
+    for reach in project.reached.get(cls.qualname, []):
+        if reach.passed:
+            return []
+        calls = [ref for outer in project.classes.values() if outer.name == reach.outer
+                 for member in project.mro(outer)
+                 for attr, refs in member.attr_refs if attr == reach.attr
+                 for ref in refs if ref.kind == "call" and project.resolve(
+                     ref.target, project.class_file[member.qualname]) == cls.qualname]
+        if not calls:
+            return []
+        found += calls
+    return found
+
+
+def _branch_not_run(view: ClassView, span: Span, attr: str, ref: DatasetRef) -> bool:
+    """The handle is created and kept as `self.<attr>` in one branch of `if <param>:` in the
+    `__init__` the construction runs, and the construction's arguments take the other branch:
+    a constant given for the parameter, or its constant default when not given. (What is
+    derived from it after the branches may come from either: not decided here.)"""
+    init = view.methods.get("__init__")
+    if init is None:
+        return False
+    owner = init[0]
+    branch = next((b for b in owner.branch_params
+                   if (b[0], b[1], b[2]) == (span.line, span.col, attr)), None)
+    if branch is None:
+        return False
+    _, _, _, param, taken, default = branch
+    position = owner.init_params.index(param) if param in owner.init_params else -2
+    for arg in ref.arg_refs:
+        if arg.keyword == param or (not arg.keyword and arg.position == position):
+            return arg.truth is not None and arg.truth != taken
+    given = param in ref.keywords or ref.positional < 0 or 0 <= position < ref.positional
+    return not given and default is not None and default != taken
+
+
+def _built_only_in_workers(project: Project, holder: ClassFacts) -> bool:
+    """A holder every dataset keeping it builds itself, each only in methods the parent
+    never runs (a property read by `__getitem__` alone): every worker builds its own."""
+    reaches = project.reached.get(holder.qualname, [])
+    if not reaches or any(reach.passed for reach in reaches):
+        return False
+    for reach in reaches:
+        calls = [(outer, call) for outer in project.classes.values()
+                 if outer.name == reach.outer and project.is_torch_dataset(outer)
+                 for member in project.mro(outer)
+                 for call in member.held_calls if call.attr == reach.attr
+                 and project.resolve(call.callee, project.class_file[member.qualname])
+                 == holder.qualname]
+        if not calls or any(_built_in_parent(class_view(project, outer), call.method)
+                            for outer, call in calls):
+            return False
+    return True
 
 
 def _holder_built(project: Project, holder: ClassFacts, via: Reach
@@ -261,11 +349,14 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
 def _module_candidates(project: Project, registry: Registry, view: ClassView
                        ) -> Iterator[tuple[Candidate, bool, str, str]]:
     seen: set[tuple[str, str]] = set()
+    own = frozenset(member.qualname for member in project.mro(view.cls))
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
         owner_facts = project.class_file[owner.qualname]
-        for global_name in method.globals_read:
-            found = project.module_handle(global_name, owner_facts)
+        # read directly, or inside the project functions it calls (`load(key)` reading BUCKET)
+        for global_name, facts in project.calls_through(method.globals_read, owner_facts,
+                                                        own)[0]:
+            found = project.module_handle(global_name, facts)
             if found is None:
                 continue
             home, handle = found
@@ -303,15 +394,24 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
         for name in ran:
             owner, method = view.methods[name]
             home = project.class_file[owner.qualname]
-            for func in project.calls_through(method.globals_read, home, own)[1]:
+            names = method.globals_read
+            if name == "__init__":  # a function it only keeps or passes on is not run
+                kept = {n for _, n in owner.init_callables}
+                names = tuple(n for n in names if n not in kept)
+            for func in project.calls_through(names, home, own)[1]:
                 filled.setdefault(func, root)
     if not filled:
         return
     seen: set[tuple[str, str]] = set()
+    mro = project.mro(view.cls)
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
-        reads, _ = project.calls_through(method.globals_read, project.class_file[owner.qualname],
-                                         own)
+        reads = list(project.calls_through(method.globals_read,
+                                           project.class_file[owner.qualname], own)[0])
+        for called in method.self_calls:  # `self.loader(p)`: the functions it may be
+            if called not in view.methods:
+                for func, home in _callable_attr(mro, called, project):
+                    reads.extend(project.calls_through((func,), home, own)[0])
         for read, facts in reads:
             helper = project.read_class(read, facts)
             if helper is not None and helper.qualname not in own:
@@ -335,6 +435,56 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
                                                     (handle.name,)),
                              not htype.fork_safe)
             yield cand, True, handle.name, "module"
+
+
+def _callable_attr(mro: list[ClassFacts], attr: str, project: Project
+                   ) -> list[tuple[str, FileFacts]]:
+    """The functions a callable attribute kept from an `__init__` parameter may be
+    (`self.loader = loader`): the parameter's default, or what a subclass's `__init__` gives
+    it (a name, or its own parameter's default), along the class chain; or, for the class's
+    own `__init__`, a function the constructions its loaders reach it by pass
+    (`Folder(paths, default_loader)`)."""
+    out: list[tuple[str, FileFacts]] = []
+    owner = next((m for m in mro if m.method("__init__") is not None), None)
+    for index, member in enumerate(mro):
+        for param, kept in member.param_attrs:
+            if kept == attr:
+                out.extend(_param_names(mro, index, param, project))
+                if member is owner:
+                    out.extend(_passed_names(project, mro[0], member, param))
+    return out
+
+
+def _passed_names(project: Project, cls: ClassFacts, owner: ClassFacts, param: str
+                  ) -> list[tuple[str, FileFacts]]:
+    """Module-level names the constructions of `cls` its loaders use pass for `param` of its
+    `__init__` (defined by `owner`), qualified, with the file they are read in."""
+    position = owner.init_params.index(param) if param in owner.init_params else -2
+    out: list[tuple[str, FileFacts]] = []
+    for facts, _, ref in project.loaders_by_class().get(cls.qualname, []):
+        home = project.home_of(ref) or facts
+        for arg in ref.arg_refs if ref.kind == "call" else ():
+            if arg.keyword == param or (not arg.keyword and arg.position == position):
+                out.extend((r.target, home) for r in arg.refs if r.kind == "name")
+    return out
+
+
+def _param_names(mro: list[ClassFacts], index: int, param: str, project: Project
+                 ) -> list[tuple[str, FileFacts]]:
+    """Bare names (with their file) `mro[index]`'s `__init__` parameter may be bound to."""
+    member = mro[index]
+    home = project.class_file[member.qualname]
+    out = [(name, home) for slot, name in member.init_callables if slot == f"p:{param}"]
+    sub = mro[index - 1] if index > 0 else None
+    if sub is None or sub.base_init is None or param not in member.init_params:
+        return out
+    slots = {param, f"#{member.init_params.index(param)}"}
+    sub_home = project.class_file[sub.qualname]
+    out.extend((name, sub_home) for slot, name in sub.init_callables if slot in slots)
+    for slot, source in sub.base_init.args:
+        if slot in slots and source.startswith("p:"):
+            out.extend(_param_names(mro, index - 1, source[2:], project))
+    return out
 
 
 def _helper_cache_candidates(project: Project, registry: Registry, view: ClassView,

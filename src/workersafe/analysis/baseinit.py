@@ -56,6 +56,40 @@ def base_init(node: ast.ClassDef, calling: Optional[Container[int]] = None
     return BaseInit(len(positional), bool(varargs), bool(varkw), tuple(out))
 
 
+def init_callables(node: ast.ClassDef) -> tuple[tuple[str, str], ...]:
+    """Bare names `__init__` may keep as a callable attribute (`ClassFacts.init_callables`):
+    ("p:<param>", name) for a parameter defaulting to a name (`loader=default_loader`), and
+    (slot, name) for a name it passes to its base's `__init__` (slot as in `BaseInit.args`)."""
+    init = next((s for s in node.body if type(s) is ast.FunctionDef and s.name == "__init__"),
+                None)
+    if init is None:
+        return ()
+    args = init.args
+    positional = (*args.posonlyargs, *args.args)
+    pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
+             *zip(args.kwonlyargs, args.kw_defaults)]
+    out = [(f"p:{arg.arg}", default.id) for arg, default in pairs
+           if type(default) is ast.Name and default.id != "None"]
+    call = next(_base_init_calls(init), None)
+    if call is None:
+        return tuple(out)
+    own = {a.arg for a in (*positional, *args.kwonlyargs)}
+    passed = call_args(call)
+    if not is_super(_receiver(call)):
+        passed = passed[1:]
+    position = 0
+    for arg in passed:
+        if arg.star:
+            break  # positions after a `*x` are not known
+        value = arg.value
+        slot = arg.keyword if arg.keyword is not None else f"#{position}"
+        if arg.keyword is None:
+            position += 1
+        if type(value) is ast.Name and value.id not in own:
+            out.append((slot, value.id))
+    return tuple(out)
+
+
 def _receiver(call: ast.Call) -> ast.expr:
     func = call.func
     return func.value if type(func) is ast.Attribute else func

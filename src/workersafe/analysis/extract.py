@@ -10,13 +10,15 @@ import dataclasses
 from typing import Optional
 
 from ..facts import (
-    ClassFacts, FileFacts, FunctionFacts, HeldHandle, MethodFacts, ModuleHandle,
+    ClassFacts, FileFacts, FunctionFacts, HeldCall, HeldHandle, MethodFacts, ModuleHandle,
 )
 from ..registry import Registry
-from .baseinit import base_init
+from .baseinit import base_init, init_callables
+from .branches import branch_params
 from .caches import ClassCaches, class_caches
 from .closes import error_path_closes
 from .nodes import subtree
+from .names import dotted
 from .pickled import pickled_state
 from .positions import Positions
 from .remedies import PROCESS_WORDS, remedy_facts
@@ -49,7 +51,7 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
     for func in walker.functions:  # `@functools.cache def get(): return boto3.client(...)`
         if func.cached and func.returned_handle is not None:
             handles.setdefault(func.name, (func.returned_handle, True))
-    readers = _cache_readers(walker)
+    readers = _cache_readers(walker, class_nodes)
     return FileFacts(
         path=walker.path, module=walker.module_name,
         imports=tuple(sorted(state.module_scope.names.items())),
@@ -100,28 +102,64 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
                     m.returns_call, tuple(m.returns))
         for m in cls.methods
     )
+    attr_refs = tuple((attr, tuple(refs)) for attr, refs in cls.attr_refs.items())
+    held_calls = tuple(cls.held_calls)
+    for method, call in _cached_properties(node, methods):  # kept as `self.<method>`
+        if method.name not in cls.attr_refs:
+            attr_refs += ((method.name, method.returns),)
+            held_calls += tuple(HeldCall(method.name, method.name, ref.target,
+                                         walker.ev.positions.span(call))
+                                for ref in method.returns[:1] if ref.kind == "call")
     return ClassFacts(
         cls.name, cls.qualname, cls.bases, cls.span, methods, held, class_held,
         cls.init_params, tuple(cls.param_attrs),
-        tuple((attr, tuple(refs)) for attr, refs in cls.attr_refs.items()),
-        tuple(cls.held_calls), tuple(cls.param_types),
+        attr_refs,
+        held_calls, tuple(cls.param_types),
         tuple(HeldHandle(attr, site(h), method) for attr, method, h in caches.stores),
         pickled_state(node) if node is not None else None,
         tuple(cls.derived_attrs), tuple(cls.init_int_defaults),
         base_init(node, walker.super_init_defs) if node is not None and node.bases else None,
+        init_callables(node) if node is not None else (),
+        branch_params(node, walker.ev.positions) if node is not None else (),
     )
 
 
-def _cache_readers(walker: FactWalker) -> set[str]:
+def _cached_properties(node: Optional[ast.ClassDef], methods: tuple[MethodFacts, ...]
+                       ) -> list[tuple[MethodFacts, ast.Call]]:
+    """The methods decorated `@cached_property` returning a call: what one returns is kept on
+    the instance as the attribute of its name (`self.db` built on first read, then the same
+    object); a holder it builds (`return SQLiteDB(self.path)`) is kept like
+    `self.db = SQLiteDB(...)` in that method. Each with its returned call."""
+    if node is None:
+        return []
+    calls: dict[str, ast.Call] = {}
+    for stmt in node.body:
+        if isinstance(stmt, ast.FunctionDef) and any(
+                (dotted(d) or "").rpartition(".")[2] == "cached_property"
+                for d in stmt.decorator_list):
+            returned = [r.value for r in ast.walk(stmt)
+                        if isinstance(r, ast.Return) and isinstance(r.value, ast.Call)]
+            if len(returned) == 1:
+                calls[stmt.name] = returned[0]
+    return [(m, calls[m.name]) for m in methods if m.name in calls and m.returns]
+
+
+def _cache_readers(walker: FactWalker, class_nodes: dict[str, ast.ClassDef]) -> set[str]:
     """The module functions whose names read matter: they matter only for a process-global
-    handle cache (a function reading it, or calling one that does). In a file that has one,
-    every function; elsewhere the helpers a class method calls (`read_member(p)` calling an
-    imported `get_zip(p)` that fills a cache in another module), and the helpers they call."""
-    if walker.state.module_caches:
+    handle cache or a module-level handle (a function reading it, or calling one that does).
+    In a file that has one, every function; elsewhere the helpers a class method calls
+    (`read_member(p)` calling an imported `get_zip(p)` that fills a cache in another module),
+    and the helpers they call."""
+    if walker.state.module_caches or walker.state.module_handles:
         return {f.name for f in walker.functions}
     by_name = {f.name: f for f in walker.functions if f.node is not None}
     wanted = {n for c in walker.classes for m in c.methods for n in m.globals_read
               if n in by_name}
+    # a function a constructor's parameter defaults to (`loader=default_loader`), or one named
+    # outside classes (`Folder(paths, zip_loader)`): it may be kept and called as an attribute
+    wanted.update(name for node in class_nodes.values()
+                  for _, name in init_callables(node) if name in by_name)
+    wanted.update(name for name in walker.globals_outside if name in by_name)
     frontier = list(wanted)
     while frontier:
         node = by_name[frontier.pop()].node
@@ -135,6 +173,27 @@ def _cache_readers(walker: FactWalker) -> set[str]:
 
 def _names_read(node: ast.AST) -> set[str]:
     return {n.id for n in subtree(node) if type(n) is ast.Name}
+
+
+def _globals_read(node: ast.AST) -> set[str]:
+    """The names a function reads that are not its own: read, and neither a parameter nor
+    bound inside it (unless declared `global`), nested scopes counted as its own."""
+    read: set[str] = set()
+    local: set[str] = set()
+    declared: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            (read if isinstance(sub.ctx, ast.Load) else local).add(sub.id)
+        elif isinstance(sub, ast.arg):
+            local.add(sub.arg)
+        elif isinstance(sub, ast.Global):
+            declared.update(sub.names)
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and sub is not node:
+            local.add(sub.name)
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            local.update((a.asname or a.name).partition(".")[0] for a in sub.names)
+    return read - (local - declared)
 
 
 def _failing_closes(cls: ClassState, node: Optional[ast.ClassDef], closers: frozenset[str]
@@ -157,7 +216,7 @@ def _function_facts(func: FunctionState, walker: FactWalker, keep_reads: bool
     returned = func.returned_handle
     reads: tuple[str, ...] = ()
     if keep_reads and func.node is not None:
-        reads = tuple(sorted(_names_read(func.node)))
+        reads = tuple(sorted(_globals_read(func.node)))
     return FunctionFacts(func.name, func.qualname, tuple(func.returns),
                          tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)),
                          walker.ev.site(returned) if returned and not returned.closed else None,

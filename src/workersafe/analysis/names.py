@@ -23,6 +23,36 @@ def dotted(node: ast.AST) -> Optional[str]:
     return ".".join(reversed(parts))
 
 
+def annotated_class(node: ast.expr) -> Optional[ast.expr]:
+    """The one class an annotation names, unwrapped: `Reader`, `"Reader"`,
+    `Optional[Reader]`, `Union[Reader, None]`, `Reader | None`; None for anything else (a
+    container of readers, a union of two classes)."""
+    if type(node) is ast.Constant and type(node.value) is str:
+        try:
+            parsed = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return None
+        return annotated_class(parsed) if type(parsed) is not ast.Constant else None
+    if type(node) is ast.BinOp and type(node.op) is ast.BitOr:
+        return _one_class([node.left, node.right])
+    if isinstance(node, ast.Subscript):
+        wrapper = dotted(node.value)
+        last = wrapper.rpartition(".")[2] if wrapper else ""
+        if last == "Optional":
+            return annotated_class(node.slice)
+        if last == "Union":
+            parts = node.slice.elts if type(node.slice) is ast.Tuple else [node.slice]
+            return _one_class(parts)
+        return None
+    return node if type(node) in (ast.Name, ast.Attribute) else None
+
+
+def _one_class(parts: list[ast.expr]) -> Optional[ast.expr]:
+    """The one part that is not None, unwrapped."""
+    rest = [p for p in parts if not (type(p) is ast.Constant and p.value is None)]
+    return annotated_class(rest[0]) if len(rest) == 1 else None
+
+
 class Scope:
     """Local name → qualified name, with a parent (function-local imports shadow module ones)."""
 
@@ -58,13 +88,20 @@ def bind_import(scope: Scope, node: ast.Import) -> None:
             scope.bind(head, head)
 
 
-def bind_import_from(scope: Scope, node: ast.ImportFrom, module: str, is_package: bool) -> None:
+def bind_import_from(scope: Scope, node: ast.ImportFrom, module: str, is_package: bool,
+                     libraries: frozenset[str] = frozenset()) -> None:
+    """`libraries`: handle libraries' top-level modules; one imported by its own name from a
+    module of the project (`from .compat import lmdb`, a relative import; not `from . import
+    lmdb`, a submodule) is that library re-exported (the `try: import lmdb` shim)."""
     source = module_of_import(module, is_package, node.level or 0, node.module or "")
     for alias in node.names:
         if alias.name == "*":
             scope.star_modules.append(source)
             continue
         local = alias.asname or alias.name
+        if node.level and node.module and alias.name in libraries:
+            scope.bind(local, alias.name)
+            continue
         scope.bind(local, f"{source}.{alias.name}" if source else alias.name)
 
 

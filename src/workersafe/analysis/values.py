@@ -214,7 +214,7 @@ class Evaluator:
         keys = expr.slice.elts if type(expr.slice) is ast.Tuple else [expr.slice]
         if not all(_is_key(k) for k in keys):
             return False
-        return not base.derived or all(_is_string(k) for k in keys)
+        return not base.derived or not htype.subscript_reads or all(_is_string(k) for k in keys)
 
     def site(self, handle: Handle) -> HandleSite:
         return HandleSite(handle.handle, self.positions.span(handle.call))
@@ -322,10 +322,11 @@ class Evaluator:
             if number is None and type(value) is ast.Name:
                 number = self.state.env.int_value(value.id)[1]
             none = is_none(value)
-            if refs or number is not None or none or every:
+            truth = bool(value.value) if type(value) is ast.Constant else None
+            if refs or number is not None or truth is not None or every:
                 keyword = arg.keyword or ""
                 found.append(ArgRef(-1 if keyword else index, keyword, tuple(refs), number,
-                                    none))
+                                    none, truth))
         return found
 
     def _handle_args(self, call: ast.Call) -> list[HandleArg]:
@@ -385,4 +386,14 @@ def _is_string(node: ast.AST) -> bool:
 
 
 def _is_key(node: ast.AST) -> bool:
-    return _is_string(node) or type(node) in (ast.JoinedStr, ast.Name)
+    """A key naming a member (`f["x"]`, `f[name]`, `f[self.opt["mode"]]`, `f[key.format(i)]`),
+    not a selection of data (`[:]`, `[()]`, `[0]`, `[..., i]`)."""
+    kind = type(node)
+    if isinstance(node, ast.Subscript):
+        return type(node.slice) is not ast.Slice  # `opt["mode"]`, not `keys[1:]`
+    return _is_string(node) or kind in _KEY_EXPRESSIONS
+
+
+# Expressions that compute a member's name: a variable, an attribute, a call (`str(i)`,
+# `"{}".format(i)`), an f-string or a concatenation.
+_KEY_EXPRESSIONS = (ast.JoinedStr, ast.Name, ast.Attribute, ast.Call, ast.BinOp)

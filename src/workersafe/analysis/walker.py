@@ -16,7 +16,7 @@ from ..frameworks import framework_loader
 from ..registry import Registry
 from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
 from .loader_args import read_candidate_loader, read_framework_loader, read_loader
-from .names import bind_import, bind_import_from, imported_by_call
+from .names import annotated_class, bind_import, bind_import_from, imported_by_call
 from .positions import Positions
 from .state import (
     ClassState, Env, Frame, FunctionState, Handle, MethodState, State,
@@ -180,7 +180,8 @@ class FactWalker:
                           for part in (alias.name.split(".", 1)[0], alias.asname) if part])
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        bind_import_from(self.state.scope, node, self.module_name, self.is_package)
+        bind_import_from(self.state.scope, node, self.module_name, self.is_package,
+                         self.state.registry.module_roots() if node.level else frozenset())
         self.state.rebound()
         names = [node.module.split(".", 1)[0]] if node.module else []
         names += [part for alias in node.names for part in (alias.name, alias.asname)
@@ -219,7 +220,8 @@ class FactWalker:
                 owner.init_params = tuple(a.arg for a in (*args.posonlyargs, *args.args)[1:]) \
                     + tuple(a.arg for a in args.kwonlyargs)
                 for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
-                    annotated = state.q(arg.annotation) if arg.annotation is not None else None
+                    named = annotated_class(arg.annotation) if arg.annotation else None
+                    annotated = state.q(named) if named is not None else None
                     if annotated:
                         owner.param_types.append((arg.arg, annotated))
                 owner.init_int_defaults = _int_defaults(args)
@@ -507,6 +509,7 @@ class FactWalker:
             elif type(node.func) is ast.Attribute and (node.args or node.keywords):
                 self._method_site(node, node.func)
         if type(node.func) is ast.Attribute:
+            self._cache_add(node, node.func)  # before the call binds the container here
             self._method_call(node, node.func)
         self.walk(node.func)
         self.walk_all(node.args)
@@ -795,6 +798,16 @@ class FactWalker:
         if handle is not None and not handle.closed and not state.pid_guard_depth:
             state.module_caches.setdefault(name, (handle, outer.qualname))
 
+    def _cache_add(self, node: ast.Call, func: ast.Attribute) -> None:
+        """`_CACHE.setdefault(p, lmdb.open(p))`, `_ENVS.append(lmdb.open(p))` in a function:
+        a module-level container filled like `_CACHE[p] = ...` (`_cache_store`)."""
+        position = _CACHE_ADDERS.get(func.attr)
+        if position is None or type(func.value) is not ast.Name or len(node.args) <= position:
+            return
+        if func.attr == "setdefault" and self.ev.is_identity(node.args[0]):
+            return  # keyed by the process
+        self._cache_store(func.value.id, node.args[position])
+
     def _module_alias(self, value: ast.expr) -> Optional[Handle]:
         """`db = client.capstone` (`client[...]`) at module level: derived from the module
         handle `client`, so its creating call."""
@@ -870,6 +883,10 @@ _HOOKS[ast.AsyncFunctionDef] = _HOOKS[ast.FunctionDef]
 _HOOKS[ast.AsyncWith] = _HOOKS[ast.With]
 _HOOKS[ast.AsyncFor] = _HOOKS[ast.For]
 _HOOKS[ast.SetComp] = _HOOKS[ast.GeneratorExp] = _HOOKS[ast.ListComp]
+
+
+# Methods putting a value into a container, with the value's position.
+_CACHE_ADDERS = {"setdefault": 1, "append": 0, "add": 0, "insert": 1}
 
 
 def _int_defaults(args: ast.arguments) -> list[tuple[str, int]]:
