@@ -86,9 +86,8 @@ class HandleNames:
                 return any(self.derives(arg.value, attrs, names) for arg in expr.args)
             return False
         if isinstance(expr, cst.Subscript) and self.subscript_types:
-            return all(isinstance(e.slice, cst.Index)
-                       and isinstance(e.slice.value, cst.SimpleString) for e in expr.slice) \
-                and self.derives(expr.value, attrs, names)
+            return all(isinstance(e.slice, cst.Index) and _is_key(e.slice.value)
+                       for e in expr.slice) and self.derives(expr.value, attrs, names)
         return False
 
     def configures(self, statement: cst.BaseStatement, attrs: set[str], names: set[str]
@@ -170,3 +169,16 @@ def _import_map(module: cst.Module) -> dict[str, str]:
 
 
 _module_imports = NodeMemo(_import_map)  # one walk per module, however many findings it has
+
+
+# Expressions that compute a member's name (`f[name]`, `f[self.opt["mode"]]`,
+# `f[key.format(i)]`, `f[f"{split}/x"]`), as analysis/values.py reads them; a number, a slice
+# or an ellipsis selects data instead (`[0]`, `[:]`, `[...]`).
+_KEY_EXPRESSIONS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Name,
+                    cst.Attribute, cst.Call, cst.BinaryOperation)
+
+
+def _is_key(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Subscript):
+        return not any(isinstance(e.slice, cst.Slice) for e in node.slice)
+    return isinstance(node, _KEY_EXPRESSIONS)
