@@ -25,8 +25,7 @@ from ..facts import (
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
 from .names import dotted, qualify
-from .nodes import FIELDS as _FIELDS_OF
-from .nodes import child_nodes, node_fields, subtree
+from .nodes import child_nodes, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
 from .values import Evaluator, elements, is_none, is_self, self_attr, string
 from .walker import SelfUses
@@ -252,20 +251,8 @@ class _Remedies:
         pop, push = stack.pop, stack.extend
         while stack:
             node = pop()
-            kind = type(node)
-            fields = _FIELDS_OF.get(kind)
-            if fields is None:
-                fields = node_fields(kind)
-            if fields and kind is not ast.Lambda:
-                children: list[ast.AST] = []
-                for name in fields:
-                    value = getattr(node, name, None)
-                    if type(value) is list:
-                        for item in value:
-                            if isinstance(item, ast.AST):
-                                children.append(item)
-                    elif isinstance(value, ast.AST):
-                        children.append(value)
+            if type(node) is not ast.Lambda:
+                children = child_nodes(node)
                 if children:
                     children.reverse()
                     push(children)

@@ -255,6 +255,19 @@ def _replace_merged(body: list[cst.BaseStatement], plans: list[AttrPlan]
                     ) -> list[cst.BaseStatement]:
     """Every moved statement leaves the method; `self.open_handles()` (after the locals it
     needs, kept on self, and before those it exports) takes the place of the first."""
+    keeps = dict(item for p in plans for item in p.keeps.items())
+    replacement: list[cst.BaseStatement] = [
+        cst.parse_statement(f"self.{attr} = {local}\n") for local, attr in keeps.items()]
+    replacement.append(cst.parse_statement(f"self.{OPENER_NAME}()\n"))
+    replacement += [cst.parse_statement(f"{local} = self.{attr}\n")
+                    for p in plans for local, attr in p.exports.items()]
+    return _replace_moved(body, plans, replacement)
+
+
+def _replace_moved(body: list[cst.BaseStatement], plans: list[AttrPlan],
+                   replacement: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """The plans' moved statements (and the imports moved with them) leave their method (one
+    method, the plans share it); `replacement` takes the place of the first of them."""
     name = plans[0].method.name.value
     moved = {id(s) for p in plans for s in p.statements}
     gone = moved | {id(s) for p in plans for s in p.moved_imports}
@@ -268,22 +281,20 @@ def _replace_merged(body: list[cst.BaseStatement], plans: list[AttrPlan]
         if first is None:  # another definition of the same name (a class defining it twice)
             out.append(member)
             continue
-        keeps = dict(item for p in plans for item in p.keeps.items())
-        replacement: list[cst.BaseStatement] = [
-            cst.parse_statement(f"self.{attr} = {local}\n") for local, attr in keeps.items()]
-        replacement.append(cst.parse_statement(f"self.{OPENER_NAME}()\n"))
-        replacement += [cst.parse_statement(f"{local} = self.{attr}\n")
-                        for p in plans for local, attr in p.exports.items()]
-        replacement[0] = with_leading_lines(replacement[0], leading_lines(old[first]))
+        here = list(replacement)
+        if here:
+            here[0] = with_leading_lines(here[0], leading_lines(old[first]))
         kept: list[cst.BaseStatement] = []
         for index, statement in enumerate(old):
             if index == first:
-                kept += replacement
+                kept += here
             elif id(statement) not in gone:
                 kept.append(statement)
+        if not kept:
+            kept = [cst.parse_statement("pass\n")]
         rewritten = member.with_changes(body=member.body.with_changes(body=kept))
         out.append(rewritten)
-        for plan in plans:
+        for plan in plans:  # later plans on the same method see the rewritten method
             plan.method = rewritten
     return out
 
@@ -333,41 +344,15 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
                        ) -> list[cst.BaseStatement]:
     """The moved statements leave the method; the opener call (and the locals it needs, kept
     on self) takes the place of the first of them."""
-    out: list[cst.BaseStatement] = []
-    moved = {id(s) for s in plan.statements}
-    gone = moved | {id(s) for s in plan.moved_imports}
-    for member in body:
-        if not (isinstance(member, cst.FunctionDef)
-                and member.name.value == plan.method.name.value):
-            out.append(member)
-            continue
-        old = statements(member.body.body)
-        first = next((i for i, s in enumerate(old) if id(s) in moved), None)
-        if first is None:  # another definition of the same name (a class defining it twice)
-            out.append(member)
-            continue
-        replacement: list[cst.BaseStatement] = [
-            cst.parse_statement(f"self.{attr} = {local}\n") for local, attr in plan.keeps.items()]
-        if strategy == "worker-init" or plan.results or plan.exports:
-            replacement.append(cst.parse_statement(f"self.{plan.opener}()\n"))
-            if strategy == "lazy":  # opened here: the first use in this process keeps it
-                replacement.append(cst.parse_statement(f"self.{_pid_attr(plan)} = os.getpid()\n"))
-        replacement += [cst.parse_statement(f"{local} = self.{attr}\n")
-                        for local, attr in plan.exports.items()]
-        if replacement:
-            replacement[0] = with_leading_lines(replacement[0], leading_lines(old[first]))
-        kept: list[cst.BaseStatement] = []
-        for index, statement in enumerate(old):
-            if index == first:
-                kept += replacement
-            elif id(statement) not in gone:
-                kept.append(statement)
-        if not kept:
-            kept = [cst.parse_statement("pass\n")]
-        rewritten = member.with_changes(body=member.body.with_changes(body=kept))
-        out.append(rewritten)
-        plan.method = rewritten  # later plans on the same method see the rewritten method
-    return out
+    replacement: list[cst.BaseStatement] = [
+        cst.parse_statement(f"self.{attr} = {local}\n") for local, attr in plan.keeps.items()]
+    if strategy == "worker-init" or plan.results or plan.exports:
+        replacement.append(cst.parse_statement(f"self.{plan.opener}()\n"))
+        if strategy == "lazy":  # opened here: the first use in this process keeps it
+            replacement.append(cst.parse_statement(f"self.{_pid_attr(plan)} = os.getpid()\n"))
+    replacement += [cst.parse_statement(f"{local} = self.{attr}\n")
+                    for local, attr in plan.exports.items()]
+    return _replace_moved(body, [plan], replacement)
 
 
 def _only_restores(method: cst.FunctionDef) -> bool:
