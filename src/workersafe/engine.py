@@ -213,11 +213,14 @@ class Engine:
             stats.candidates += len(more)
             return self._parse_many(more, texts, stats)
 
+        linked: list[tuple[int, Project]] = []  # the facts only grow: linked once per size
+
         def may_find(parsed: dict[str, FileFacts], every_class: bool) -> bool:
-            good = [f for f in parsed.values() if not f.error]
-            return may_find_in(Project(good, self.config.all_dataset_bases(),
-                                       self.config.start_methods(), self.registry),
-                               self.registry, every_class)
+            if not linked or linked[-1][0] != len(parsed):
+                good = [f for f in parsed.values() if not f.error]
+                linked[:] = [(len(parsed), Project(good, self.config.all_dataset_bases(),
+                                                   self.config.start_methods(), self.registry))]
+            return may_find_in(linked[-1][1], self.registry, every_class)
 
         selection.complete(facts, parse_more, may_find)
         return facts, verdicts

@@ -98,10 +98,11 @@ def may_find(project: Project, registry: Registry, every_class: bool = False) ->
     """Whether these facts hold a handle a finding could be about, whatever start method the
     loaders' workers get: a candidate of a class `evaluate` judges (a torch dataset, or one a
     loader reaches; with `every_class`, of any class: one more loader may reach it), a handle
-    passed to one's constructor, or a remedy's pattern (a worker_init_fn, a lazy open).
+    passed to one's constructor, or a remedy's pattern (a worker_init_fn setting or making
+    something on the dataset, a lazy open of a handle).
     False: neither the start methods nor more loaders' datasets need be searched for."""
-    if any(f.remedies.worker_inits for f in project.files):
-        return True
+    if any(init.sets or init.calls for f in project.files for init in f.remedies.worker_inits):
+        return True  # WS301/WS302: a worker_init_fn giving the dataset an attribute
     loaders_by_class = project.loaders_by_class()
     for cls in project.classes.values():
         uses = loaders_by_class.get(cls.qualname, [])
