@@ -17,6 +17,7 @@ from .link import Project
 from .noqa import NoqaFilter, file_is_ignored
 from .prefilter import Prefilter
 from .rules import evaluate
+from .rules import may_find as may_find_in
 from .ruletable import UNREADABLE
 from .source import Source, SourceError, decode
 
@@ -212,7 +213,16 @@ class Engine:
             stats.candidates += len(more)
             return self._parse_many(more, texts, stats)
 
-        selection.complete(facts, parse_more)
+        linked: list[tuple[int, Project]] = []  # the facts only grow: linked once per size
+
+        def may_find(parsed: dict[str, FileFacts], every_class: bool) -> bool:
+            if not linked or linked[-1][0] != len(parsed):
+                good = [f for f in parsed.values() if not f.error]
+                linked[:] = [(len(parsed), Project(good, self.config.all_dataset_bases(),
+                                                   self.config.start_methods(), self.registry))]
+            return may_find_in(linked[-1][1], self.registry, every_class)
+
+        selection.complete(facts, parse_more, may_find)
         return facts, verdicts
 
     def _parse_many(self, files: list[SourceFile], texts: dict[str, str], stats: Stats

@@ -16,7 +16,7 @@ from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, Loa
 from .findings import Finding, FixPlan
 from .link import SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
 from .registry import Registry
-from .rules_remedies import remedy_findings
+from .rules_remedies import opens_lazily, remedy_findings
 from .ruletable import latent_of
 
 HAZARD, SPAWN_CRASH, SAFE = "hazard", "spawn", "safe"
@@ -99,6 +99,30 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
     findings = [f for cand in candidates.values() for f in _findings_of(cand)]
     findings += remedy_findings(project, registry, class_view)  # WS3xx
     return sorted(findings, key=Finding.sort_key)
+
+
+def may_find(project: Project, registry: Registry, every_class: bool = False) -> bool:
+    """Whether these facts hold a handle a finding could be about, whatever start method the
+    loaders' workers get: a candidate of a class `evaluate` judges (a torch dataset, or one a
+    loader reaches; with `every_class`, of any class: one more loader may reach it), a handle
+    passed to one's constructor, or a remedy's pattern (a worker_init_fn setting or making
+    something on the dataset, a lazy open of a handle).
+    False: neither the start methods nor more loaders' datasets need be searched for."""
+    if any(init.sets or init.calls for f in project.files for init in f.remedies.worker_inits):
+        return True  # WS301/WS302: a worker_init_fn giving the dataset an attribute
+    loaders_by_class = project.loaders_by_class()
+    for cls in project.classes.values():
+        uses = loaders_by_class.get(cls.qualname, [])
+        if not uses and not every_class and not project.is_torch_dataset(cls):
+            continue
+        view = class_view(project, cls)
+        if next(iter(_candidates_of(project, registry, view)), None) is not None \
+                or opens_lazily(project, registry, view):
+            return True
+        if any(next(iter(_passed_candidates(view, registry, ref, facts)), None) is not None
+               for facts, _, ref in uses):
+            return True
+    return False
 
 
 # --- the effective class ------------------------------------------------------------------

@@ -421,6 +421,20 @@ def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, 
                           f"it when os.getpid() changes", plan)
 
 
+def opens_lazily(project: Project, registry: Registry, view: View) -> bool:
+    """The class opens a fork-unsafe handle lazily without a process check (WS303's pattern,
+    as `_lazy_opened_in_parent` reads it)."""
+    for remedy in project.class_file[view.cls.qualname].remedies.classes:
+        if remedy.qualname != view.cls.qualname:
+            continue
+        for lazy in remedy.lazy:
+            site = lazy.site or _opener_site(view, lazy)
+            htype = registry.lookup(site.handle) if site is not None else None
+            if htype is not None and not htype.fork_safe and not lazy.process_checked:
+                return True
+    return False
+
+
 def _opener_site(view: View, lazy: LazyOpen) -> Optional[HandleSite]:
     for name in method_closure([lazy.opener], view.methods):
         owner = view.methods[name][0]

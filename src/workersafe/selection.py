@@ -18,6 +18,10 @@ from .prefilter import Prefilter, class_bases, import_statements, words_pattern
 ParseMany = Callable[[list[SourceFile]], dict[str, FileFacts]]
 Demand = Callable[[Iterable[str], FileFacts], None]
 ImportedBy = Callable[[str], set[str]]
+# Whether the facts parsed so far hold a handle a finding could be about (the engine links
+# them to tell): until they do, no start method can change a finding.
+# `every_class`: a handle of any class counts (a loader found later may reach it).
+MayFind = Callable[[dict[str, FileFacts], bool], bool]
 # An entry script's start method reaches the loaders its imports build.
 _START_METHOD = "set_start_method"
 
@@ -39,6 +43,8 @@ class Selection:
         self._callers_searched: set[str] = set()
         self._scoped_seen: set[str] = set()  # files setting a start method in a function
         self._verdicts: tuple[set[str], set[str]] = (set(), set())
+        # files the callers' round found before it was needed (`complete`)
+        self._deferred_callers: set[str] = set()
 
     def first(self) -> list[str]:
         """The files parsed first: a handle and a dataset word in the same file."""
@@ -51,9 +57,16 @@ class Selection:
         self._verdicts = (set(self.texts) - loud, loud)
         return self._verdicts
 
-    def complete(self, facts: dict[str, FileFacts], parse: ParseMany) -> None:
+    def complete(self, facts: dict[str, FileFacts], parse: ParseMany,
+                 may_find: Optional[MayFind] = None) -> None:
         """Parse more files (adding to `facts`) until every file that could add to a finding
-        has been parsed."""
+        has been parsed. The start-method round (entry scripts, the files between them and the
+        loaders, every importer of those: on a library most of the tree) runs only once the
+        other rounds add nothing and `may_find` says a handle in what is parsed could make a
+        finding; from then on in every round. The callers' round likewise, once a handle of
+        any class could make one; until then it still adds the callers that name a handle (one
+        may pass it to a dataset's constructor)."""
+        starts_needed = callers_needed = may_find is None
         texts, handle_files, dataset_files = self.texts, self.handle_files, self.dataset_files
         words = self.prefilter.dataset_words
         dataset_names = _dataset_class_names(texts, handle_files | dataset_files, words)
@@ -76,16 +89,37 @@ class Selection:
             if modules:
                 wanted |= {p for p in dataset_files | handle_files
                            if p not in facts and self._imported_by(p) & modules}
-            wanted |= self._start_method_reach(facts, by_module)
-            wanted |= self._callers(facts)
+            callers = self._callers(facts) - set(facts)
+            wanted |= self._gate(callers, callers_needed, self._deferred_callers)
+            if starts_needed:
+                wanted |= self._start_method_reach(facts, by_module)
             wanted -= set(facts)
+            if not wanted and may_find is not None:
+                if not callers_needed and may_find(facts, True):
+                    callers_needed = True
+                    wanted = self._gate(set(), True, self._deferred_callers) - set(facts)
+                if not wanted and not starts_needed and may_find(facts, False):
+                    starts_needed = True
+                    # from every entry setting one, parsed already (by another round) or not
+                    wanted = self._start_method_reach(facts, by_module,
+                                                      self.start_files) - set(facts)
             if not wanted:
                 return
             facts.update(parse([self.by_path[p] for p in sorted(wanted)]))
             wanted = set()
 
-    def _start_method_reach(self, facts: dict[str, FileFacts], by_module: dict[str, str]
-                            ) -> set[str]:
+    def _gate(self, found: set[str], needed: bool, deferred: set[str]) -> set[str]:
+        """What a gated round adds now: all it found (and had deferred) once needed, else only
+        the files naming a handle, the rest kept in `deferred` for when it is."""
+        if needed:
+            found = found | deferred
+            deferred.clear()
+            return found
+        deferred |= found - self.handle_files
+        return found & self.handle_files
+
+    def _start_method_reach(self, facts: dict[str, FileFacts], by_module: dict[str, str],
+                            starts: Optional[set[str]] = None) -> set[str]:
         """Entry scripts that set a start method, the files between them and the loaders they
         reach, and every other importer of those loaders: a start method reaches a loader only
         if every entry importing it sets one (the linker needs those that set none: they fork)."""
@@ -96,8 +130,9 @@ class Selection:
             # script sets a start method.
             loader_files |= {p for p in self.dataset_files if "DataLoader(" in self.texts[p]}
         wanted = self._scoped_start_reach(facts, by_module)
-        chains = _import_chains(self.start_files - set(facts), loader_files, self._imported_by,
-                                by_module)
+        if starts is None:  # those parsed were followed when they were parsed
+            starts = self.start_files - set(facts)
+        chains = _import_chains(starts, loader_files, self._imported_by, by_module)
         if not chains - set(facts):
             return wanted
         reached = chains & loader_files
