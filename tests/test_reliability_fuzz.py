@@ -384,7 +384,7 @@ def test_fix_survives_deep_expressions(tmp_path: Path, depth: int) -> None:
         assert sys.version_info >= (3, 12) and depth > 500, output
         assert path.read_bytes() == before
         return
-    assert "WS101 fixed" in output and "_open_" in path.read_text(), output
+    assert "WS101 fixed" in output and "def open_handles(self)" in path.read_text(), output
     assert _run_cli("check", "--no-cache", str(path)) == (0, "")
 
 
