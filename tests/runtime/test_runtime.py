@@ -201,6 +201,13 @@ PROGRAM_LIST: tuple[Program, ...] = (
     ),
 )
 PROGRAM_LIST += (
+    Program(  # members picked by constructor arguments: `self.h5[key]` moves with the file
+        "h5py_member_by_argument",
+        "WS101",
+        "h5py.File(",
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(
         "h5py_local_file",
         "WS101",
