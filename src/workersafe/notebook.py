@@ -96,7 +96,7 @@ def load(raw: bytes) -> Notebook:
         cells[number] = [line if line.endswith(("\n", "\r")) else line + "\n"
                          for line in _masked_cell(cell_text(cell), masked)]
     code = _joined(cells, {})
-    if not _parses(code):
+    if _cell_error(code) is not None:
         errors = {}
         for number, lines in cells.items():
             error = _cell_error("".join(lines))
@@ -116,16 +116,6 @@ def _joined(cells: Mapping[int, list[str]],
             number, *error[:2], " ".join(error[2].split())))
         out.extend(lines)
     return "".join(out)
-
-
-def _parses(code: str) -> bool:
-    from .parse import ParseError, python_tree
-
-    try:
-        python_tree(code)
-    except ParseError:
-        return False
-    return True
 
 
 def _cell_error(text: str) -> Optional[tuple[int, int, str]]:

@@ -23,12 +23,6 @@ _NOT_NODES_OF: dict[str, frozenset[str]] = {
     "value": frozenset({"Constant", "MatchSingleton"}),
 }
 _FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
-FIELDS = _FIELDS  # node type → node_fields(type), filled as types are met
-
-
-def node_fields(kind: type[ast.AST]) -> tuple[str, ...]:
-    """The fields of `kind` that may hold nodes (cached in FIELDS)."""
-    return _fields(kind)
 
 
 def _fields(kind: type[ast.AST]) -> tuple[str, ...]:

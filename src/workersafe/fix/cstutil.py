@@ -438,3 +438,11 @@ def _shift_lines(statement: StatementLine, shifts: Mapping[int, int]) -> Stateme
         changes[node] = node.with_changes(
             last_line=cst.SimpleWhitespace(" " * (len(value) + shift)))
     return as_statement(statement.visit(ReplaceNodes(changes)))
+
+
+def is_absolute_import(statement: cst.BaseStatement) -> bool:
+    """An absolute `import x` / `from x import y` statement (nothing else on its line)."""
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, cst.Import) or (isinstance(s, cst.ImportFrom) and not s.relative
+                                      and not isinstance(s.names, cst.ImportStar))
+        for s in statement.body)

@@ -20,6 +20,7 @@ import libcst as cst
 from ..findings import Finding
 from .cstutil import (
     BUILTIN_NAMES, Located, ReplaceNodes, as_statement, bound_names, dotted, function_params,
+    is_absolute_import,
     leading_lines, loaded_names, module_bindings, single, statements, walk,
     with_dominant_newline, with_leading_lines,
 )
@@ -158,9 +159,9 @@ class Prepass:
         bound = module_bindings(module) | BUILTIN_NAMES | {this}
         there, here = (self.imports.get(p, {}) for p in paths)
         same_module = paths[0] == paths[1]
-        carried = bound_names([s for s in new_lines if _absolute_import(s)])  # moved along
+        carried = bound_names([s for s in new_lines if is_absolute_import(s)])  # moved along
         for statement in new_lines:
-            if _absolute_import(statement):
+            if is_absolute_import(statement):
                 continue
             for name in sorted(loaded_names(statement) - carried):
                 if name in reading.worker_only:
@@ -379,7 +380,7 @@ class _WorkerFn:
                 self.datasets.add(target.value)
                 bindings.append((statement, target.value))
                 continue
-            if _absolute_import(statement):  # `import requests` inside the function
+            if is_absolute_import(statement):  # `import requests` inside the function
                 for name in sorted(bound_names([statement])):
                     self.imported[name] = statement
                     bindings.append((statement, name))
@@ -676,11 +677,3 @@ def _last(node: cst.BaseExpression) -> str:
 
 def _short(name: str) -> str:
     return name.rpartition(".")[2]
-
-
-def _absolute_import(statement: cst.BaseStatement) -> bool:
-    """An absolute `import x` / `from x import y` statement (nothing else on its line)."""
-    return isinstance(statement, cst.SimpleStatementLine) and all(
-        isinstance(s, cst.Import) or (isinstance(s, cst.ImportFrom) and not s.relative
-                                      and not isinstance(s.names, cst.ImportStar))
-        for s in statement.body)

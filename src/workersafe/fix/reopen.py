@@ -14,11 +14,12 @@ import libcst as cst
 
 from ..findings import FixPlan
 from .cstutil import (
-    BUILTIN_NAMES, Located, ReplaceNames, bound_names, function_params, loaded_names,
+    BUILTIN_NAMES, Located, ReplaceNames, bound_names, function_params, is_absolute_import,
+    loaded_names,
     module_bindings, self_attr, single, statements, transform, walk,
 )
 from .handles import HandleNames
-from .classfix import drop_statement
+from .classfix import _names_in_use, drop_statement
 from .initplan import find_method
 from .plan import Unfixable
 from .templates import BLANK, HANDLES_PID, OPENER_NAME, getstate_methods, open_method
@@ -83,9 +84,9 @@ def plan_reopen(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int, co
         raise Unfixable("the creating call holds a lambda, comprehension or `:=`")
     method_locals = set(function_params(method)) | bound_names(_simple_statements(method)) \
         | _block_targets(method)
-    imported = {name: s for s in _simple_statements(method) if _is_import(s)
+    imported = {name: s for s in _simple_statements(method) if is_absolute_import(s)
                 for name in bound_names([s])}
-    used = _used_attrs(cls)
+    used = _names_in_use(cls)
     for name in sorted(loaded_names(call) - {"self"}):
         if name in imported:
             plan.imports.append(imported[name].with_changes(leading_lines=[]))
@@ -180,7 +181,7 @@ def rewrite_reopen(cls: cst.ClassDef, plans: list[ReopenPlan]) -> cst.ClassDef:
     for name in ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__", OPENER_NAME):
         if name in taken:
             raise Unfixable(f"the class already defines {name}: merge by hand")
-    if HANDLES_PID in _used_attrs(cls):
+    if HANDLES_PID in _names_in_use(cls):
         raise Unfixable(f"the class already uses self.{HANDLES_PID}")
     swap = {id(p.creation): p for p in plans}
 
@@ -234,17 +235,6 @@ def rewrite_reopen(cls: cst.ClassDef, plans: list[ReopenPlan]) -> cst.ClassDef:
     at = next((i + 1 for i, s in enumerate(old)
                if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), len(old))
     return new.with_changes(body=new.body.with_changes(body=[*old[:at], *added, *old[at:]]))
-
-
-def _used_attrs(cls: cst.ClassDef) -> set[str]:
-    return {a for n in walk(cls) if isinstance(n, cst.Attribute) for a in [self_attr(n)] if a} \
-        | {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
-
-
-def _is_import(statement: cst.BaseStatement) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and all(
-        isinstance(s, cst.Import) or (isinstance(s, cst.ImportFrom) and not s.relative)
-        for s in statement.body)
 
 
 def _block_targets(method: cst.FunctionDef) -> set[str]:

@@ -17,7 +17,7 @@ from typing import IO, Any, Callable, Optional
 from .report import GuardFinding
 from .table import TypeTable
 from .walk import DEFAULT_BUDGET, Hit, WalkResult, walk
-from .where import set_at
+from .where import set_at, shown
 
 FORMATS = ("text", "json")
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -48,11 +48,7 @@ def _loader_site() -> str:
     while frame is not None:
         name = frame.f_code.co_filename
         if not name.startswith(_HERE) and f"{os.sep}torch{os.sep}" not in name:
-            try:
-                rel = os.path.relpath(name)
-            except ValueError:  # another drive (Windows)
-                rel = name
-            return f"{name if rel.startswith('..') else rel}:{frame.f_lineno}"
+            return f"{shown(name)}:{frame.f_lineno}"
         frame = frame.f_back
     return "?"
 

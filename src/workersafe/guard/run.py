@@ -11,7 +11,7 @@ import traceback
 from types import TracebackType
 from typing import IO, Optional
 
-from ..exitcodes import EXIT_FINDINGS, EXIT_INTERRUPTED
+from ..exitcodes import EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED
 from .hook import install, uninstall
 
 
@@ -38,7 +38,7 @@ def run_script(script: str, args: list[str], strict: bool = False, format: str =
     path = os.path.abspath(script)
     if not os.path.exists(path):
         print(f"workersafe guard: can't open file {script!r}: no such file", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     try:
         guard = install(strict=strict, format=format, output=output, stream=stream)
     except ImportError as exc:
@@ -46,7 +46,7 @@ def run_script(script: str, args: list[str], strict: bool = False, format: str =
             raise
         print("workersafe guard: error: the guard needs torch (pip install torch)",
               file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [script, *args]
     folder = os.path.dirname(path)

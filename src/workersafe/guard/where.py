@@ -25,7 +25,8 @@ def _findings(path: str) -> tuple[Finding, ...]:
         return ()
 
 
-def _shown(path: str) -> str:
+def shown(path: str) -> str:
+    """`path` relative to the working directory when it lies below it, else as given."""
     try:
         rel = os.path.relpath(path)
     except ValueError:  # another drive (Windows)
@@ -53,5 +54,5 @@ def set_at(holder: Optional[type], module: str, attr: str) -> Optional[str]:
         if plan is None or attr not in plan.holding_attrs:
             continue
         if holder is None and plan.kind == "module" or plan.class_qualname == qualname:
-            return f"{_shown(path)}:{finding.line} ({finding.code} there)"
+            return f"{shown(path)}:{finding.line} ({finding.code} there)"
     return None

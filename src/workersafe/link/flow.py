@@ -375,12 +375,6 @@ class ValueFlow(Hierarchy):
                         parent.setdefault(self._key(item), item)
         return self._order[root]
 
-    def arguments_for(self, param: str) -> list[tuple[FileFacts, ArgRef]]:
-        """What callers pass for a function parameter ("<function>#<index>#<name>")."""
-        function = param.split("#")[0]
-        return [(facts, arg) for facts, site in self.calls_of(function)
-                for arg in site.args if self._is_arg_for(arg, param)]
-
     def calls_of(self, function: str) -> list[tuple[FileFacts, CallSite]]:
         """The call sites of a function or method ("<class>.<method>", the class defining
         it), once the receivers of method calls are solved."""
