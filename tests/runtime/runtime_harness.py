@@ -27,6 +27,16 @@ PROGRAMS = REPO / "fixtures" / "runtime"
 FORK_TIMEOUT = 120.0
 SPAWN_TIMEOUT = 240.0
 
+# What a zip archive shared by forked workers does: the offset one worker moved is read by
+# another (each pattern is searched in the program's error).
+ZIP_FAILURES = (
+    r"BadZipFile",
+    r"zlib\.error",
+    r"Bad CRC-32",
+    r"JSONDecodeError",
+    r"UnicodeDecodeError",
+)
+
 
 @dataclass(frozen=True)
 class Config:

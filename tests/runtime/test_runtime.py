@@ -26,6 +26,7 @@ import pytest
 from runtime_harness import (
     PROGRAMS,
     REPO,
+    ZIP_FAILURES,
     Config,
     Outcome,
     Target,
@@ -49,13 +50,6 @@ HTTPX_FAILURES = (
     r"httpx\.(ReadError|RemoteProtocolError|LocalProtocolError|WriteError)",
     r"DECRYPTION_FAILED_OR_BAD_RECORD_MAC",
     r"JSONDecodeError",
-)
-ZIP_FAILURES = (
-    r"BadZipFile",
-    r"zlib\.error",
-    r"Bad CRC-32",
-    r"JSONDecodeError",
-    r"UnicodeDecodeError",
 )
 
 FORK_4 = Config(workers=4)
