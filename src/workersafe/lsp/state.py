@@ -7,18 +7,26 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from ..config import Config, ConfigError, discover_config
 from ..discovery import DiscoveryError, SourceFile, discover, module_name
 from ..engine import CheckResult, Engine
-from ..findings import Finding
-from ..fixes import FindingKey, Rewrite, finding_key, rewrite
+from ..findings import Finding, FindingKey, finding_key
 from ..paths import CACHE_DIR_NAME
 from ..reading import read_source
 from ..source import Source, SourceError, decode
 
+if TYPE_CHECKING:
+    from ..fixes import Rewrite
+
+# The fixer (and libcst) is imported when a fix is asked for, not when the server starts.
+
 log = logging.getLogger("workersafe.lsp")
+# A workspace of at least this many files answers an opened file first with that file alone
+# (as flake8 sees it), then with the linked analysis of the workspace, which takes seconds on
+# a large repository: the editor shows the file's own findings within the parse floor.
+QUICK_FILES = int(os.environ.get("WORKERSAFE_LSP_QUICK_FILES", "100"))
 # A file's text as read: (modification stamp, source or None, why it cannot be read or None)
 _Entry = tuple[tuple[int, int], Optional[Source], Optional[str]]
 
@@ -118,6 +126,22 @@ class Workspace:
             by_path.setdefault(finding.path, []).append(finding)
         return Analysis(self.generation, result, by_path)
 
+    def answers_quickly(self) -> bool:
+        """No linked analysis yet, and the workspace is large enough for it to take a while:
+        the server answers an opened file with `alone` first."""
+        return self._analysis is None and len(self.files()) >= QUICK_FILES
+
+    def alone(self, path: str) -> list[Finding]:
+        """The findings of `path` from its own text alone (same-file knowledge: what
+        `workersafe check` of that one file reports), without reading or linking the rest."""
+        _, source, error = self._entry(path)
+        if source is None:
+            return [self.engine.error_finding(path, error)] if error is not None else []
+        module = next((f.module for f in self.files() if f.path == path), None)
+        if module is None:
+            module = _lone_file(path, self.root).module
+        return self.engine.check_text(path, source.text, module)
+
     def source(self, path: str) -> Optional[Source]:
         """The text the analysis uses: the unsaved buffer, else the file on disk; None when
         it cannot be read or decoded (`error` says why)."""
@@ -169,6 +193,8 @@ class Workspace:
         analysis = self.analysis()
         cache_key = (analysis.generation, path, key)
         if cache_key not in self._fixes:
+            from ..fixes import Rewrite, rewrite
+
             def chosen(finding: Finding) -> bool:
                 return finding_key(finding) == key if key else finding.path == path
             try:
