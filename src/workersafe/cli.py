@@ -300,6 +300,13 @@ def _guard(args: argparse.Namespace) -> int:
 
 
 def _server() -> int:
+    # The start-up imports (pygls's protocol types: thousands of classes; the engine) build
+    # objects that live as long as the server: no cycle collection while they are made (each
+    # would walk all that came before: ~40 ms of the first diagnostics' ~0.3 s of CPU), and
+    # none of the later ones walks them again (`freeze`).
+    import gc
+
+    gc.disable()
     try:
         from .lsp.server import serve
     except ImportError as exc:
@@ -308,6 +315,9 @@ def _server() -> int:
         print("workersafe: error: `workersafe server` needs the language server extra: "
               "pip install 'workersafe[lsp]'", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        gc.freeze()
+        gc.enable()
     return serve()
 
 
