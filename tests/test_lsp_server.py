@@ -225,6 +225,28 @@ def test_large_workspace_answers_the_opened_file_alone_first(tmp_path: Path) -> 
     assert run(session("3")) == [["WS101"]]  # below the threshold: the linked answer only
 
 
+@pytest.mark.parametrize("cache", [False, True])
+def test_analysis_after_an_edit_extracts_the_changed_file_only(
+        tmp_path: Path, cache: bool) -> None:
+    """The server keeps the facts it extracted: the analysis after an edit (or an opened file)
+    parses that file alone, and reads no other file's facts back from the disk cache (on a
+    large repository that costs as much as extracting them again), with the same findings."""
+    from workersafe.lsp.state import Workspace
+
+    project = tmp_path / "p"
+    shutil.copytree(ROOT / "fixtures" / "projects" / "dataset_and_train_split", project)
+    state = Workspace(str(project), cache=cache)
+    first = state.analysis().result
+    assert first.stats.parsed == 2 and [f.code for f in first.findings] == ["WS101"]
+    data = str(project / "data.py")
+    state.open(data, (project / "data.py").read_text() + "\n")
+    again = state.analysis().result
+    assert again.stats.parsed == 1 and again.stats.cache_hits == 1
+    assert [f.code for f in again.findings] == ["WS101"]
+    state.update(data, (project / "data.py").read_text().replace("requests.Session()", "None"))
+    assert state.analysis().result.findings == []
+
+
 def test_server_start_imports_no_fixer() -> None:
     """The fixer (and libcst) is imported when a fix is asked for, not when the server
     starts: the first diagnostics do not wait for it."""

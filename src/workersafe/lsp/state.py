@@ -9,9 +9,11 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
+from ..cache import FactsCache
 from ..config import Config, ConfigError, discover_config
 from ..discovery import DiscoveryError, SourceFile, discover, module_name
 from ..engine import CheckResult, Engine
+from ..facts import FileFacts
 from ..findings import Finding, FindingKey, finding_key
 from ..paths import CACHE_DIR_NAME
 from ..reading import read_source
@@ -63,6 +65,7 @@ class Workspace:
             cache_dir = os.path.join(self.root, CACHE_DIR_NAME)
         # One process: parsing in a pool would fork the server (and its threads).
         self.engine = Engine(self.config, link=True, jobs=1, cache_dir=cache_dir)
+        self.engine.cache = _Kept(self.engine.cache)
         self.changed(files=True)
 
     def changed(self, files: bool = False) -> None:
@@ -203,6 +206,32 @@ class Workspace:
             except Exception as exc:  # noqa: BLE001 - a fixer bug must not take the editor down
                 self._fixes[cache_key] = Rewrite(notes={key or (path,): f"fix failed: {exc}"})
         return self._fixes[cache_key]
+
+
+class _Kept(FactsCache):
+    """The facts of the files the last analyses parsed, kept in memory over the disk cache
+    (when there is one): the analysis after a keystroke or an opened file extracts the facts
+    of the changed file only, and reads nothing back from disk (a large workspace's every file
+    from the disk cache costs as much as extracting them all again). Only `get` and `put`,
+    the engine's two calls, are used; the disk cache's own state stays in `disk`."""
+
+    def __init__(self, disk: Optional[FactsCache]) -> None:
+        self.disk = disk
+        self.kept: dict[str, tuple[SourceFile, str, FileFacts]] = {}
+
+    def get(self, file: SourceFile, text: str) -> Optional[FileFacts]:
+        kept = self.kept.get(file.path)
+        if kept is not None and kept[0] == file and kept[1] == text:
+            return kept[2]
+        facts = self.disk.get(file, text) if self.disk is not None else None
+        if facts is not None:
+            self.kept[file.path] = (file, text, facts)
+        return facts
+
+    def put(self, file: SourceFile, text: str, facts: FileFacts) -> None:
+        self.kept[file.path] = (file, text, facts)
+        if self.disk is not None:
+            self.disk.put(file, text, facts)
 
 
 def buffer_source(path: str, text: str) -> Source:
