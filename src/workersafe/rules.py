@@ -287,7 +287,7 @@ def _holder_built(project: Project, holder: ClassFacts, via: Reach
 
 def _candidates_of(project: Project, registry: Registry, view: ClassView
                    ) -> Iterator[tuple[Candidate, bool, str, str]]:
-    mro = project.mro(view.cls)
+    mro = view.chain
     for member in mro:
         home = project.class_file[member.qualname]
         for held in member.held:
@@ -373,7 +373,7 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
 def _module_candidates(project: Project, registry: Registry, view: ClassView
                        ) -> Iterator[tuple[Candidate, bool, str, str]]:
     seen: set[tuple[str, str]] = set()
-    own = frozenset(member.qualname for member in project.mro(view.cls))
+    own = frozenset(member.qualname for member in view.chain)
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
         owner_facts = project.class_file[owner.qualname]
@@ -413,7 +413,7 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
     functions they call: the workers share the parent's handles (WS102). A cache the parent
     never fills is filled per process: safe."""
     filled: dict[str, str] = {}  # filling function → the parent method that first calls it
-    own = frozenset(member.qualname for member in project.mro(view.cls))  # its caches: WS103
+    own = frozenset(member.qualname for member in view.chain)  # its caches: WS103
     for root, ran in _parent_fillers(view):
         for name in ran:
             owner, method = view.methods[name]
@@ -427,7 +427,7 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
     if not filled:
         return
     seen: set[tuple[str, str]] = set()
-    mro = project.mro(view.cls)
+    mro = view.chain
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
         reads = list(project.calls_through(method.globals_read,
