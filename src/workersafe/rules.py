@@ -252,16 +252,24 @@ def _built_only_in_workers(project: Project, holder: ClassFacts) -> bool:
     if not reaches or any(reach.passed for reach in reaches):
         return False
     for reach in reaches:
-        calls = [(outer, call) for outer in project.classes.values()
-                 if outer.name == reach.outer and project.is_torch_dataset(outer)
-                 for member in project.mro(outer)
-                 for call in member.held_calls if call.attr == reach.attr
-                 and project.resolve(call.callee, project.class_file[member.qualname])
-                 == holder.qualname]
+        calls = _holder_calls(project, holder, reach)
         if not calls or any(_built_in_parent(class_view(project, outer), call.method)
-                            for outer, call in calls):
+                            for outer, _, call in calls):
             return False
     return True
+
+
+def _holder_calls(project: Project, holder: ClassFacts, reach: Reach
+                  ) -> list[tuple[ClassFacts, ClassFacts, HeldCall]]:
+    """The calls building the holder as `self.<reach.attr>` in the torch datasets named by
+    `reach` (`self.reader = Reader(p)`): (the dataset, the class in its chain making the
+    call, the call)."""
+    return [(outer, member, call) for outer in project.classes.values()
+            if outer.name == reach.outer and project.is_torch_dataset(outer)
+            for member in project.mro(outer)
+            for call in member.held_calls if call.attr == reach.attr
+            and project.resolve(call.callee, project.class_file[member.qualname])
+            == holder.qualname]
 
 
 def _holder_built(project: Project, holder: ClassFacts, via: Reach
@@ -270,16 +278,8 @@ def _holder_built(project: Project, holder: ClassFacts, via: Reach
     class keeping it, a dataset a loader uses directly; None otherwise."""
     if len(project.reached.get(holder.qualname, [])) != 1:
         return None
-    found = []
-    for outer in project.classes.values():
-        if outer.name != via.outer or project.reached.get(outer.qualname) \
-                or not project.is_torch_dataset(outer):
-            continue
-        for member in project.mro(outer):
-            home = project.class_file[member.qualname]
-            found += [(outer, member, call) for call in member.held_calls
-                      if call.attr == via.attr
-                      and project.resolve(call.callee, home) == holder.qualname]
+    found = [built for built in _holder_calls(project, holder, via)
+             if not project.reached.get(built[0].qualname)]  # the dataset itself not kept
     return found[0] if len(found) == 1 else None
 
 
