@@ -14,7 +14,7 @@ from typing import Iterator, Optional
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, LoaderCall,
                     Span)
 from .findings import Finding, FixPlan
-from .link import SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
+from .link import PICKLING_METHODS, SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
 from .registry import Registry
 from .rules_remedies import opens_lazily, remedy_findings
 from .ruletable import latent_of
@@ -82,7 +82,7 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
                     continue
             # safe by spawn only if no holder's pickle carries it (`__getstate__` drops it)
             cand.spawn_only = spawn_only and not (kind in ("instance", "passed")
-                                                  and pickles_attr(judged, attr))
+                                                  and judged.pickles(attr))
             merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
             merged.torch_dataset |= is_torch
             merged.any_loader |= bool(uses)
@@ -134,25 +134,7 @@ def class_view(project: Project, cls: ClassFacts) -> ClassView:
 
 def _pickling_decided(view: ClassView) -> bool:
     """The class decides what its pickle holds (the fix adds a `__getstate__`)."""
-    return any(name in view.methods for name in _PICKLING_METHODS)
-
-
-# Methods deciding what pickling an instance holds, in the order pickle asks for them.
-_PICKLING_METHODS = ("__reduce_ex__", "__reduce__", "__getstate__")
-
-
-def pickles_attr(view: ClassView, attr: str) -> bool:
-    """Whether pickling the instance (spawn, forkserver workers) carries `self.<attr>`: all
-    of `__dict__` without a `__getstate__`; with one, what it keeps, key by key
-    (`analysis/pickled.py`). `__reduce__`, or a `__getstate__` that cannot be read key by key,
-    decides: taken to drop it."""
-    for name in _PICKLING_METHODS:
-        if name in view.methods:
-            state = view.methods[name][0].pickled
-            if state is None or state.mode not in ("all-but", "only"):
-                return False
-            return (attr not in state.names) == (state.mode == "all-but")
-    return True
+    return any(name in view.methods for name in PICKLING_METHODS)
 
 
 def _reached_through(project: Project, cand: Candidate, view: ClassView, is_torch: bool
@@ -617,7 +599,7 @@ def classify(project: Project, registry: Registry, view: ClassView, facts: FileF
         # spawned worker imports the module. A class with its own __getstate__ decides, key
         # by key, what is pickled (the fix adds one dropping every handle).
         unpicklable = kind in ("instance", "passed") and not htype.picklable \
-            and pickles_attr(view, attr)
+            and view.pickles(attr)
         return SPAWN_CRASH if unpicklable else SAFE
     if htype.fork_safe or _worker_init_recreates(project, view, facts, loader, attr, kind):
         return SAFE

@@ -37,6 +37,8 @@ class View(Protocol):
     chain: list[ClassFacts]  # the class and its project bases
     reaches: list[Reach]  # how other classes keep it
 
+    def pickles(self, attr: str) -> bool: ...  # whether pickling it carries `self.<attr>`
+
 
 ViewOf = Callable[[Project, ClassFacts], View]
 ByClass = dict[str, list[LoaderUse]]  # Project.loaders_by_class()
@@ -390,25 +392,37 @@ def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, 
         if lazy.method in init_names:
             continue  # opened by __init__ itself: WS101's finding
         triggers = _triggers(view, lazy.method)
-        forking = [(f, ld) for f, ld in uses if ld.num_workers != 0
-                   and any(c not in SPAWN_LIKE for c, _ in project.start_methods(ld, f))]
-        if uses and not forking:
-            continue  # only main-process or spawned loaders
+        htype = registry.lookup(site.handle)
+        # spawn/forkserver workers get what the class pickles: the open handle, unless left out
+        unpicklable = htype is not None and not htype.picklable and view.pickles(lazy.attr)
+        # loaders whose workers inherit the parent's open handle (fork) or get it pickled
+        # (spawn/forkserver: an open handle that does not pickle crashes their start)
+        starting = [(f, ld, methods) for f, ld in uses if ld.num_workers != 0
+                    for methods in [[c for c, _ in project.start_methods(ld, f)]]
+                    if unpicklable or any(c not in SPAWN_LIKE for c in methods)]
+        if uses and not starting:
+            continue  # only main-process loaders, or spawned ones pickling it safely
         where = f"{site.handle} opened lazily in {view.cls.name}.{lazy.method}"
-        # the fix adds the process check to the accessor's test (fix/lazyguard.py)
+        # the fix adds the process check to the accessor's test, and a `__getstate__` leaving
+        # out a handle that does not pickle (fix/lazyguard.py)
         plan = FixPlan("unguarded-lazy", site.handle, view.cls.qualname, lazy.attr,
                        method=lazy.method)
-        for facts, loader in forking:
+        for facts, loader, methods in starting:
             use = _parent_use(index, view, triggers, facts, loader) \
                 or _holder_warmed(project, index, view, triggers, facts, loader, view_of)
-            if use:
-                yield Finding(home.path, site.span, "WS303",
-                              f"{where} without a process check is opened by the parent "
-                              f"({use}) before the DataLoader at "
-                              f"{_where(facts.path, loader.span.line)} forks its workers, "
-                              f"which then share it: reopen it when os.getpid() changes",
-                              plan)
-                break
+            if not use:
+                continue
+            at = _where(facts.path, loader.span.line)
+            yield Finding(home.path, site.span, "WS303",
+                          f"{where} without a process check is opened by the parent "
+                          f"({use}) before the DataLoader at {at} forks its workers, which "
+                          f"then share it: reopen it when os.getpid() changes"
+                          if any(c not in SPAWN_LIKE for c in methods) else
+                          f"{where} is opened by the parent ({use}) before the DataLoader at "
+                          f"{at} starts its {methods[0]} workers, and the open handle does not "
+                          f"pickle: they crash when they start; leave it out of the pickle "
+                          f"and reopen it in each process", plan)
+            break
         else:
             yield Finding(home.path, site.span, _latent("WS303"),
                           f"{where} without a process check: if the parent uses the dataset "
