@@ -641,22 +641,17 @@ def _findings_of(cand: Candidate) -> Iterator[Finding]:
 
 
 def _finding(cand: Candidate, code: str, message: str) -> Finding:
-    # A loader given its dataset through a parameter (`def val(net, dataset)`) cannot be
-    # wired by name there: then no loader is, and the fix opens lazily (right for every loader).
-    # Nor one whose DataLoader subclass does not pass a `worker_init_fn=` on to torch's.
-    by_parameter = next((u for u in cand.loaders
-                         if any(r.kind in ("param", "built") for r in u.loader.datasets)), None)
+    # A loader is wired with the generic worker init (it opens the handles of whatever dataset
+    # its worker gets), also one given its dataset through a parameter (`def val(net,
+    # dataset)`): not one whose DataLoader subclass does not pass a `worker_init_fn=` on to
+    # torch's. Then no loader is, and the fix opens lazily (right for every loader).
     unpassed = next((u for u in cand.loaders if not u.loader.wires_init), None)
-    wire = cand.wire and by_parameter is None and unpassed is None
+    wire = cand.wire and unpassed is None
     loaders = tuple(sorted({(u.facts.path, u.loader.span.line, u.loader.span.col)
                             for u in cand.loaders if u.loader.num_workers != 0})) \
         if wire else ()
     unwired = cand.unwired if not cand.wire else ""
-    if by_parameter is not None and not unwired:
-        unwired = (f"the DataLoader at {by_parameter.facts.path}:{by_parameter.loader.span.line}"
-                   " gets its dataset through a function parameter, so it cannot be wired by"
-                   " name there")
-    elif unpassed is not None and not unwired:
+    if unpassed is not None and not unwired:
         unwired = (f"the DataLoader subclass {unpassed.loader.via} at {unpassed.facts.path}:"
                    f"{unpassed.loader.span.line} does not pass a worker_init_fn on to "
                    "torch's DataLoader")
