@@ -58,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "Rewrite code so each DataLoader worker creates its own handles. "
                              "Notebooks (.ipynb) are rewritten cell by cell and written back in "
                              "their own JSON layout; the report names the cell "
-                             "(`nb.ipynb:cell 3:8:24:`)."))
+                             "(`nb.ipynb:cell 3:8:24:`). Exit 1 while a finding is left "
+                             "unfixed (with --diff: also when it would change a file), 0 "
+                             "when every finding was fixed."))
     _common(fix)
     fix.add_argument("--diff", action="store_true", help="print a diff, write nothing")
     sub.add_parser("server", help="run the language server (LSP over stdio; needs the extra "

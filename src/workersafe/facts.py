@@ -10,7 +10,7 @@ import dataclasses
 import functools
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Optional, Tuple
+from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
 FACTS_VERSION = 20  # bump whenever a dataclass below changes: old caches are then ignored
 
@@ -382,26 +382,44 @@ def to_jsonable(obj: Any) -> Any:
 
 def from_jsonable(cls: Any, data: Any) -> Any:
     """Rebuild a facts dataclass from `to_jsonable` output; raises on a shape mismatch."""
-    hints = typing.get_type_hints(cls, globals())
-    kwargs = {f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(cls)}
-    return cls(**kwargs)
+    return cls(**{name: convert(data[name]) for name, convert in _fields_of(cls)})
 
 
-def _convert(tp: Any, value: Any) -> Any:
+Convert = Callable[[Any], Any]
+# class → (field name, converter): read from the type hints once per class, not per object
+# (a warm cache rebuilds hundreds of thousands of objects)
+_FIELDS: dict[Any, tuple[tuple[str, Convert], ...]] = {}
+
+
+def _fields_of(cls: Any) -> tuple[tuple[str, Convert], ...]:
+    found = _FIELDS.get(cls)
+    if found is None:
+        hints = typing.get_type_hints(cls, globals())
+        found = _FIELDS[cls] = tuple((f.name, _converter(hints[f.name]))
+                                     for f in dataclasses.fields(cls))
+    return found
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _converter(tp: Any) -> Convert:
+    """How a value of type `tp` comes back from JSON (lists → tuples, dicts → dataclasses)."""
     origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
-        return from_jsonable(tp, value)
+        return functools.partial(from_jsonable, tp)
     if origin is tuple:
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_convert(args[0], v) for v in value)
-        return tuple(_convert(a, v) for a, v in zip(args, value))
+            each = _converter(args[0])
+            return tuple if each is _same else lambda value: tuple(each(v) for v in value)
+        parts = tuple(_converter(a) for a in args)
+        return lambda value: tuple(c(v) for c, v in zip(parts, value))
     if origin is typing.Union:
-        if value is None:
-            return None
-        inner = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _convert(inner[0], value)
-    return value
+        inner = _converter(next(a for a in typing.get_args(tp) if a is not type(None)))
+        return lambda value: None if value is None else inner(value)
+    return _same
 
 
 __all__ = [name for name in dir() if name[0].isupper()] + ["to_jsonable", "from_jsonable", "field"]

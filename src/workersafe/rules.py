@@ -14,7 +14,7 @@ from typing import Iterator, Optional
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, LoaderCall,
                     Span)
 from .findings import Finding, FixPlan
-from .link import SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
+from .link import PICKLING_METHODS, SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
 from .registry import Registry
 from .rules_remedies import opens_lazily, remedy_findings
 from .ruletable import latent_of
@@ -82,7 +82,7 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
                     continue
             # safe by spawn only if no holder's pickle carries it (`__getstate__` drops it)
             cand.spawn_only = spawn_only and not (kind in ("instance", "passed")
-                                                  and pickles_attr(judged, attr))
+                                                  and judged.pickles(attr))
             merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
             merged.torch_dataset |= is_torch
             merged.any_loader |= bool(uses)
@@ -134,25 +134,7 @@ def class_view(project: Project, cls: ClassFacts) -> ClassView:
 
 def _pickling_decided(view: ClassView) -> bool:
     """The class decides what its pickle holds (the fix adds a `__getstate__`)."""
-    return any(name in view.methods for name in _PICKLING_METHODS)
-
-
-# Methods deciding what pickling an instance holds, in the order pickle asks for them.
-_PICKLING_METHODS = ("__reduce_ex__", "__reduce__", "__getstate__")
-
-
-def pickles_attr(view: ClassView, attr: str) -> bool:
-    """Whether pickling the instance (spawn, forkserver workers) carries `self.<attr>`: all
-    of `__dict__` without a `__getstate__`; with one, what it keeps, key by key
-    (`analysis/pickled.py`). `__reduce__`, or a `__getstate__` that cannot be read key by key,
-    decides: taken to drop it."""
-    for name in _PICKLING_METHODS:
-        if name in view.methods:
-            state = view.methods[name][0].pickled
-            if state is None or state.mode not in ("all-but", "only"):
-                return False
-            return (attr not in state.names) == (state.mode == "all-but")
-    return True
+    return any(name in view.methods for name in PICKLING_METHODS)
 
 
 def _reached_through(project: Project, cand: Candidate, view: ClassView, is_torch: bool
@@ -252,16 +234,24 @@ def _built_only_in_workers(project: Project, holder: ClassFacts) -> bool:
     if not reaches or any(reach.passed for reach in reaches):
         return False
     for reach in reaches:
-        calls = [(outer, call) for outer in project.classes.values()
-                 if outer.name == reach.outer and project.is_torch_dataset(outer)
-                 for member in project.mro(outer)
-                 for call in member.held_calls if call.attr == reach.attr
-                 and project.resolve(call.callee, project.class_file[member.qualname])
-                 == holder.qualname]
+        calls = _holder_calls(project, holder, reach)
         if not calls or any(_built_in_parent(class_view(project, outer), call.method)
-                            for outer, call in calls):
+                            for outer, _, call in calls):
             return False
     return True
+
+
+def _holder_calls(project: Project, holder: ClassFacts, reach: Reach
+                  ) -> list[tuple[ClassFacts, ClassFacts, HeldCall]]:
+    """The calls building the holder as `self.<reach.attr>` in the torch datasets named by
+    `reach` (`self.reader = Reader(p)`): (the dataset, the class in its chain making the
+    call, the call)."""
+    return [(outer, member, call) for outer in project.classes.values()
+            if outer.name == reach.outer and project.is_torch_dataset(outer)
+            for member in project.mro(outer)
+            for call in member.held_calls if call.attr == reach.attr
+            and project.resolve(call.callee, project.class_file[member.qualname])
+            == holder.qualname]
 
 
 def _holder_built(project: Project, holder: ClassFacts, via: Reach
@@ -270,16 +260,8 @@ def _holder_built(project: Project, holder: ClassFacts, via: Reach
     class keeping it, a dataset a loader uses directly; None otherwise."""
     if len(project.reached.get(holder.qualname, [])) != 1:
         return None
-    found = []
-    for outer in project.classes.values():
-        if outer.name != via.outer or project.reached.get(outer.qualname) \
-                or not project.is_torch_dataset(outer):
-            continue
-        for member in project.mro(outer):
-            home = project.class_file[member.qualname]
-            found += [(outer, member, call) for call in member.held_calls
-                      if call.attr == via.attr
-                      and project.resolve(call.callee, home) == holder.qualname]
+    found = [built for built in _holder_calls(project, holder, via)
+             if not project.reached.get(built[0].qualname)]  # the dataset itself not kept
     return found[0] if len(found) == 1 else None
 
 
@@ -287,7 +269,7 @@ def _holder_built(project: Project, holder: ClassFacts, via: Reach
 
 def _candidates_of(project: Project, registry: Registry, view: ClassView
                    ) -> Iterator[tuple[Candidate, bool, str, str]]:
-    mro = project.mro(view.cls)
+    mro = view.chain
     for member in mro:
         home = project.class_file[member.qualname]
         for held in member.held:
@@ -373,7 +355,7 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
 def _module_candidates(project: Project, registry: Registry, view: ClassView
                        ) -> Iterator[tuple[Candidate, bool, str, str]]:
     seen: set[tuple[str, str]] = set()
-    own = frozenset(member.qualname for member in project.mro(view.cls))
+    own = frozenset(member.qualname for member in view.chain)
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
         owner_facts = project.class_file[owner.qualname]
@@ -413,7 +395,7 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
     functions they call: the workers share the parent's handles (WS102). A cache the parent
     never fills is filled per process: safe."""
     filled: dict[str, str] = {}  # filling function → the parent method that first calls it
-    own = frozenset(member.qualname for member in project.mro(view.cls))  # its caches: WS103
+    own = frozenset(member.qualname for member in view.chain)  # its caches: WS103
     for root, ran in _parent_fillers(view):
         for name in ran:
             owner, method = view.methods[name]
@@ -427,7 +409,7 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
     if not filled:
         return
     seen: set[tuple[str, str]] = set()
-    mro = project.mro(view.cls)
+    mro = view.chain
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
         reads = list(project.calls_through(method.globals_read,
@@ -617,7 +599,7 @@ def classify(project: Project, registry: Registry, view: ClassView, facts: FileF
         # spawned worker imports the module. A class with its own __getstate__ decides, key
         # by key, what is pickled (the fix adds one dropping every handle).
         unpicklable = kind in ("instance", "passed") and not htype.picklable \
-            and pickles_attr(view, attr)
+            and view.pickles(attr)
         return SPAWN_CRASH if unpicklable else SAFE
     if htype.fork_safe or _worker_init_recreates(project, view, facts, loader, attr, kind):
         return SAFE
@@ -659,22 +641,17 @@ def _findings_of(cand: Candidate) -> Iterator[Finding]:
 
 
 def _finding(cand: Candidate, code: str, message: str) -> Finding:
-    # A loader given its dataset through a parameter (`def val(net, dataset)`) cannot be
-    # wired by name there: then no loader is, and the fix opens lazily (right for every loader).
-    # Nor one whose DataLoader subclass does not pass a `worker_init_fn=` on to torch's.
-    by_parameter = next((u for u in cand.loaders
-                         if any(r.kind in ("param", "built") for r in u.loader.datasets)), None)
+    # A loader is wired with the generic worker init (it opens the handles of whatever dataset
+    # its worker gets), also one given its dataset through a parameter (`def val(net,
+    # dataset)`): not one whose DataLoader subclass does not pass a `worker_init_fn=` on to
+    # torch's. Then no loader is, and the fix opens lazily (right for every loader).
     unpassed = next((u for u in cand.loaders if not u.loader.wires_init), None)
-    wire = cand.wire and by_parameter is None and unpassed is None
+    wire = cand.wire and unpassed is None
     loaders = tuple(sorted({(u.facts.path, u.loader.span.line, u.loader.span.col)
                             for u in cand.loaders if u.loader.num_workers != 0})) \
         if wire else ()
     unwired = cand.unwired if not cand.wire else ""
-    if by_parameter is not None and not unwired:
-        unwired = (f"the DataLoader at {by_parameter.facts.path}:{by_parameter.loader.span.line}"
-                   " gets its dataset through a function parameter, so it cannot be wired by"
-                   " name there")
-    elif unpassed is not None and not unwired:
+    if unpassed is not None and not unwired:
         unwired = (f"the DataLoader subclass {unpassed.loader.via} at {unpassed.facts.path}:"
                    f"{unpassed.loader.span.line} does not pass a worker_init_fn on to "
                    "torch's DataLoader")

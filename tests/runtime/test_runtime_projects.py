@@ -1,7 +1,8 @@
 """Runtime proof for an ordinary project (issue 22): fixtures/runtime/project_three_datasets
 has three dataset modules (HDF5 with an array derived from the file, LMDB, SQLite with a
 cursor) and two scripts (a loader per dataset, a Subset, a ConcatDataset of two; a dict of
-datasets with a loader each built in a loop, chaining the script's own worker_init_fn).
+datasets with a loader each built in a loop by a helper that gets the dataset as a parameter,
+chaining the script's own worker_init_fn).
 
 Unfixed, the project fails in the first configuration where the bug shows: spawn cannot
 pickle the handles, or (racing) forked workers share the zip archive's file offset. Fixed with each strategy, it

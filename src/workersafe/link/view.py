@@ -17,6 +17,8 @@ from .classes import Methods, method_closure
 from .reach import LoaderUse, Reach
 from .returns import Returns
 
+# Methods deciding what pickling an instance holds, in the order pickle asks for them.
+PICKLING_METHODS = ("__reduce_ex__", "__reduce__", "__getstate__")
 # Methods that never run in a worker for the dataset's sake, or that only tear down.
 NOT_WORKER_METHODS = frozenset({
     "__init__", "__len__", "close", "__del__", "__exit__", "__enter__", "__getstate__",
@@ -44,6 +46,19 @@ class ClassView:
     torch_dataset: bool = False
     uses: list[LoaderUse] = field(default_factory=list)
     reaches: list[Reach] = field(default_factory=list)
+
+    def pickles(self, attr: str) -> bool:
+        """Whether pickling the instance (spawn, forkserver workers) carries `self.<attr>`:
+        all of `__dict__` without a `__getstate__`; with one, what it keeps, key by key
+        (`analysis/pickled.py`). `__reduce__`, or a `__getstate__` that cannot be read key by
+        key, decides: taken to drop it."""
+        for name in PICKLING_METHODS:
+            if name in self.methods:
+                state = self.methods[name][0].pickled
+                if state is None or state.mode not in ("all-but", "only"):
+                    return False
+                return (attr not in state.names) == (state.mode == "all-but")
+        return True
 
 
 class Views(Returns):
