@@ -18,6 +18,7 @@ from ..facts import Span
 from ..findings import Finding
 from ..frameworks import LOADER_OWNER_BASE_WORDS
 from ..link import Project
+from ..rules import evaluate
 from ..ruletable import UNREADABLE
 from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_class
 from .cstguard import libcst_problem
@@ -105,6 +106,7 @@ class Rewriter:
         # path → [(source module, name, accessor)] imports of them to follow
         self.module_fixes: dict[str, list[tuple[str, str]]] = {}
         self.importer_fixes: dict[str, list[tuple[str, str, str]]] = {}
+        self._passed: Optional[list[Finding]] = None  # see `_passed_in`
         self.factories = Factories(self.project, self.registry,
                                    {f.module: f.path for f in result.files
                                     if f.path in result.sources},
@@ -431,6 +433,15 @@ class Rewriter:
             if why_not:
                 group.strategy, group.note = "lazy", f"worker-init not possible: {why_not}"
 
+    def _passed_in(self) -> list[Finding]:
+        """Every call passing a dataset an open handle it keeps (WS104, or WS201 under spawn),
+        as the rules find them on this project: whatever select, ignore or `# noqa` hid, a
+        class keeping one is not fixed."""
+        if self._passed is None:
+            self._passed = [f for f in evaluate(self.project, self.registry)
+                            if len(f.subject) >= 4 and f.subject[0] == "passed"]
+        return self._passed
+
     def _passing_calls(self, group: Group, attrs: Sequence[str]) -> str:
         """The calls passing an open handle the class (a base, or a subclass its opener runs
         in) keeps in one of `attrs`: its WS104 findings, as "train.py:18 passes an open one
@@ -446,9 +457,8 @@ class Rewriter:
             return qualname in chain or (other is not None and any(
                 m.qualname == group.qualname for m in project.mro(other)))
 
-        where = sorted({(f.path, f.line) for f in self.result.findings
-                        if len(f.subject) >= 4 and f.subject[0] == "passed"
-                        and f.subject[3] in attrs and related(f.subject[2])})
+        where = sorted({(f.path, f.line) for f in self._passed_in()
+                        if f.subject[3] in attrs and related(f.subject[2])})
         if not where:
             return ""
         shown = [f"{_shown_path(path, group.path)}:{line}" for path, line in where]
