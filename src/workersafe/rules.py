@@ -268,8 +268,10 @@ def _built_only_in_workers(project: Project, holder: ClassFacts) -> bool:
 
 def _holder_built(project: Project, holder: ClassFacts, via: Reach
                   ) -> Optional[tuple[ClassFacts, ClassFacts, HeldCall]]:
-    """The one call that builds the holder (`self.reader = Reader(p)`) in the one dataset
-    class keeping it, a dataset a loader uses directly; None otherwise."""
+    """The call that builds the holder (`self.reader = Reader(p)`) in the one dataset class
+    keeping it, a dataset a loader uses directly; None otherwise. Built again by that class
+    into the same attribute (an opener reopening it as `__init__` made it), the first call
+    construction runs."""
     if len(project.reached.get(holder.qualname, [])) != 1:
         return None
     found = []
@@ -282,7 +284,9 @@ def _holder_built(project: Project, holder: ClassFacts, via: Reach
             found += [(outer, member, call) for call in member.held_calls
                       if call.attr == via.attr
                       and project.resolve(call.callee, home) == holder.qualname]
-    return found[0] if len(found) == 1 else None
+    if not found or len({outer.qualname for outer, _, _ in found}) != 1:
+        return None
+    return min(found, key=lambda each: each[2].method != "__init__")
 
 
 # --- candidates ---------------------------------------------------------------------------

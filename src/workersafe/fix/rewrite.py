@@ -386,8 +386,10 @@ class Rewriter:
                 if self.strategy != "worker-init" or not _reopenable(str(refused)):
                     raise
                 try:  # __init__ stays as written: the worker reopens what the parent opened
-                    group.reopens.append(plan_reopen(edit.located, cls, plan, finding.line,
-                                                     finding.col, names))
+                    at = plan.call or finding.span  # a holder or factory: the call making it
+                    reopen = plan_reopen(edit.located, cls, plan, at.line, at.col, names)
+                    reopen.factories = made
+                    group.reopens.append(reopen)
                 except Unfixable as also:
                     raise Unfixable(f"{refused}; nor can it be reopened as made: {also}") \
                         from None
@@ -570,7 +572,8 @@ class Rewriter:
         self._need_module_import(edit, "os")
         self.fixed_classes.append(FixedClass(
             group.path, group.class_name, "worker-init", (OPENER_NAME,), (), (),
-            tuple(p.handle for p in group.reopens)))
+            tuple(p.handle for p in group.reopens),
+            tuple(item for p in group.reopens for item in p.factories.items())))
         allowed = self.allowed_lines.setdefault(group.path, set())
         for plan in group.reopens:
             start, end = edit.located.lines_of(plan.creation)
