@@ -459,6 +459,9 @@ class Rewriter:
             return qualname in chain or (other is not None and any(
                 m.qualname == group.qualname for m in project.mro(other)))
 
+        if not any(kept in attrs for other in project.classes.values()
+                   if related(other.qualname) for _, kept in other.param_attrs):
+            return ""  # no parameter kept there: nothing can come in open (no rules run)
         where = sorted({(f.path, f.line) for f in self._passed_in()
                         if f.subject[3] in attrs and related(f.subject[2])})
         if not where:
