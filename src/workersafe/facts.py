@@ -12,7 +12,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
-FACTS_VERSION = 20  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 21  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -150,6 +150,20 @@ class HandleArg:
     site: HandleSite
 
 
+@dataclass(frozen=True)
+class AttrArg:
+    """An argument of a constructor call reading an attribute of another value that may be a
+    dataset (or holder object): `EvalSet(train_ds.h5)`. The linker decides whether what the
+    value may be keeps a handle there (then the call passes an open handle: WS104)."""
+
+    position: int  # -1 when passed by keyword
+    keyword: str
+    attr: str  # the attribute read: "h5"
+    refs: Tuple[DatasetRef, ...]  # what the value it is read from may be (`train_ds`)
+    span: Span  # the argument
+    text: str  # its source, for messages: "train_ds.h5"
+
+
 RefKind = Literal["call", "name", "attr", "param", "kept", "built"]
 UseKind = Literal["getitem", "iter", "len", "member"]
 
@@ -170,6 +184,8 @@ class DatasetRef:
     # its keywords; tells a parameter left to its default from one given a value
     positional: int = -1
     keywords: Tuple[str, ...] = ()
+    # a "call": the arguments it reads from another value's attribute (`train_ds.h5`)
+    attr_args: Tuple[AttrArg, ...] = ()
 
 
 @dataclass(frozen=True)

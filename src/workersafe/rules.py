@@ -91,7 +91,8 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
                 merged.loaders.extend(used_loaders(project, registry, judged, facts, loader,
                                                    cand.site.handle, attr, parent_use, kind))
         for facts, loader, ref in uses:
-            for cand, parent_use, attr in _passed_candidates(view, registry, ref, facts):
+            for cand, parent_use, attr in _passed_candidates(project, view, registry, ref,
+                                                             facts):
                 merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
                 merged.any_loader = True
                 merged.loaders.extend(used_loaders(project, registry, view, facts, loader,
@@ -119,7 +120,8 @@ def may_find(project: Project, registry: Registry, every_class: bool = False) ->
         if next(iter(_candidates_of(project, registry, view)), None) is not None \
                 or opens_lazily(project, registry, view):
             return True
-        if any(next(iter(_passed_candidates(view, registry, ref, facts)), None) is not None
+        if any(next(iter(_passed_candidates(project, view, registry, ref, facts)), None)
+               is not None
                for facts, _, ref in uses):
             return True
     return False
@@ -256,13 +258,17 @@ def _holder_calls(project: Project, holder: ClassFacts, reach: Reach
 
 def _holder_built(project: Project, holder: ClassFacts, via: Reach
                   ) -> Optional[tuple[ClassFacts, ClassFacts, HeldCall]]:
-    """The one call that builds the holder (`self.reader = Reader(p)`) in the one dataset
-    class keeping it, a dataset a loader uses directly; None otherwise."""
+    """The call that builds the holder (`self.reader = Reader(p)`) in the one dataset class
+    keeping it, a dataset a loader uses directly; None otherwise. Built again by that class
+    into the same attribute (an opener reopening it as `__init__` made it), the first call
+    construction runs."""
     if len(project.reached.get(holder.qualname, [])) != 1:
         return None
     found = [built for built in _holder_calls(project, holder, via)
              if not project.reached.get(built[0].qualname)]  # the dataset itself not kept
-    return found[0] if len(found) == 1 else None
+    if not found or len({outer.qualname for outer, _, _ in found}) != 1:
+        return None
+    return min(found, key=lambda each: each[2].method != "__init__")
 
 
 # --- candidates ---------------------------------------------------------------------------
@@ -550,24 +556,50 @@ def _module_parent_use(view: ClassView, name: str, project: Project) -> bool:
     return any(name in f.globals_read_outside_classes for f in project.files)
 
 
-def _passed_candidates(view: ClassView, registry: Registry, ref: DatasetRef, facts: FileFacts
-                       ) -> Iterator[tuple[Candidate, bool, str]]:
-    """WS104: handles the caller passes to the dataset's constructor."""
+def _passed_candidates(project: Project, view: ClassView, registry: Registry, ref: DatasetRef,
+                       facts: FileFacts) -> Iterator[tuple[Candidate, bool, str]]:
+    """WS104: handles the caller passes to the dataset's constructor, one it creates (directly
+    or through a local) or another object's (`EvalSet(train_ds.h5)`: what the value flow says
+    `train_ds` may be keeps one there), when the dataset keeps the parameter (in any branch:
+    also when it can open its own) and its workers read it. Reported at the creating call, or
+    at the argument reading another's."""
     init_owner = next((c for c, m in view.methods.values() if m.name == "__init__"), None)
     if init_owner is None:
         return
+    home = project.home_of(ref) or facts  # where the construction is read
     params, param_attrs = init_owner.init_params, dict(init_owner.param_attrs)
-    for arg in ref.handle_args:
-        param = arg.keyword or (params[arg.position] if 0 <= arg.position < len(params) else "")
+
+    def kept(position: int, keyword: str) -> tuple[str, Optional[str]]:
+        param = keyword or (params[position] if 0 <= position < len(params) else "")
         attr = param_attrs.get(param)
+        if attr is None or attr not in view.worker_reads or attr in view.guarded:
+            return param, None
+        return param, attr
+
+    for arg in ref.handle_args:
+        param, attr = kept(arg.position, arg.keyword)
         htype = registry.lookup(arg.site.handle)
-        if attr is None or htype is None or attr not in view.worker_reads or attr in view.guarded:
+        if attr is None or htype is None:
             continue
         plan = FixPlan("passed", arg.site.handle, init_owner.qualname, attr, (attr,))
-        cand = Candidate("WS104", arg.site, facts.path,
+        cand = Candidate("WS104", arg.site, home.path,
                          f"created by the caller and passed to {view.cls.name}({param})",
                          view.cls.name, plan, not htype.fork_safe)
         yield cand, attr in view.parent_uses, attr
+    for other in ref.attr_args:
+        param, attr = kept(other.position, other.keyword)
+        if attr is None:
+            continue
+        for site, made in project.held_at(other, home):
+            htype = registry.lookup(site.handle)
+            if htype is None:
+                continue
+            plan = FixPlan("passed", site.handle, init_owner.qualname, attr, (attr,))
+            cand = Candidate("WS104", HandleSite(site.handle, other.span), home.path,
+                             f"opened in {made}, read from {other.text} and passed to "
+                             f"{view.cls.name}({param})", view.cls.name, plan,
+                             not htype.fork_safe)
+            yield cand, attr in view.parent_uses, attr
 
 
 # --- loaders ------------------------------------------------------------------------------

@@ -12,8 +12,9 @@ runs every configuration in one process, to keep the time small).
 
 fixtures/runtime/project_reopen holds the shapes whose statements cannot leave `__init__` (a
 local set with the archive read after an if/else, an LMDB environment used through a local for
-other work, a connection made from a local rebound later): `worker-init` reopens what the
-parent opened, with the same arguments, and the same configurations must pass."""
+other work, a connection made from a local rebound later, a reader object whose own class
+opens the environment, built in an if): `worker-init` reopens what the parent opened, with
+the same arguments, and the same configurations must pass."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.runtime
 
 PROJECTS = {
     "project_three_datasets": ("frames.py", "labels.py", "captions.py"),
-    "project_reopen": ("images.py", "shards.py", "tables.py"),
+    "project_reopen": ("images.py", "shards.py", "tables.py", "features.py"),
 }
 RUNS = [("project_three_datasets", "worker-init"), ("project_three_datasets", "lazy"),
         ("project_reopen", "worker-init")]

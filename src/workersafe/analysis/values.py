@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, NamedTuple, Optional
 
-from ..facts import OWN_CLASS, ArgRef, DatasetRef, HandleArg, HandleSite
+from ..facts import OWN_CLASS, ArgRef, AttrArg, DatasetRef, HandleArg, HandleSite
 from ..registry import DERIVED_CALLABLE_SUFFIXES
 from ..torchnames import GET_CONTEXT, PROCESS_IDENTITY, WRAPPERS
 from .nodes import child_nodes
@@ -290,9 +290,11 @@ class Evaluator:
             if (short[:1].isupper() or name == OWN_CLASS) and call.args else ()
         unknown = any(type(a) is ast.Starred for a in call.args) \
             or any(k.arg is None for k in call.keywords)
+        attr_args = tuple(self._attr_args(call)) \
+            if short[:1].isupper() or name == OWN_CLASS else ()
         return [DatasetRef("call", name, tuple(self._handle_args(call)), passed,
                            -1 if unknown else len(call.args),
-                           tuple(k.arg for k in call.keywords if k.arg))]
+                           tuple(k.arg for k in call.keywords if k.arg), attr_args)]
 
     def _own_method(self, func: ast.expr) -> Optional[str]:
         """`cls(...)`, `type(self)(...)`, `self.__class__(...)` → OWN_CLASS (the class the
@@ -339,6 +341,24 @@ class Evaluator:
                 continue
             keyword = arg.keyword or ""
             found.append(HandleArg(-1 if keyword else index, keyword, self.site(handle)))
+        return found
+
+    def _attr_args(self, call: ast.Call) -> list[AttrArg]:
+        """Arguments read from an attribute of a value that may be a dataset or holder object
+        (`EvalSet(train_ds.h5)`, `EvalSet(self.train.h5)`): whether that attribute holds a
+        handle is decided when linking."""
+        found = []
+        for index, arg in enumerate(call_args(call)):
+            value = arg.value
+            if arg.star or type(value) is not ast.Attribute or is_self(value.value):
+                continue
+            assert isinstance(value, ast.Attribute)
+            refs = self.refs_of(value.value)
+            if refs and self.handle_of(value) is None:
+                keyword = arg.keyword or ""
+                found.append(AttrArg(-1 if keyword else index, keyword, value.attr,
+                                     tuple(refs), self.positions.span(value),
+                                     self.positions.segment(value)))
         return found
 
     # --- other values -----------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
 from ..frameworks import framework_loader
@@ -716,9 +716,12 @@ class FactWalker:
                     cls.identity_attrs.add(attr)
                 else:
                     self._held_call(cls, method, attr, value)
-            if not held and type(value) is ast.Name and value.id in cls.init_params \
-                    and method.name == "__init__":
-                cls.param_attrs.append((value.id, attr))
+            if method.name == "__init__":  # `self.h5 = source`, also as one alternative:
+                # `source if isinstance(source, h5py.File) else h5py.File(source)`, `h5 or ...`
+                cls.param_attrs.extend(kept for kept in ((name, attr) for name in
+                                                         _alternative_names(value))
+                                       if kept[0] in cls.init_params
+                                       and kept not in cls.param_attrs)
             refs = self.ev.refs_of(value)
             if refs:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
@@ -845,6 +848,23 @@ class FactWalker:
 
     def module_refs(self) -> dict[str, list[DatasetRef]]:
         return self.state.module_env.all_refs()
+
+
+def _alternative_names(value: ast.expr) -> Iterator[str]:
+    """The names an expression may evaluate to as it is: `x`, each branch of `a if c else b`,
+    each operand of `a or b` (not names only read by it, `f(x)`)."""
+    kind = type(value)
+    if kind is ast.Name:
+        assert isinstance(value, ast.Name)
+        yield value.id
+    elif kind is ast.IfExp:
+        assert isinstance(value, ast.IfExp)
+        yield from _alternative_names(value.body)
+        yield from _alternative_names(value.orelse)
+    elif kind is ast.BoolOp:
+        assert isinstance(value, ast.BoolOp)
+        for operand in value.values:
+            yield from _alternative_names(operand)
 
 
 def _decorator_callee(node: ast.expr) -> ast.expr:

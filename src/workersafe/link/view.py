@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..facts import ClassFacts, FileFacts, MethodFacts
+from ..facts import AttrArg, ClassFacts, FileFacts, HandleSite, MethodFacts
 from .classes import Methods, method_closure
 from .reach import LoaderUse, Reach
 from .returns import Returns
@@ -72,6 +72,40 @@ class Views(Returns):
         if found is None or found.cls is not cls:
             found = self._views[cls.qualname] = self._build_view(cls)
         return found
+
+    def held_at(self, arg: AttrArg, facts: FileFacts) -> list[tuple[HandleSite, str]]:
+        """What an argument read from another value's attribute (`EvalSet(train_ds.h5)`, read
+        in `facts`) may be open with: for each class the value may be (the value flow), the
+        handle its construction keeps in that attribute, created there or returned by a call
+        kept there; with the method making it ("Volumes.__init__"). Not a handle opened only later
+        (lazily) or closed again before construction ends."""
+        out: list[tuple[HandleSite, str]] = []
+        seen: set[str] = set()
+        for ref in arg.refs:
+            for cls, _ in self.classes_of_ref(ref, facts):
+                if cls.qualname in seen:
+                    continue
+                seen.add(cls.qualname)
+                found = self._held_at(self.view(cls), arg.attr)
+                if found is not None:
+                    out.append(found)
+        return out
+
+    def _held_at(self, view: ClassView, attr: str) -> Optional[tuple[HandleSite, str]]:
+        if attr in view.closed_at_fork:
+            return None
+        for member in view.chain:
+            for held in member.held:
+                if held.attr == attr and not held.closed \
+                        and (member.qualname, held.method) in view.init_run:
+                    return held.site, f"{member.name}.{held.method}"
+            for call in member.held_calls:
+                if call.attr == attr and (member.qualname, call.method) in view.init_run:
+                    found = self.returned_handle(call.callee, view.cls,
+                                                 self.class_file[member.qualname])
+                    if found is not None:
+                        return found[0], f"{member.name}.{call.method}"
+        return None
 
     def _build_view(self, cls: ClassFacts) -> ClassView:
         mro = self.mro(cls)
