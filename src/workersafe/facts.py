@@ -12,7 +12,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Optional, Tuple
 
-FACTS_VERSION = 20  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 21  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -136,6 +136,9 @@ class ClassFacts:
     # default: the truth of its constant default, None without one): a construction's
     # arguments decide (analysis/branches)
     branch_params: Tuple[Tuple[int, int, str, str, bool, Optional[bool]], ...] = ()
+    # registered by a class decorator: (the decorator's qualified callee, the name it is given
+    # or "" for the class's own name): `@DATASETS.register_module()`, `@register_task("x")`
+    registered: Tuple[Tuple[str, str], ...] = ()
 
     def method(self, name: str) -> Optional[MethodFacts]:
         return next((m for m in self.methods if m.name == name), None)
@@ -170,6 +173,12 @@ class DatasetRef:
     # its keywords; tells a parameter left to its default from one given a value
     positional: int = -1
     keywords: Tuple[str, ...] = ()
+    # a "call": the string constants it is given, (position or -1, keyword, value); a dict
+    # given first records its "type"/"name" key (`build(dict(type="X"))`: (0, "type", "X"))
+    texts: Tuple[Tuple[int, str, str], ...] = ()
+    # a "call" whose result is called in turn (`registry.get_task("x")(cfg)`): the outer
+    # call's arguments are the construction's
+    result_called: bool = False
 
 
 @dataclass(frozen=True)
@@ -240,6 +249,9 @@ class FunctionFacts:
     # project functions it calls or passes on (`main_worker` in `mp.spawn(main_worker)`),
     # qualified: the code an entry runs, for the `set_start_method` it reaches
     calls: Tuple[str, ...] = ()
+    # which returns an argument chooses: (index in `returns`, the parameter
+    # "<function>#<index>#<name>", the string it equals): `if name == "a": return A(p)`
+    chosen: Tuple[Tuple[int, str, str], ...] = ()
 
 
 @dataclass(frozen=True)

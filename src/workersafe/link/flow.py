@@ -21,7 +21,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from ..facts import OWN_CLASS, ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts
+from ..facts import (
+    OWN_CLASS, ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts,
+)
 from .classes import Hierarchy
 
 # The value flow (`Project.classes_of_ref`): a class with the reference constructing it; a
@@ -29,6 +31,8 @@ from .classes import Hierarchy
 Item = tuple[ClassFacts, DatasetRef]
 Node = tuple[str, str, str]
 _Where = tuple[int, int, FileFacts, CallSite]
+# How a registry is read: `DATASETS.build(cfg)`, `registry.get_task(name)`, `get_dataset_class`
+_LOOKUPS = ("get", "build", "create", "make")
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,10 @@ class ValueFlow(Hierarchy):
         self._equal_refs: dict[int, list[tuple[DatasetRef, int]]] = {}  # by shape hash
         self._ref_count = 0
         self._refs_numbered: list[DatasetRef] = []
+        self._registries: Optional[dict[tuple[str, str], list[tuple[ClassFacts, str]]]] = None
+        # a class registered by a decorator that a lookup by a name no constant gives may
+        # build → the registry (`DATASETS`): it stays latent, and a message says why
+        self.named_by: dict[str, str] = {}
 
     def classes_of_ref(self, ref: DatasetRef, facts: FileFacts
                        ) -> list[tuple[ClassFacts, DatasetRef]]:
@@ -95,11 +103,18 @@ class ValueFlow(Hierarchy):
         if kind == "call":
             target = self.resolve(ref.target, facts)
             cls = self.classes.get(target)
+            if cls is None or ref.result_called:
+                looked = self._looked_up(ref, target, facts)
+                if looked is not None or ref.result_called:
+                    return looked or []
             if cls is not None:
                 self._read_in(ref, facts)
                 return [_In(item=(cls, ref))]
             if target in self.functions:
                 home = self.by_module.get(target.rpartition(".")[0], facts)
+                chosen = self._chosen(self.functions[target], ref)
+                if chosen is not None:  # `get_dataset("lmdb", p)`: the returns it chooses
+                    return [i for r in chosen for i in self._ref_inputs(r, home)]
                 return [_In(node=("func", target, home.path))]
             owner_name, _, method = target.rpartition(".")
             if owner_name in self.classes:  # `Frames.from_config(cfg)`, `self._build(s)`
@@ -117,6 +132,73 @@ class ValueFlow(Hierarchy):
             owner_name, _, attr = ref.target.rpartition(".")
             return [_In(node=("attr", owner_name, attr))] if owner_name in self.classes else []
         return []
+
+    def _chosen(self, function: FunctionFacts, ref: DatasetRef
+                ) -> Optional[list[DatasetRef]]:
+        """The returns of a factory a call's string constant chooses (`get_dataset("lmdb")`
+        for `if name == "lmdb": return LMDB(p)`): those under that test, or, when it names
+        none of them, the returns no test on that parameter guards; None when no constant
+        given decides (then every return)."""
+        if not function.chosen or not ref.texts:
+            return None
+        for param in dict.fromkeys(p for _, p, _ in function.chosen):
+            given = _text_for(ref.texts, param)
+            if given is None:
+                continue
+            picked = {i for i, p, text in function.chosen if p == param and text == given}
+            guarded = {i for i, p, _ in function.chosen if p == param}
+            return [r for i, r in enumerate(function.returns)
+                    if (i in picked if picked else i not in guarded)]
+        return None
+
+    def _looked_up(self, ref: DatasetRef, target: str, facts: FileFacts
+                   ) -> Optional[list[_In]]:
+        """A class looked up by name in a registry its decorator put it in
+        (`DATASETS.build(dict(type="X"))`, `registry.get_task("x")(cfg)`,
+        `get_dataset_class("x")(cfg)`): the class the constant name chooses, built with the
+        outer call's arguments. A name that is no constant decides nothing: the classes stay
+        unlinked, each noted in `named_by` (why it stays latent). None: no registry."""
+        found = self._registry_of(target)
+        if found is None:
+            return None
+        label, members = found
+        key = next((text for position, keyword, text in ref.texts
+                    if (position == 0 and keyword in ("", "type", "name"))
+                    or keyword in ("name", "type")), None)
+        if key is None:
+            for cls, _ in members:
+                self.named_by.setdefault(cls.qualname, label)
+            return []
+        out = []
+        for cls, name in members:
+            if (name or cls.name) == key:
+                made = DatasetRef("call", cls.qualname, ref.handle_args, ref.arg_refs,
+                                  ref.positional, ref.keywords) if ref.result_called \
+                    else DatasetRef("call", cls.qualname)
+                self._read_in(made, facts)
+                out.append(_In(item=(cls, made)))
+        return out
+
+    def _registry_of(self, target: str
+                     ) -> Optional[tuple[str, list[tuple[ClassFacts, str]]]]:
+        """The registry a lookup (`<owner>.get_<what>`, `<owner>.build`) reads: its name for
+        messages and the classes registered in it with their names; None when none is."""
+        if self._registries is None:
+            self._registries = {}
+            for cls in self.classes.values():
+                home = self.class_file[cls.qualname]
+                for callee, name in cls.registered:
+                    owner, _, method = self.resolve(callee, home).rpartition(".")
+                    key = (owner, _what(method, "register"))
+                    self._registries.setdefault(key, []).append((cls, name))
+        if not self._registries:
+            return None
+        owner, _, method = target.rpartition(".")
+        verb = next((v for v in _LOOKUPS if method.startswith(v)), None)
+        if verb is None:
+            return None
+        members = self._registries.get((owner, _what(method, verb)))
+        return (owner.rpartition(".")[2], members) if members else None
 
     def _inputs(self, node: Node, ordered: bool = False) -> list[_In]:
         """What flows into `node`; `ordered`: its call sites in the order of the program
@@ -400,3 +482,20 @@ class ValueFlow(Hierarchy):
     def _is_arg_for(arg: ArgRef, param: str) -> bool:
         _, index_text, name = param.split("#")
         return arg.keyword == name if arg.keyword else arg.position == int(index_text) >= 0
+
+
+def _what(method: str, verb: str) -> str:
+    """What kind of thing a registry method registers or looks up: "register_task" and
+    "get_task_class" → "task"; "register_module", "build" and "get" → ""."""
+    what = method[len(verb):].strip("_")
+    for suffix in ("_class", "_cls", "_type", "_from_cfg"):
+        what = what.removesuffix(suffix)
+    return "" if what in ("module", "from_cfg") else what
+
+
+def _text_for(texts: tuple[tuple[int, str, str], ...], param: str) -> Optional[str]:
+    """The string constant a call passes for a parameter "<function>#<index>#<name>"."""
+    _, index_text, name = param.split("#")
+    index = int(index_text)
+    return next((text for position, keyword, text in texts
+                 if keyword == name or (not keyword and position == index >= 0)), None)
