@@ -66,7 +66,9 @@ class ValueFlow(Hierarchy):
         self._equal_refs: dict[int, list[tuple[DatasetRef, int]]] = {}  # by shape hash
         self._ref_count = 0
         self._refs_numbered: list[DatasetRef] = []
-        self._registries: Optional[dict[tuple[str, str], list[tuple[ClassFacts, str]]]] = None
+        # (owner, what it registers) → the registry's name for messages, its classes by name
+        self._registries: Optional[dict[tuple[str, str],
+                                        tuple[str, list[tuple[ClassFacts, str]]]]] = None
         # a class registered by a decorator that a lookup by a name no constant gives may
         # build → the registry (`DATASETS`): it stays latent, and a message says why
         self.named_by: dict[str, str] = {}
@@ -157,7 +159,8 @@ class ValueFlow(Hierarchy):
         (`DATASETS.build(dict(type="X"))`, `registry.get_task("x")(cfg)`,
         `get_dataset_class("x")(cfg)`): the class the constant name chooses, built with the
         outer call's arguments. A name that is no constant decides nothing: the classes stay
-        unlinked, each noted in `named_by` (why it stays latent). None: no registry."""
+        unlinked, each noted in `named_by` (why it stays latent). None: no registry, or a
+        project function choosing no class by a constant (then read as any factory)."""
         found = self._registry_of(target)
         if found is None:
             return None
@@ -165,10 +168,14 @@ class ValueFlow(Hierarchy):
         key = next((text for position, keyword, text in ref.texts
                     if (position == 0 and keyword in ("", "type", "name"))
                     or keyword in ("name", "type")), None)
+        # a project function (`build_dataset(cfg)`) not found to pick a class by a constant:
+        # what it returns, as any factory's
+        fallback: Optional[list[_In]] = \
+            None if target in self.functions and not ref.result_called else []
         if key is None:
             for cls, _ in members:
                 self.named_by.setdefault(cls.qualname, label)
-            return []
+            return fallback
         out = []
         for cls, name in members:
             if (name or cls.name) == key:
@@ -177,7 +184,7 @@ class ValueFlow(Hierarchy):
                     else DatasetRef("call", cls.qualname)
                 self._read_in(made, facts)
                 out.append(_In(item=(cls, made)))
-        return out
+        return out or fallback
 
     def _registry_of(self, target: str
                      ) -> Optional[tuple[str, list[tuple[ClassFacts, str]]]]:
@@ -190,15 +197,18 @@ class ValueFlow(Hierarchy):
                 for callee, name in cls.registered:
                     owner, _, method = self.resolve(callee, home).rpartition(".")
                     key = (owner, _what(method, "register"))
-                    self._registries.setdefault(key, []).append((cls, name))
+                    if key not in self._registries:  # `DATASETS`, `datasets.register_dataset`
+                        self._registries[key] = (
+                            f"{owner.rpartition('.')[2]}.{method}" if owner in self.by_module
+                            else owner.rpartition(".")[2], [])
+                    self._registries[key][1].append((cls, name))
         if not self._registries:
             return None
         owner, _, method = target.rpartition(".")
         verb = next((v for v in _LOOKUPS if method.startswith(v)), None)
         if verb is None:
             return None
-        members = self._registries.get((owner, _what(method, verb)))
-        return (owner.rpartition(".")[2], members) if members else None
+        return self._registries.get((owner, _what(method, verb)))
 
     def _inputs(self, node: Node, ordered: bool = False) -> list[_In]:
         """What flows into `node`; `ordered`: its call sites in the order of the program
