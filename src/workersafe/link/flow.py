@@ -31,8 +31,8 @@ from .classes import Hierarchy
 Item = tuple[ClassFacts, DatasetRef]
 Node = tuple[str, str, str]
 _Where = tuple[int, int, FileFacts, CallSite]
-# How a registry is read: `DATASETS.build(cfg)`, `registry.get_task(name)`, `get_dataset_class`
-_LOOKUPS = ("get", "build", "create", "make")
+# How a registry is read: `DATASETS.build(cfg)`, `registry.get_task(name)`, `load_dataset(name)`
+_LOOKUPS = ("get", "build", "create", "make", "load", "fetch")
 
 
 @dataclass(frozen=True)
