@@ -656,8 +656,9 @@ def _findings_of(cand: Candidate) -> Iterator[Finding]:
             and not cand.spawn_only:
         why = f"no DataLoader using {cand.holder} found in the checked files"
         if cand.named_by:  # a loader's dataset is looked up by a name known only at run time
-            why = (f"built by name through registry {cand.named_by}; the name comes from a "
-                   f"configuration at run time, so no DataLoader is known to use {cand.holder}")
+            why = (f"built by name through registry {cand.named_by}, the name known only at "
+                   f"run time (a config, an argument): no DataLoader is known to use "
+                   f"{cand.holder}")
         message = (f"{cand.site.handle} {cand.what} would be shared by DataLoader workers "
                    f"({why}): create it per worker")
         yield _finding(cand, latent, message)

@@ -313,6 +313,10 @@ class Evaluator:
             return []
         # What else a constructor is given (a holder object passed in): class-like names only
         short = name.rpartition(".")[2]
+        registry = self.state.q(call.args[1]) if short == "build_from_cfg" \
+            and len(call.args) > 1 else None
+        if registry:  # mmcv's `build_from_cfg(cfg, DATASETS)`: `DATASETS.build(cfg)`
+            return [DatasetRef("call", f"{registry}.build", texts=_texts(call))]
         passed = tuple(self.arg_refs(call)) \
             if (short[:1].isupper() or name == OWN_CLASS) and call.args else ()
         unknown = any(type(a) is ast.Starred for a in call.args) \

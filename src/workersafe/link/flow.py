@@ -197,10 +197,10 @@ class ValueFlow(Hierarchy):
                 for callee, name in cls.registered:
                     owner, _, method = self.resolve(callee, home).rpartition(".")
                     key = (owner, _what(method, "register"))
-                    if key not in self._registries:  # `DATASETS`, `datasets.register_dataset`
+                    if key not in self._registries:  # `DATASETS`, `register_dataset`
                         self._registries[key] = (
-                            f"{owner.rpartition('.')[2]}.{method}" if owner in self.by_module
-                            else owner.rpartition(".")[2], [])
+                            method if owner in self.by_module else owner.rpartition(".")[2],
+                            [])
                     self._registries[key][1].append((cls, name))
         if not self._registries:
             return None
