@@ -308,19 +308,41 @@ class FactWalker:
         self.walk_all(node.orelse)
         self.state.pid_guard_depth -= guarded
 
+    def visit_Match(self, node: ast.Match) -> None:
+        """`match name: case "lmdb": return LMDB(p)`: as `if name == "lmdb":`."""
+        self.walk(node.subject)
+        outer = self._choice
+        for case in node.cases:
+            pattern = case.pattern
+            text = string(pattern.value) if type(pattern) is ast.MatchValue else None
+            self._choice = (self._param_choice(node.subject, text) if text is not None
+                            else None) or outer
+            self.walk(pattern)
+            if case.guard is not None:
+                self.walk(case.guard)
+            self.walk_all(case.body)
+        self._choice = outer
+
     def _chosen_by(self, test: ast.expr) -> Optional[tuple[str, str]]:
         """`if name == "lmdb":` in a module-level function, `name` its parameter: (the
         parameter, "lmdb"), the returns below are what that argument chooses."""
-        func = self.state.enclosing_function()
-        if func is None or not func.is_module_level or type(test) is not ast.Compare \
-                or len(test.ops) != 1 or type(test.ops[0]) is not ast.Eq:
+        if type(test) is not ast.Compare or len(test.ops) != 1 \
+                or type(test.ops[0]) is not ast.Eq:
             return None
         left, right = test.left, test.comparators[0]
         if string(left) is not None:
             left, right = right, left
         text = string(right)
-        refs = self.state.env.refs(left.id) if type(left) is ast.Name else None
-        if text is None or not refs or len(refs) != 1 or refs[0].kind != "param" \
+        return self._param_choice(left, text) if text is not None else None
+
+    def _param_choice(self, subject: ast.expr, text: str) -> Optional[tuple[str, str]]:
+        """(the parameter `subject` is, `text`) when it is a parameter of the module-level
+        function being walked."""
+        func = self.state.enclosing_function()
+        if func is None or not func.is_module_level:
+            return None
+        refs = self.state.env.refs(subject.id) if type(subject) is ast.Name else None
+        if not refs or len(refs) != 1 or refs[0].kind != "param" \
                 or not refs[0].target.startswith(f"{func.qualname}#"):
             return None
         return refs[0].target, text
