@@ -197,10 +197,9 @@ class ValueFlow(Hierarchy):
                 for callee, name in cls.registered:
                     owner, _, method = self.resolve(callee, home).rpartition(".")
                     key = (owner, _what(method, "register"))
-                    if key not in self._registries:  # `DATASETS`, `register_dataset`
-                        self._registries[key] = (
-                            method if owner in self.by_module else owner.rpartition(".")[2],
-                            [])
+                    if key not in self._registries:
+                        self._registries[key] = (_registry_name(owner, method, key[1],
+                                                                owner in self.by_module), [])
                     self._registries[key][1].append((cls, name))
         if not self._registries:
             return None
@@ -509,3 +508,12 @@ def _text_for(texts: tuple[tuple[int, str, str], ...], param: str) -> Optional[s
     index = int(index_text)
     return next((text for position, keyword, text in texts
                  if keyword == name or (not keyword and position == index >= 0)), None)
+
+
+def _registry_name(owner: str, method: str, what: str, module: bool) -> str:
+    """A registry as messages name it: `DATASETS` (`@DATASETS.register_module()`),
+    `registry.register_builder`, `register_dataset` (a function of a module)."""
+    if module:
+        return method
+    short = owner.rpartition(".")[2]
+    return f"{short}.{method}" if what else short
