@@ -18,7 +18,7 @@ node once, so they come in the order the references give them.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from ..facts import (
@@ -31,6 +31,8 @@ from .classes import Hierarchy
 Item = tuple[ClassFacts, DatasetRef]
 Node = tuple[str, str, str]
 _Where = tuple[int, int, FileFacts, CallSite]
+# A factory's parameter tested against constants: the returns under each, the returns under none
+_Choice = tuple[dict[str, list[DatasetRef]], list[DatasetRef]]
 # How a registry is read: `DATASETS.build(cfg)`, `registry.get_task(name)`, `load_dataset(name)`
 _LOOKUPS = ("get", "build", "create", "make", "load", "fetch")
 
@@ -43,6 +45,18 @@ class _In:
     node: Optional[Node] = None
     item: Optional[Item] = None
     built: Optional[DatasetRef] = None
+
+
+@dataclass
+class _Registry:
+    """Classes a decorator registered (`@DATASETS.register_module()`), by the name each is
+    looked up by; `name` for messages; `noted`: a lookup by a name no constant gives was met
+    (its classes are in `ValueFlow.named_by`)."""
+
+    name: str
+    members: list[ClassFacts] = field(default_factory=list)
+    by_name: dict[str, list[ClassFacts]] = field(default_factory=dict)
+    noted: bool = False
 
 
 class ValueFlow(Hierarchy):
@@ -66,9 +80,10 @@ class ValueFlow(Hierarchy):
         self._equal_refs: dict[int, list[tuple[DatasetRef, int]]] = {}  # by shape hash
         self._ref_count = 0
         self._refs_numbered: list[DatasetRef] = []
-        # (owner, what it registers) → the registry's name for messages, its classes by name
-        self._registries: Optional[dict[tuple[str, str],
-                                        tuple[str, list[tuple[ClassFacts, str]]]]] = None
+        # (owner, what it registers: "task" for `register_task`) → the registry
+        self._registries: Optional[dict[tuple[str, str], _Registry]] = None
+        # a factory's returns by the constant its parameter is tested against (`_chosen`)
+        self._choices: dict[str, dict[str, _Choice]] = {}
         # a class registered by a decorator that a lookup by a name no constant gives may
         # build → the registry (`DATASETS`): it stays latent, and a message says why
         self.named_by: dict[str, str] = {}
@@ -143,14 +158,24 @@ class ValueFlow(Hierarchy):
         given decides (then every return)."""
         if not function.chosen or not ref.texts:
             return None
-        for param in dict.fromkeys(p for _, p, _ in function.chosen):
+        choices = self._choices.get(function.qualname)
+        if choices is None:  # per parameter tested: the returns under each constant, the rest
+            choices = self._choices[function.qualname] = {}
+            for param in dict.fromkeys(p for _, p, _ in function.chosen):
+                by_text: dict[str, list[DatasetRef]] = {}
+                for index, tested, text in function.chosen:
+                    if tested == param:
+                        by_text.setdefault(text, []).append(function.returns[index])
+                guarded = {i for i, tested, _ in function.chosen if tested == param}
+                self._work += len(function.returns)
+                choices[param] = (by_text, [r for i, r in enumerate(function.returns)
+                                            if i not in guarded])
+        for param, (by_text, unguarded) in choices.items():
             given = _text_for(ref.texts, param)
-            if given is None:
-                continue
-            picked = {i for i, p, text in function.chosen if p == param and text == given}
-            guarded = {i for i, p, _ in function.chosen if p == param}
-            return [r for i, r in enumerate(function.returns)
-                    if (i in picked if picked else i not in guarded)]
+            if given is not None:
+                picked = by_text.get(given, unguarded)
+                self._work += len(picked)
+                return picked
         return None
 
     def _looked_up(self, ref: DatasetRef, target: str, facts: FileFacts
@@ -161,10 +186,10 @@ class ValueFlow(Hierarchy):
         outer call's arguments. A name that is no constant decides nothing: the classes stay
         unlinked, each noted in `named_by` (why it stays latent). None: no registry, or a
         project function choosing no class by a constant (then read as any factory)."""
-        found = self._registry_of(target)
-        if found is None:
+        registry = self._registry_of(target)
+        if registry is None:
             return None
-        label, members = found
+        self._work += 1
         key = next((text for position, keyword, text in ref.texts
                     if (position == 0 and keyword in ("", "type", "name"))
                     or keyword in ("name", "type")), None)
@@ -173,34 +198,39 @@ class ValueFlow(Hierarchy):
         fallback: Optional[list[_In]] = \
             None if target in self.functions and not ref.result_called else []
         if key is None:
-            for cls, _ in members:
-                self.named_by.setdefault(cls.qualname, label)
+            if not registry.noted:  # once per registry, however many lookups
+                registry.noted = True
+                for cls in registry.members:
+                    self._work += 1
+                    self.named_by.setdefault(cls.qualname, registry.name)
             return fallback
         out = []
-        for cls, name in members:
-            if (name or cls.name) == key:
-                made = DatasetRef("call", cls.qualname, ref.handle_args, ref.arg_refs,
-                                  ref.positional, ref.keywords) if ref.result_called \
-                    else DatasetRef("call", cls.qualname)
-                self._read_in(made, facts)
-                out.append(_In(item=(cls, made)))
+        for cls in registry.by_name.get(key, ()):
+            self._work += 1
+            made = DatasetRef("call", cls.qualname, ref.handle_args, ref.arg_refs,
+                              ref.positional, ref.keywords) if ref.result_called \
+                else DatasetRef("call", cls.qualname)
+            self._read_in(made, facts)
+            out.append(_In(item=(cls, made)))
         return out or fallback
 
-    def _registry_of(self, target: str
-                     ) -> Optional[tuple[str, list[tuple[ClassFacts, str]]]]:
-        """The registry a lookup (`<owner>.get_<what>`, `<owner>.build`) reads: its name for
-        messages and the classes registered in it with their names; None when none is."""
+    def _registry_of(self, target: str) -> Optional[_Registry]:
+        """The registry a lookup (`<owner>.get_<what>`, `<owner>.build`) reads, None when
+        none is; the registries are gathered once, from the classes' decorators."""
         if self._registries is None:
             self._registries = {}
             for cls in self.classes.values():
                 home = self.class_file[cls.qualname]
                 for callee, name in cls.registered:
+                    self._work += 1
                     owner, _, method = self.resolve(callee, home).rpartition(".")
                     key = (owner, _what(method, "register"))
-                    if key not in self._registries:
-                        self._registries[key] = (_registry_name(owner, method, key[1],
-                                                                owner in self.by_module), [])
-                    self._registries[key][1].append((cls, name))
+                    registry = self._registries.get(key)
+                    if registry is None:
+                        registry = self._registries[key] = _Registry(_registry_name(
+                            owner, method, key[1], owner in self.by_module))
+                    registry.members.append(cls)
+                    registry.by_name.setdefault(name or cls.name, []).append(cls)
         if not self._registries:
             return None
         owner, _, method = target.rpartition(".")
