@@ -17,6 +17,9 @@ FACTS_VERSION = 21  # bump whenever a dataclass below changes: old caches are th
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
 OWN_CLASS = "cls"
+# How a lookup by name is spelled: `DATASETS.build(cfg)`, `registry.get_task(name)`,
+# `load_dataset(name)` (the registry a decorator fills; `DatasetRef.key_params`)
+LOOKUP_VERBS = ("get", "build", "create", "make", "load", "fetch")
 
 
 @dataclass(frozen=True)
@@ -179,6 +182,11 @@ class DatasetRef:
     # a "call" whose result is called in turn (`registry.get_task("x")(cfg)`): the outer
     # call's arguments are the construction's
     result_called: bool = False
+    # a lookup-like "call" (named for LOOKUP_VERBS): the parameters of the function holding
+    # it that it passes on as they are, (position or -1, keyword, "<function>#<index>#<name>"):
+    # `build_from_cfg(cfg, DATASETS)` in `def build_dataset(cfg)`, which a caller's constant
+    # then decides (`build_dataset(dict(type="X"))`)
+    key_params: Tuple[Tuple[int, str, str], ...] = ()
 
 
 @dataclass(frozen=True)

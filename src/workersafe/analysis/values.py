@@ -8,7 +8,7 @@ import ast
 from dataclasses import replace
 from typing import Iterable, NamedTuple, Optional
 
-from ..facts import OWN_CLASS, ArgRef, DatasetRef, HandleArg, HandleSite
+from ..facts import LOOKUP_VERBS, OWN_CLASS, ArgRef, DatasetRef, HandleArg, HandleSite
 from ..registry import DERIVED_CALLABLE_SUFFIXES
 from ..torchnames import GET_CONTEXT, PROCESS_IDENTITY, WRAPPERS
 from .nodes import child_nodes
@@ -316,7 +316,8 @@ class Evaluator:
         registry = self.state.q(call.args[1]) if short == "build_from_cfg" \
             and len(call.args) > 1 else None
         if registry:  # mmcv's `build_from_cfg(cfg, DATASETS)`: `DATASETS.build(cfg)`
-            return [DatasetRef("call", f"{registry}.build", texts=_texts(call))]
+            return [DatasetRef("call", f"{registry}.build", texts=_texts(call),
+                               key_params=tuple(k for k in self._key_params(call) if k[0] == 0))]
         passed = tuple(self.arg_refs(call)) \
             if (short[:1].isupper() or name == OWN_CLASS) and call.args else ()
         unknown = any(type(a) is ast.Starred for a in call.args) \
@@ -324,7 +325,20 @@ class Evaluator:
         return [DatasetRef("call", name, tuple(self._handle_args(call)), passed,
                            -1 if unknown else len(call.args),
                            tuple(k.arg for k in call.keywords if k.arg),
-                           () if short[:1].isupper() or name == OWN_CLASS else _texts(call))]
+                           () if short[:1].isupper() or name == OWN_CLASS else _texts(call),
+                           key_params=self._key_params(call)
+                           if short.startswith(LOOKUP_VERBS) else ())]
+
+    def _key_params(self, call: ast.Call) -> tuple[tuple[int, str, str], ...]:
+        """The parameters a call passes on as they are: (position or -1, keyword, the
+        parameter "<function>#<index>#<name>")."""
+        found = []
+        for index, arg in enumerate(call_args(call)):
+            refs = self.state.env.refs(arg.value.id) \
+                if not arg.star and type(arg.value) is ast.Name else None
+            if refs and len(refs) == 1 and refs[0].kind == "param":
+                found.append((-1 if arg.keyword else index, arg.keyword or "", refs[0].target))
+        return tuple(found)
 
     def _own_method(self, func: ast.expr) -> Optional[str]:
         """`cls(...)`, `type(self)(...)`, `self.__class__(...)` → OWN_CLASS (the class the

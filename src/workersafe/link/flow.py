@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from ..facts import (
-    OWN_CLASS, ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts,
+    LOOKUP_VERBS, OWN_CLASS, ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts,
 )
 from .classes import Hierarchy
 
@@ -33,8 +33,6 @@ Node = tuple[str, str, str]
 _Where = tuple[int, int, FileFacts, CallSite]
 # A factory's parameter tested against constants: the returns under each, the returns under none
 _Choice = tuple[dict[str, list[DatasetRef]], list[DatasetRef]]
-# How a registry is read: `DATASETS.build(cfg)`, `registry.get_task(name)`, `load_dataset(name)`
-_LOOKUPS = ("get", "build", "create", "make", "load", "fetch")
 
 
 @dataclass(frozen=True)
@@ -84,6 +82,10 @@ class ValueFlow(Hierarchy):
         self._registries: Optional[dict[tuple[str, str], _Registry]] = None
         # a factory's returns by the constant its parameter is tested against (`_chosen`)
         self._choices: dict[str, dict[str, _Choice]] = {}
+        # the returns passing a parameter on to a lookup (`_passed_on`), per function; the
+        # functions whose returns are being read for one call
+        self._passing: dict[str, list[tuple[int, tuple[tuple[int, str, str], ...]]]] = {}
+        self._expanding: set[str] = set()
         # a class registered by a decorator that a lookup by a name no constant gives may
         # build → the registry (`DATASETS`): it stays latent, and a message says why
         self.named_by: dict[str, str] = {}
@@ -129,9 +131,21 @@ class ValueFlow(Hierarchy):
                 return [_In(item=(cls, ref))]
             if target in self.functions:
                 home = self.by_module.get(target.rpartition(".")[0], facts)
-                chosen = self._chosen(self.functions[target], ref)
-                if chosen is not None:  # `get_dataset("lmdb", p)`: the returns it chooses
-                    return [i for r in chosen for i in self._ref_inputs(r, home)]
+                function = self.functions[target]
+                # `get_dataset("lmdb", p)`: the returns the constant chooses, or the lookups
+                # it decides (`build_dataset(dict(type="X"))`); read as they are for this call
+                # (a function met again inside its own expansion: as any factory)
+                chosen = None
+                if target not in self._expanding:
+                    chosen = self._chosen(function, ref)
+                    if chosen is None:
+                        chosen = self._passed_on(function, ref)
+                if chosen is not None:
+                    self._expanding.add(target)
+                    try:
+                        return [i for r in chosen for i in self._ref_inputs(r, home)]
+                    finally:
+                        self._expanding.discard(target)
                 return [_In(node=("func", target, home.path))]
             owner_name, _, method = target.rpartition(".")
             if owner_name in self.classes:  # `Frames.from_config(cfg)`, `self._build(s)`
@@ -177,6 +191,33 @@ class ValueFlow(Hierarchy):
                 self._work += len(picked)
                 return picked
         return None
+
+    def _passed_on(self, function: FunctionFacts, ref: DatasetRef
+                   ) -> Optional[list[DatasetRef]]:
+        """The returns of a function that passes a parameter on to a lookup by name
+        (`return build_from_cfg(cfg, DATASETS)`), with the constant this call gives for it
+        (`build_dataset(dict(type="X"))`): the lookup then picks its class; None when the call
+        gives none (the function's value, as for any call)."""
+        if not ref.texts:
+            return None
+        passing = self._passing.get(function.qualname)
+        if passing is None:
+            own = f"{function.qualname}#"
+            passing = self._passing[function.qualname] = [
+                (i, tuple(k for k in r.key_params if k[2].startswith(own)))
+                for i, r in enumerate(function.returns)
+                if any(k[2].startswith(own) for k in r.key_params)]
+        if not passing:
+            return None
+        returns = list(function.returns)
+        for index, keys in passing:
+            self._work += 1
+            given = tuple((position, keyword, text) for position, keyword, param in keys
+                          for text in [_text_for(ref.texts, param, True)] if text is not None)
+            if given:
+                returns[index] = dataclasses.replace(returns[index],
+                                                     texts=returns[index].texts + given)
+        return returns if returns != list(function.returns) else None
 
     def _looked_up(self, ref: DatasetRef, target: str, facts: FileFacts
                    ) -> Optional[list[_In]]:
@@ -234,7 +275,7 @@ class ValueFlow(Hierarchy):
         if not self._registries:
             return None
         owner, _, method = target.rpartition(".")
-        verb = next((v for v in _LOOKUPS if method.startswith(v)), None)
+        verb = next((v for v in LOOKUP_VERBS if method.startswith(v)), None)
         if verb is None:
             return None
         return self._registries.get((owner, _what(method, verb)))
@@ -532,12 +573,15 @@ def _what(method: str, verb: str) -> str:
     return "" if what in ("module", "from_cfg") else what
 
 
-def _text_for(texts: tuple[tuple[int, str, str], ...], param: str) -> Optional[str]:
-    """The string constant a call passes for a parameter "<function>#<index>#<name>"."""
+def _text_for(texts: tuple[tuple[int, str, str], ...], param: str, dicts: bool = False
+              ) -> Optional[str]:
+    """The string constant a call passes for a parameter "<function>#<index>#<name>";
+    `dicts`: also the "type" or "name" of a dict it passes there (`dict(type="X")`)."""
     _, index_text, name = param.split("#")
     index = int(index_text)
     return next((text for position, keyword, text in texts
-                 if keyword == name or (not keyword and position == index >= 0)), None)
+                 if keyword == name or (position == index >= 0 and (
+                     not keyword or (dicts and keyword in ("type", "name"))))), None)
 
 
 def _registry_name(owner: str, method: str, what: str, module: bool) -> str:
