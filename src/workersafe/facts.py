@@ -12,11 +12,14 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
-FACTS_VERSION = 21  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 22  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
 OWN_CLASS = "cls"
+# How a lookup by name is spelled: `DATASETS.build(cfg)`, `registry.get_task(name)`,
+# `load_dataset(name)` (the registry a decorator fills; `DatasetRef.key_params`)
+LOOKUP_VERBS = ("get", "build", "create", "make", "load", "fetch")
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,9 @@ class ClassFacts:
     # default: the truth of its constant default, None without one): a construction's
     # arguments decide (analysis/branches)
     branch_params: Tuple[Tuple[int, int, str, str, bool, Optional[bool]], ...] = ()
+    # registered by a class decorator: (the decorator's qualified callee, the name it is given
+    # or "" for the class's own name): `@DATASETS.register_module()`, `@register_task("x")`
+    registered: Tuple[Tuple[str, str], ...] = ()
 
     def method(self, name: str) -> Optional[MethodFacts]:
         return next((m for m in self.methods if m.name == name), None)
@@ -186,6 +192,17 @@ class DatasetRef:
     keywords: Tuple[str, ...] = ()
     # a "call": the arguments it reads from another value's attribute (`train_ds.h5`)
     attr_args: Tuple[AttrArg, ...] = ()
+    # a "call": the string constants it is given, (position or -1, keyword, value); a dict
+    # given first records its "type"/"name" key (`build(dict(type="X"))`: (0, "type", "X"))
+    texts: Tuple[Tuple[int, str, str], ...] = ()
+    # a "call" whose result is called in turn (`registry.get_task("x")(cfg)`): the outer
+    # call's arguments are the construction's
+    result_called: bool = False
+    # a lookup-like "call" (named for LOOKUP_VERBS): the parameters of the function holding
+    # it that it passes on as they are, (position or -1, keyword, "<function>#<index>#<name>"):
+    # `build_from_cfg(cfg, DATASETS)` in `def build_dataset(cfg)`, which a caller's constant
+    # then decides (`build_dataset(dict(type="X"))`)
+    key_params: Tuple[Tuple[int, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -256,6 +273,9 @@ class FunctionFacts:
     # project functions it calls or passes on (`main_worker` in `mp.spawn(main_worker)`),
     # qualified: the code an entry runs, for the `set_start_method` it reaches
     calls: Tuple[str, ...] = ()
+    # which returns an argument chooses: (index in `returns`, the parameter
+    # "<function>#<index>#<name>", the string it equals): `if name == "a": return A(p)`
+    chosen: Tuple[Tuple[int, str, str], ...] = ()
 
 
 @dataclass(frozen=True)

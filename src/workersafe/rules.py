@@ -51,6 +51,7 @@ class Candidate:
     unwired: str = ""  # why not, for the fixer's note
     spawn_only: bool = False  # no loader found, but every entry starts workers by spawn and
     # the class decides what is pickled: nothing is shared (for the latent code)
+    named_by: str = ""  # built by a name no constant gives, through this registry (latent)
 
 
 def evaluate(project: Project, registry: Registry) -> list[Finding]:
@@ -87,6 +88,7 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
             merged.torch_dataset |= is_torch
             merged.any_loader |= bool(uses)
             merged.spawn_only &= cand.spawn_only
+            merged.named_by = merged.named_by or project.named_by.get(cls.qualname, "")
             for facts, loader, _ in uses:
                 merged.loaders.extend(used_loaders(project, registry, judged, facts, loader,
                                                    cand.site.handle, attr, parent_use, kind))
@@ -666,9 +668,13 @@ def _findings_of(cand: Candidate) -> Iterator[Finding]:
     latent = latent_of(cand.code)
     if not cand.any_loader and cand.fork_unsafe and cand.torch_dataset and latent \
             and not cand.spawn_only:
+        why = f"no DataLoader using {cand.holder} found in the checked files"
+        if cand.named_by:  # a loader's dataset is looked up by a name known only at run time
+            why = (f"built by name through registry {cand.named_by}, the name known only at "
+                   f"run time (a config, an argument): no DataLoader is known to use "
+                   f"{cand.holder}")
         message = (f"{cand.site.handle} {cand.what} would be shared by DataLoader workers "
-                   f"(no DataLoader using {cand.holder} found in the checked files): "
-                   f"create it per worker")
+                   f"({why}): create it per worker")
         yield _finding(cand, latent, message)
 
 
