@@ -697,19 +697,19 @@ MAX_LINE = 99
 
 
 def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
-    """(column of the first argument, length of the line the keyword goes on) when the call
-    starts on one line with its first argument, else (-1, -1)."""
+    """(column of the first argument, length of the line the keyword goes on: that of an
+    existing worker_init_fn, else of the last argument), or (-1, -1) when unknown."""
     pos = edit.located.positions[call]
     tabs = "\t" in edit.located.module.default_indent
     if not call.args or tabs:
         return -1, -1
     first = edit.located.positions[call.args[0]].start
-    if pos.start.line != pos.end.line:  # the line of an existing worker_init_fn, if any
+    if pos.start.line != pos.end.line:  # a call over several lines: continue as it does
         existing = next((a for a in call.args if a.keyword
                          and a.keyword.value == "worker_init_fn"), None)
-        if existing is None or first.line != pos.start.line:
+        if existing is not None and first.line != pos.start.line:
             return -1, -1
-        line = edit.located.positions[existing].end.line
+        line = edit.located.positions[existing or call.args[-1]].end.line
     else:
         line = pos.start.line
     # the whole line grows, with what follows the call (`print(list(DataLoader(...)))`)
