@@ -23,7 +23,7 @@ from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_clas
 from .cstguard import libcst_problem
 from .cstutil import (
     Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings,
-    statements, walk, with_dominant_newline, with_leading_lines,
+    statements, target_names, walk, with_dominant_newline, with_leading_lines,
 )
 from .factories import Factories
 from .handles import HandleNames
@@ -38,7 +38,8 @@ from .outcome import Outcome
 from .plan import AttrPlan, Unfixable
 from .reopen import ReopenPlan, plan_reopen, rewrite_reopen
 from .templates import (
-    BLANK, OPENER_NAME, WORKER_INIT_NAME, is_worker_init, statement, worker_init_function,
+    BLANK, OPENER_NAME, WORKER_INIT_NAME, WORKER_INIT_NEEDS, is_worker_init, statement,
+    worker_init_function,
 )
 
 
@@ -507,7 +508,7 @@ class Rewriter:
             tuple(p.handle for p in group.plans),
             tuple(item for p in group.plans for item in p.factories.items())))
         allowed = self.allowed_lines.setdefault(group.path, set())
-        for name in ("__getstate__", "__setstate__"):  # extended, or replaced by ours
+        for name in ("__getstate__",):  # extended
             own = find_method(cls, name)
             if own is not None:
                 start, end = edit.located.lines_of(own)
@@ -517,15 +518,14 @@ class Rewriter:
             for moved in [*moved_nodes, *plan.moved_imports]:
                 start, end = edit.located.lines_of(moved)
                 allowed.update(range(start - len(leading_lines(moved)), end + 1))
-        self._need_module_import(edit, "os")  # the pid checks of both strategies
         if group.strategy == "lazy":
+            self._need_module_import(edit, "os")  # its properties' process checks
             return
         self._wire(group)
 
     def _apply_reopen(self, group: Group, cls: cst.ClassDef) -> None:
         edit = self._edit(group.path)
         edit.replacements[cls] = rewrite_reopen(cls, group.reopens)
-        self._need_module_import(edit, "os")
         self.fixed_classes.append(FixedClass(
             group.path, group.class_name, "worker-init", (OPENER_NAME,), (), (),
             tuple(p.handle for p in group.reopens)))
@@ -579,7 +579,8 @@ class Rewriter:
             new_body: list[cst.BaseStatement] = []
             for index, node in enumerate(statements(module.body)):
                 if index == place:  # two blank lines around it; comments stay with `node`
-                    function = worker_init_function(edit.worker_init_name)
+                    function = worker_init_function(edit.worker_init_name,
+                                                    _torch_data_imports(edit.located.module))
                     new_body.append(function.with_changes(
                         leading_lines=[BLANK, BLANK] if index else []))
                     own = list(leading_lines(node))
@@ -680,6 +681,39 @@ def _partial_spelling(module: cst.Module) -> Optional[str]:
                             and alias.asname is None:
                         return "functools.partial"
     return None
+
+
+def _torch_data_imports(module: cst.Module) -> list[str]:
+    """The names the worker init needs that the module imports from torch.utils.data at its
+    top level (`from torch.utils.data import DataLoader, Dataset`) and binds nowhere else."""
+    found: list[str] = []
+    for node in module.body:
+        for small in node.body if isinstance(node, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.ImportFrom) and not small.relative \
+                    and small.module is not None and dotted(small.module) == "torch.utils.data" \
+                    and not isinstance(small.names, cst.ImportStar):
+                found += [a.name.value for a in small.names if isinstance(a.name, cst.Name)
+                          and a.name.value in WORKER_INIT_NEEDS and a.asname is None]
+    return [name for name in found if found.count(name) == 1 and _bound_once(module, name)]
+
+
+def _bound_once(module: cst.Module, name: str) -> bool:
+    """`name` is bound by one statement of the whole module (its import), in any scope."""
+    count = 0
+    for node in walk(module):
+        if isinstance(node, cst.ImportAlias):
+            bound = node.asname.name if node.asname else node.name
+            count += isinstance(bound, cst.Name) and bound.value == name
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            count += node.name.value == name
+        elif isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For,
+                               cst.CompFor, cst.NamedExpr, cst.AsName)):
+            target = node.name if isinstance(node, cst.AsName) else node.target
+            count += name in target_names(target)
+        elif isinstance(node, (cst.Global, cst.Nonlocal, cst.Param)):
+            count += any(n.name.value == name for n in getattr(node, "names", ())) \
+                or (isinstance(node, cst.Param) and node.name.value == name)
+    return count == 1
 
 
 def _wired_call(call: cst.Call, references: list[cst.BaseExpression],
