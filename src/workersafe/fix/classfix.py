@@ -114,18 +114,24 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
                 if kept is plan.keeps:
                     shared[local] = attr
         opener_body = _prepared(plan, strategy, names_in_use, drop_first=not merged)
+        # lazy, one attribute, no opener call left in `__init__`: the property opens it itself
+        inline = strategy == "lazy" and len(plan.attrs) == 1 and not (
+            plan.results or plan.exports)
         if merged:
             merged_body += opener_body
-        else:
+        elif not inline:
             doc = f"Open this process's {' and '.join(plan.attrs)}."
             new_members.append(open_method(plan.opener, opener_body, doc)
                                .with_changes(leading_lines=[BLANK]))
         if strategy == "lazy":
             pid = _pid_attr(plan)
             for attr in plan.attrs:
-                new_members.append(lazy_property(attr, _private(attr), pid, plan.opener))
+                new_members.append(lazy_property(attr, _private(attr), pid, plan.opener,
+                                                 opener_body if inline else None))
                 dropped.append(_private(attr))
             dropped.append(pid)
+            if inline:
+                plan.opener_name = plan.attrs[0]  # what opens it: the property
         else:
             dropped += plan.attrs
         if plan.class_statement is not None:

@@ -38,8 +38,8 @@ from .outcome import Outcome
 from .plan import AttrPlan, Unfixable
 from .reopen import ReopenPlan, plan_reopen, rewrite_reopen
 from .templates import (
-    BLANK, OPENER_NAME, WORKER_INIT_NAME, WORKER_INIT_NEEDS, is_worker_init, statement,
-    worker_init_function,
+    BLANK, OPENER_NAME, WORKER_INIT_NAME, WORKER_INIT_NEEDS, chains_previous, is_worker_init,
+    statement, worker_init_function,
 )
 
 
@@ -84,6 +84,7 @@ class FileEdit:
     worker_init_new: bool = False  # to be added (else written by an earlier run)
     imports: list[cst.BaseStatement] = field(default_factory=list)
     wiring: dict[cst.Call, list[cst.BaseExpression]] = field(default_factory=dict)
+    chains: bool = False  # a wired loader had a worker_init_fn: the worker init runs it first
 
 
 class Rewriter:
@@ -563,8 +564,17 @@ class Rewriter:
                 new_call, needs_partial = _wired_call(call, references, _layout(edit, call),
                                                       partial or "functools.partial")
                 edit.replacements[call] = new_call
+                edit.chains |= needs_partial
                 if needs_partial and partial is None:
                     self._need_module_import(edit, "functools")
+            earlier = next((s for s in edit.located.module.body if is_worker_init(s)), None)
+            if edit.chains and isinstance(earlier, cst.FunctionDef) \
+                    and not chains_previous(earlier):  # written without `previous`: now with
+                edit.replacements[earlier] = worker_init_function(
+                    earlier.name.value, _torch_data_imports(edit.located.module), chained=True
+                ).with_changes(leading_lines=earlier.leading_lines)
+                start, end = edit.located.lines_of(earlier)
+                self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
 
     # --- rendering ----------------------------------------------------------------------------
 
@@ -580,7 +590,8 @@ class Rewriter:
             for index, node in enumerate(statements(module.body)):
                 if index == place:  # two blank lines around it; comments stay with `node`
                     function = worker_init_function(edit.worker_init_name,
-                                                    _torch_data_imports(edit.located.module))
+                                                    _torch_data_imports(edit.located.module),
+                                                    chained=edit.chains)
                     new_body.append(function.with_changes(
                         leading_lines=[BLANK, BLANK] if index else []))
                     own = list(leading_lines(node))

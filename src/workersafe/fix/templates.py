@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import libcst as cst
 
@@ -61,7 +61,10 @@ def getstate_method(dropped: Sequence[str], base: bool = False, reset: Sequence[
     return method.with_changes(leading_lines=[BLANK])
 
 
-def lazy_property(attr: str, private: str, pid_attr: str, opener: str) -> cst.BaseStatement:
+def lazy_property(attr: str, private: str, pid_attr: str, opener: str,
+                  body: Optional[Sequence[cst.BaseStatement]] = None) -> cst.BaseStatement:
+    """The property opening `attr` once per process: by calling `opener` (which opens every
+    attribute of its group), or by running `body` itself."""
     code = (
         "class _:\n"
         "    @property\n"
@@ -74,7 +77,16 @@ def lazy_property(attr: str, private: str, pid_attr: str, opener: str) -> cst.Ba
     )
     cls = cst.parse_module(code).body[0]
     assert isinstance(cls, cst.ClassDef)
-    return with_leading_lines(as_statement(cls.body.body[0]), [BLANK])
+    prop = cls.body.body[0]
+    assert isinstance(prop, cst.FunctionDef)
+    if body is not None:
+        guard = prop.body.body[1]
+        assert isinstance(guard, cst.If)
+        guard = guard.with_changes(body=guard.body.with_changes(
+            body=[*body, guard.body.body[1]]))
+        prop = prop.with_changes(body=prop.body.with_changes(
+            body=[prop.body.body[0], guard, *prop.body.body[2:]]))
+    return with_leading_lines(as_statement(prop), [BLANK])
 
 
 # What the worker init reads from torch.utils.data (imported inside it unless the module
@@ -82,21 +94,22 @@ def lazy_property(attr: str, private: str, pid_attr: str, opener: str) -> cst.Ba
 WORKER_INIT_NEEDS = ("Dataset", "get_worker_info")
 
 
-def worker_init_function(name: str, imported: Sequence[str] = ()) -> cst.BaseStatement:
+def worker_init_function(name: str, imported: Sequence[str] = (), chained: bool = False
+                         ) -> cst.BaseStatement:
     """The generic worker init: walks the worker's dataset through wrappers (`dataset`,
     `datasets` and any Dataset held in an attribute) and calls each one's `open_handles()`,
     after `previous` (a worker_init_fn the loader already had). A forked worker reopens what
     it inherited; a spawned one opens what `__getstate__` left out. `imported`: the names of
-    WORKER_INIT_NEEDS the module imports from torch.utils.data itself."""
+    WORKER_INIT_NEEDS the module imports from torch.utils.data itself. `chained`: some loader
+    had a worker_init_fn, which runs first (`partial(<name>, previous=<it>)`)."""
     needed = [n for n in WORKER_INIT_NEEDS if n not in imported]
     imports = f"    from torch.utils.data import {', '.join(needed)}\n" if needed else ""
     code = (
-        f"def {name}(worker_id, previous=None):\n"
+        f"def {name}(worker_id{', previous=None' if chained else ''}):\n"
         f'    """{WORKER_INIT_DOC}"""\n'
         f"{imports}"
-        "    if previous is not None:\n"
-        "        previous(worker_id)\n"
-        "    datasets = [get_worker_info().dataset]\n"
+        + ("    if previous is not None:\n        previous(worker_id)\n" if chained else "")
+        + "    datasets = [get_worker_info().dataset]\n"
         "    for dataset in datasets:  # grows with the datasets each one wraps\n"
         f'        if hasattr(dataset, "{OPENER_NAME}"):\n'
         f"            dataset.{OPENER_NAME}()\n"
@@ -118,6 +131,11 @@ def is_worker_init(node: cst.CSTNode) -> bool:
     doc = first.body[0]
     return isinstance(doc, cst.Expr) and isinstance(doc.value, cst.SimpleString) \
         and doc.value.evaluated_value == WORKER_INIT_DOC
+
+
+def chains_previous(node: cst.FunctionDef) -> bool:
+    """The worker init takes `previous` (a worker_init_fn to run first)."""
+    return any(p.name.value == "previous" for p in node.params.params)
 
 
 def module_accessor(function: str, private: str, pid_name: str, handle: str,
