@@ -4,8 +4,9 @@ applies to the whole class:
 - worker-init: `open_handles()` holds the moved statements; `__init__` calls it where the
   first of them stood; `__getstate__` leaves the handles out; the generic worker init of the
   script building the loaders calls `open_handles()` in each worker.
-- lazy: the statements write private names in `_open_<attr>()`; a property per attribute
-  reopens when the process id changed; `__getstate__` drops them. When the moved statements
+- lazy: the statements write private names; a property per attribute reopens when the
+  process id changed (running them itself, or `_open_<attr>()` when they open several
+  attributes or `__init__` needs them too); `__getstate__` drops them. When the moved statements
   also set values the parent needs (`self.lengths`), `__init__` still runs the opener."""
 
 from __future__ import annotations
@@ -189,12 +190,36 @@ def _handles_opener(plans: list[AttrPlan], merged_body: list[cst.BaseStatement],
     body: list[cst.BaseStatement] = []
     if merged:
         stored = [a for p in plans if p.close_first for a in reversed(p.attrs)]
-        if stored:
-            body.append(drop_statement(stored))
-        body += merged_body
+        body += dropped_first(stored, merged_body)
     else:
         body += [cst.parse_statement(f"self.{p.opener}()\n") for p in plans]
     return open_method(OPENER_NAME, body, doc).with_changes(leading_lines=[BLANK])
+
+
+def dropped_first(stored: list[str], body: list[cst.BaseStatement]
+                  ) -> list[cst.BaseStatement]:
+    """`body` after the statement dropping the `stored` attributes, but those it rebinds to a
+    new empty container (or None) before anything else (`self.shards = []`): that drops them."""
+    rebound: set[str] = set()
+    for statement in body:
+        small = single(statement)
+        if isinstance(small, (cst.Import, cst.ImportFrom)):
+            continue
+        if not (isinstance(small, cst.Assign) and _empty(small.value)):
+            break
+        rebound |= {a for t in small.targets if (a := self_attr(t.target)) is not None}
+    kept = [name for name in stored if name not in rebound]
+    return [drop_statement(kept), *body] if kept else list(body)
+
+
+def _empty(value: cst.BaseExpression) -> bool:
+    """`[]`, `{}`, `()`, `None`, or a call of list/dict/set/tuple without arguments."""
+    if isinstance(value, (cst.List, cst.Dict, cst.Tuple, cst.Set)):
+        return not value.elements
+    if isinstance(value, cst.Name):
+        return value.value == "None"
+    return isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Name) \
+        and value.func.value in ("list", "dict", "set", "tuple")
 
 
 def drop_statement(stored: list[str]) -> cst.BaseStatement:
@@ -303,8 +328,7 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str], drop_first:
         taken = [renames[a] for a in plan.attrs if renames[a] in names_in_use]
         if taken:
             raise Unfixable(f"the class already uses self.{taken[0]}")
-    if plan.close_first and drop_first:  # the library opens a file once per process: drop
-        statements.append(drop_statement([renames.get(a, a) for a in reversed(plan.attrs)]))
+    moved: list[cst.BaseStatement] = []
     for index, original in enumerate(plan.statements):
         statement = original
         if mapping:
@@ -316,8 +340,11 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str], drop_first:
         if index == 0:  # lazy: comments above move with the code, not the blank lines
             kept = leading_lines(statement) if strategy == "lazy" else []
             statement = with_leading_lines(statement, _from_first_comment(kept))
-        statements.append(statement)
-    return statements
+        moved.append(statement)
+    if plan.close_first and drop_first:  # the library opens a file once per process: drop
+        return statements + dropped_first([renames.get(a, a) for a in reversed(plan.attrs)],
+                                          moved)
+    return statements + moved
 
 
 def _from_first_comment(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
