@@ -655,22 +655,25 @@ MAX_LINE = 99
 
 def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
     """(column of the first argument, length of the line the keyword goes on) when the call
-    starts on one line with its first argument, else (-1, -1)."""
+    starts on one line with its first argument (the later lines aligned with it), else
+    (-1, -1)."""
     pos = edit.located.positions[call]
     tabs = "\t" in edit.located.module.default_indent
     if not call.args or tabs:
         return -1, -1
     first = edit.located.positions[call.args[0]].start
-    if pos.start.line != pos.end.line:  # the line of an existing worker_init_fn, if any
-        existing = next((a for a in call.args if a.keyword
+    line, column = pos.start.line, first.column
+    if pos.start.line != pos.end.line:  # the line of an existing worker_init_fn, if any,
+        existing = next((a for a in call.args if a.keyword  # else of the last argument
                          and a.keyword.value == "worker_init_fn"), None)
-        if existing is None or first.line != pos.start.line:
+        if first.line != pos.start.line:
             return -1, -1
-        line = edit.located.positions[existing].end.line
-    else:
-        line = pos.start.line
+        line = edit.located.positions[existing or call.args[-1]].end.line
+        columns = [edit.located.positions[a].start.column for a in call.args
+                   if edit.located.positions[a].start.line == line]
+        column = min(columns, default=column)  # continue where that line's arguments start
     # the whole line grows, with what follows the call (`print(list(DataLoader(...)))`)
-    return first.column, len(edit.located.module.code.splitlines()[line - 1].rstrip())
+    return column, len(edit.located.module.code.splitlines()[line - 1].rstrip())
 
 
 def _partial_spelling(module: cst.Module) -> Optional[str]:
@@ -751,6 +754,8 @@ def _wired_call(call: cst.Call, references: list[cst.BaseExpression],
                                                     cst.SimpleWhitespace("")))])
             needs_partial = True
     assert value is not None
+    if needs_partial and isinstance(value, cst.Call) and layout[0] >= 0:
+        value = _wrapped_partial(value, layout[0] + len("worker_init_fn="))
     if existing is not None:
         args = [a.with_changes(value=value) if a is existing else a for a in call.args]
         index = args.index(next(a for a in args if a.keyword and a.keyword.value
@@ -764,6 +769,16 @@ def _wired_call(call: cst.Call, references: list[cst.BaseExpression],
         return call.with_changes(args=args), needs_partial
     return call.with_changes(args=_append_keyword(call, "worker_init_fn", value, layout)), \
         needs_partial
+
+
+def _wrapped_partial(value: cst.Call, column: int) -> cst.Call:
+    """`partial(f, previous=g)` starting at `column`, its second argument on a line of its own
+    (aligned with the first) when the whole would pass the line length."""
+    if column + len(_code(value)) + 1 <= MAX_LINE or len(value.args) != 2:
+        return value
+    inner = column + len(_code(value.func)) + 1
+    first = value.args[0].with_changes(comma=cst.Comma(whitespace_after=_aligned_newline(inner)))
+    return value.with_changes(args=[first, value.args[1]])
 
 
 def _code(node: cst.CSTNode) -> str:
