@@ -1,11 +1,12 @@
 """Rewriting a class so each process opens its own handles (WS101/WS111/WS201 instance
 handles, WS103/WS113 class attributes). What moves is planned in `initplan`; one strategy
 applies to the whole class:
-- worker-init: `_open_<attr>()` holds the moved statements; `__init__` calls it where the
-  first of them stood; `__getstate__`/`__setstate__` drop and reopen; a module-level
-  worker_init_fn reopens in each worker.
-- lazy: the statements write private names in `_open_<attr>()`; a property per attribute
-  reopens when the process id changed; `__getstate__` drops them. When the moved statements
+- worker-init: `open_handles()` holds the moved statements; `__init__` calls it where the
+  first of them stood; `__getstate__` leaves the handles out; the generic worker init of the
+  script building the loaders calls `open_handles()` in each worker.
+- lazy: the statements write private names; a property per attribute reopens when the
+  process id changed (running them itself, or `_open_<attr>()` when they open several
+  attributes or `__init__` needs them too); `__getstate__` drops them. When the moved statements
   also set values the parent needs (`self.lengths`), `__init__` still runs the opener."""
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .initplan import _assigned_attrs, _read_attrs, assigns_name, find_method
 from .plan import AttrPlan, Unfixable
 from .probes import probed_attrs
 from .templates import (
-    BLANK, HANDLES_PID, OPENER_NAME, getstate_methods, lazy_property, open_method,
+    BLANK, MAX_LINE, OPENER_NAME, getstate_method, lazy_property, open_method,
 )
 
 
@@ -74,11 +75,9 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
         raise Unfixable("the class defines its own __getstate__, which would have to extend "
                         "its base class's: merge by hand")
     setstate = find_method(cls, "__setstate__")
-    if setstate is not None:
-        if not _only_restores(setstate):
-            raise Unfixable("the class already defines __setstate__, which does more than "
-                            "restore __dict__: merge by hand")
-        body = _remove_member(body, setstate)  # ours restores __dict__ too, then reopens
+    if setstate is not None and not _only_restores(setstate):
+        raise Unfixable("the class already defines __setstate__, which does more than "
+                        "restore __dict__: merge by hand")
     if strategy == "lazy":
         attrs = [a for p in plans for a in p.attrs]
         probed = probed_attrs(cls, attrs)
@@ -89,9 +88,8 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
     names_in_use = _names_in_use(cls)
     merged = False
     if strategy == "worker-init":
-        for taken in (OPENER_NAME, HANDLES_PID):
-            if taken in names_in_use:
-                raise Unfixable(f"the class already has a member named {taken}")
+        if OPENER_NAME in names_in_use:
+            raise Unfixable(f"the class already has a member named {OPENER_NAME}")
         merged = _mergeable(plans)
         if merged:  # one opener: every handle's statements, where the first of them stood
             for plan in plans:
@@ -117,21 +115,24 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
                 if kept is plan.keeps:
                     shared[local] = attr
         opener_body = _prepared(plan, strategy, names_in_use, drop_first=not merged)
+        # lazy, one attribute, no opener call left in `__init__`: the property opens it itself
+        inline = strategy == "lazy" and len(plan.attrs) == 1 and not (
+            plan.results or plan.exports)
         if merged:
             merged_body += opener_body
-        else:
-            held = " and ".join(plan.attrs)
-            doc = (f"Create this process's {plan.handle} (workersafe: once per DataLoader "
-                   "worker).") if strategy == "lazy" else f"Open this process's {held}."
+        elif not inline:
+            doc = f"Open this process's {' and '.join(plan.attrs)}."
             new_members.append(open_method(plan.opener, opener_body, doc)
                                .with_changes(leading_lines=[BLANK]))
         if strategy == "lazy":
             pid = _pid_attr(plan)
             for attr in plan.attrs:
                 new_members.append(lazy_property(attr, _private(attr), pid, plan.opener,
-                                                 plan.handle))
+                                                 opener_body if inline else None))
                 dropped.append(_private(attr))
             dropped.append(pid)
+            if inline:
+                plan.opener_name = plan.attrs[0]  # what opens it: the property
         else:
             dropped += plan.attrs
         if plan.class_statement is not None:
@@ -142,15 +143,12 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
         body = _replace_merged(body, plans)
     if strategy == "worker-init":
         new_members.insert(0, _handles_opener(plans, merged_body, merged))
-    reopen = [OPENER_NAME] if strategy == "worker-init" else []
-    pickling = getstate_methods(dropped, reopen, base, getstate=getstate is None)
-    if getstate is not None:  # extended in place; our __setstate__ follows it
+    if getstate is not None:  # extended in place
         extended = extended_getstate(getstate, dropped)
         assert extended is not None  # custom_pickling refused any other shape
-        at = next(i for i, member in enumerate(body) if member is getstate)
-        body = [*body[:at], extended, *pickling, *body[at + 1:]]
+        body = [extended if member is getstate else member for member in body]
     else:
-        new_members += pickling
+        new_members.append(getstate_method(dropped, base=bool(base)))
     insert_at = _after_init(body)
     body = body[:insert_at] + new_members + body[insert_at:]
     return cls.with_changes(body=cls.body.with_changes(body=body))
@@ -183,35 +181,55 @@ def _private(attr: str) -> str:
 
 def _handles_opener(plans: list[AttrPlan], merged_body: list[cst.BaseStatement],
                     merged: bool) -> cst.FunctionDef:
-    """`open_handles()`: the one opener of a class fixed with worker-init, which the generic
-    worker init and `__setstate__` call. `merged`: it holds every handle's statements; else
+    """`open_handles()`: the one opener of a class fixed with worker-init, which `__init__`
+    and the generic worker init call. `merged`: it holds every handle's statements; else
     it calls each handle's own opener (created apart in `__init__`, with code in between)."""
-    attrs = [p.attrs[0] for p in plans]
+    attrs = list(dict.fromkeys(a for p in plans for a in p.attrs))
     what = attrs[0] if len(attrs) == 1 else ", ".join(attrs[:-1]) + " and " + attrs[-1]
     doc = f"Open this process's {what} (again in each DataLoader worker)."
     body: list[cst.BaseStatement] = []
     if merged:
         stored = [a for p in plans if p.close_first for a in reversed(p.attrs)]
-        if stored:
-            body.append(drop_statement(stored))
-        body += merged_body
+        body += dropped_first(stored, merged_body)
     else:
         body += [cst.parse_statement(f"self.{p.opener}()\n") for p in plans]
-    body.append(cst.parse_statement(f"self.{HANDLES_PID} = os.getpid()\n"))
     return open_method(OPENER_NAME, body, doc).with_changes(leading_lines=[BLANK])
+
+
+def dropped_first(stored: list[str], body: list[cst.BaseStatement]
+                  ) -> list[cst.BaseStatement]:
+    """`body` after the statement dropping the `stored` attributes, but those it rebinds to a
+    new empty container (or None) before anything else (`self.shards = []`): that drops them."""
+    rebound: set[str] = set()
+    for statement in body:
+        small = single(statement)
+        if isinstance(small, (cst.Import, cst.ImportFrom)):
+            continue
+        if not (isinstance(small, cst.Assign) and _empty(small.value)):
+            break
+        rebound |= {a for t in small.targets if (a := self_attr(t.target)) is not None}
+    kept = [name for name in stored if name not in rebound]
+    return [drop_statement(kept), *body] if kept else list(body)
+
+
+def _empty(value: cst.BaseExpression) -> bool:
+    """`[]`, `{}`, `()`, `None`, or a call of list/dict/set/tuple without arguments."""
+    if isinstance(value, (cst.List, cst.Dict, cst.Tuple, cst.Set)):
+        return not value.elements
+    if isinstance(value, cst.Name):
+        return value.value == "None"
+    return isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Name) \
+        and value.func.value in ("list", "dict", "set", "tuple")
 
 
 def drop_statement(stored: list[str]) -> cst.BaseStatement:
     """Drop (not close) the inherited handles first: lmdb and h5py open a file once per
-    process."""
-    if len(stored) == 1:
-        return cst.parse_statement(
-            f'self.__dict__.pop("{stored[0]}", None)  # one open per process: drop the old '
-            'one first\n')
-    names = ", ".join(f'"{n}"' for n in stored)
-    return cst.parse_statement(
-        f"for name in ({names}):  # one open per process: drop them first\n"
-        f"    self.__dict__.pop(name, None)\n")
+    process. Derived objects come first in `stored` (assigned left to right)."""
+    code = " = ".join(f"self.{name}" for name in stored) + " = None"
+    comment = "# one open per process: drop the old first"
+    if len(code) + len(comment) + 10 > MAX_LINE - 8:  # in a method: 8 columns of indent
+        return cst.parse_statement(f"{comment}\n{code}\n")
+    return cst.parse_statement(f"{code}  {comment}\n")
 
 
 def _mergeable(plans: list[AttrPlan]) -> bool:
@@ -310,8 +328,7 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str], drop_first:
         taken = [renames[a] for a in plan.attrs if renames[a] in names_in_use]
         if taken:
             raise Unfixable(f"the class already uses self.{taken[0]}")
-    if plan.close_first and drop_first:  # the library opens a file once per process: drop
-        statements.append(drop_statement([renames.get(a, a) for a in reversed(plan.attrs)]))
+    moved: list[cst.BaseStatement] = []
     for index, original in enumerate(plan.statements):
         statement = original
         if mapping:
@@ -323,8 +340,11 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str], drop_first:
         if index == 0:  # lazy: comments above move with the code, not the blank lines
             kept = leading_lines(statement) if strategy == "lazy" else []
             statement = with_leading_lines(statement, _from_first_comment(kept))
-        statements.append(statement)
-    return statements
+        moved.append(statement)
+    if plan.close_first and drop_first:  # the library opens a file once per process: drop
+        return statements + dropped_first([renames.get(a, a) for a in reversed(plan.attrs)],
+                                          moved)
+    return statements + moved
 
 
 def _from_first_comment(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
@@ -373,11 +393,6 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
     small = single(statement)
     return isinstance(small, cst.Expr) and isinstance(
         small.value, (cst.SimpleString, cst.ConcatenatedString))
-
-
-def _remove_member(body: list[cst.BaseStatement], member: cst.BaseStatement
-                   ) -> list[cst.BaseStatement]:
-    return [s for s in body if s is not member]
 
 
 def _remove_class_statement(body: list[cst.BaseStatement], statement: cst.BaseStatement

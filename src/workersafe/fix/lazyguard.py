@@ -34,7 +34,7 @@ from .initplan import find_method
 from .plan import Unfixable
 from .probes import probed_attrs
 from .promise import handle_attrs
-from .templates import getstate_methods
+from .templates import getstate_method
 
 PICKLING = ("__getstate__", "__reduce__", "__reduce_ex__")
 MAX_LINE = 99  # the longest `if` line the fix writes before it wraps the test
@@ -292,9 +292,7 @@ def _release(attrs: list[str], absent: dict[str, bool]) -> list[cst.BaseStatemen
 def _getstate(dropped: dict[str, bool], base_strategy: str = "") -> cst.FunctionDef:
     reset = [a for a, none in dropped.items() if none]
     gone = [a for a, none in dropped.items() if not none]
-    method = getstate_methods(gone, [], base_strategy, reset=reset)[0]
-    assert isinstance(method, cst.FunctionDef)
-    return method
+    return getstate_method(gone, base=bool(base_strategy), reset=reset)
 
 
 def _with_getstate(cls: cst.ClassDef, dropped: dict[str, bool], base_strategy: str

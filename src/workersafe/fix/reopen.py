@@ -22,7 +22,7 @@ from .handles import HandleNames
 from .classfix import _names_in_use, drop_statement
 from .initplan import find_method
 from .plan import Unfixable
-from .templates import BLANK, HANDLES_PID, OPENER_NAME, getstate_methods, open_method
+from .templates import BLANK, OPENER_NAME, getstate_method, open_method
 
 
 @dataclass
@@ -189,8 +189,6 @@ def rewrite_reopen(cls: cst.ClassDef, plans: list[ReopenPlan]) -> cst.ClassDef:
     for name in ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__", OPENER_NAME):
         if name in taken:
             raise Unfixable(f"the class already defines {name}: merge by hand")
-    if HANDLES_PID in _names_in_use(cls):
-        raise Unfixable(f"the class already uses self.{HANDLES_PID}")
     swap = {id(p.creation): p for p in plans}
 
     class Creations(cst.CSTTransformer):
@@ -233,12 +231,11 @@ def rewrite_reopen(cls: cst.ClassDef, plans: list[ReopenPlan]) -> cst.ClassDef:
             body.append(guard.with_changes(body=guard.body.with_changes(body=inner)))
         else:
             body += inner
-    body.append(cst.parse_statement(f"self.{HANDLES_PID} = os.getpid()\n"))
     what = " and ".join(p.attr for p in plans)
     opener = open_method(OPENER_NAME, body, f"Reopen this process's {what} as __init__ opened "
                          "it (in each DataLoader worker).").with_changes(leading_lines=[BLANK])
     dropped = [a for p in plans for a in p.attrs]
-    added = [opener, *getstate_methods(dropped, [OPENER_NAME])]
+    added = [opener, getstate_method(dropped)]
     old = statements(new.body.body)
     at = next((i + 1 for i, s in enumerate(old)
                if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), len(old))

@@ -24,7 +24,7 @@ from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_clas
 from .cstguard import libcst_problem
 from .cstutil import (
     Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings,
-    statements, walk, with_dominant_newline, with_leading_lines,
+    statements, target_names, walk, with_dominant_newline, with_leading_lines,
 )
 from .factories import Factories
 from .handles import HandleNames
@@ -39,7 +39,8 @@ from .outcome import Outcome
 from .plan import AttrPlan, Unfixable
 from .reopen import ReopenPlan, plan_reopen, rewrite_reopen
 from .templates import (
-    BLANK, OPENER_NAME, WORKER_INIT_NAME, is_worker_init, statement, worker_init_function,
+    BLANK, OPENER_NAME, WORKER_INIT_NAME, WORKER_INIT_NEEDS, chains_previous, is_worker_init,
+    statement, worker_init_function,
 )
 
 
@@ -84,6 +85,7 @@ class FileEdit:
     worker_init_new: bool = False  # to be added (else written by an earlier run)
     imports: list[cst.BaseStatement] = field(default_factory=list)
     wiring: dict[cst.Call, list[cst.BaseExpression]] = field(default_factory=dict)
+    chains: bool = False  # a wired loader had a worker_init_fn: the worker init runs it first
 
 
 class Rewriter:
@@ -554,7 +556,7 @@ class Rewriter:
             tuple(p.handle for p in group.plans),
             tuple(item for p in group.plans for item in p.factories.items())))
         allowed = self.allowed_lines.setdefault(group.path, set())
-        for name in ("__getstate__", "__setstate__"):  # extended, or replaced by ours
+        for name in ("__getstate__",):  # extended
             own = find_method(cls, name)
             if own is not None:
                 start, end = edit.located.lines_of(own)
@@ -564,15 +566,14 @@ class Rewriter:
             for moved in [*moved_nodes, *plan.moved_imports]:
                 start, end = edit.located.lines_of(moved)
                 allowed.update(range(start - len(leading_lines(moved)), end + 1))
-        self._need_module_import(edit, "os")  # the pid checks of both strategies
         if group.strategy == "lazy":
+            self._need_module_import(edit, "os")  # its properties' process checks
             return
         self._wire(group)
 
     def _apply_reopen(self, group: Group, cls: cst.ClassDef) -> None:
         edit = self._edit(group.path)
         edit.replacements[cls] = rewrite_reopen(cls, group.reopens)
-        self._need_module_import(edit, "os")
         self.fixed_classes.append(FixedClass(
             group.path, group.class_name, "worker-init", (OPENER_NAME,), (), (),
             tuple(p.handle for p in group.reopens),
@@ -611,8 +612,17 @@ class Rewriter:
                 new_call, needs_partial = _wired_call(call, references, _layout(edit, call),
                                                       partial or "functools.partial")
                 edit.replacements[call] = new_call
+                edit.chains |= needs_partial
                 if needs_partial and partial is None:
                     self._need_module_import(edit, "functools")
+            earlier = next((s for s in edit.located.module.body if is_worker_init(s)), None)
+            if edit.chains and isinstance(earlier, cst.FunctionDef) \
+                    and not chains_previous(earlier):  # written without `previous`: now with
+                edit.replacements[earlier] = worker_init_function(
+                    earlier.name.value, _torch_data_imports(edit.located.module), chained=True
+                ).with_changes(leading_lines=earlier.leading_lines)
+                start, end = edit.located.lines_of(earlier)
+                self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
 
     # --- rendering ----------------------------------------------------------------------------
 
@@ -627,7 +637,9 @@ class Rewriter:
             new_body: list[cst.BaseStatement] = []
             for index, node in enumerate(statements(module.body)):
                 if index == place:  # two blank lines around it; comments stay with `node`
-                    function = worker_init_function(edit.worker_init_name)
+                    function = worker_init_function(edit.worker_init_name,
+                                                    _torch_data_imports(edit.located.module),
+                                                    chained=edit.chains)
                     new_body.append(function.with_changes(
                         leading_lines=[BLANK, BLANK] if index else []))
                     own = list(leading_lines(node))
@@ -697,23 +709,26 @@ MAX_LINE = 99
 
 
 def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
-    """(column of the first argument, length of the line the keyword goes on: that of an
-    existing worker_init_fn, else of the last argument), or (-1, -1) when unknown."""
+    """(column where the keyword's line continues, length of the line the keyword goes on:
+    that of an existing worker_init_fn, else of the last argument), or (-1, -1) when
+    unknown."""
     pos = edit.located.positions[call]
     tabs = "\t" in edit.located.module.default_indent
     if not call.args or tabs:
         return -1, -1
     first = edit.located.positions[call.args[0]].start
-    if pos.start.line != pos.end.line:  # a call over several lines: continue as it does
-        existing = next((a for a in call.args if a.keyword
+    line, column = pos.start.line, first.column
+    if pos.start.line != pos.end.line:  # the line of an existing worker_init_fn, if any,
+        existing = next((a for a in call.args if a.keyword  # else of the last argument
                          and a.keyword.value == "worker_init_fn"), None)
         if existing is not None and first.line != pos.start.line:
             return -1, -1
         line = edit.located.positions[existing or call.args[-1]].end.line
-    else:
-        line = pos.start.line
+        columns = [edit.located.positions[a].start.column for a in call.args
+                   if edit.located.positions[a].start.line == line]
+        column = min(columns, default=column)  # continue where that line's arguments start
     # the whole line grows, with what follows the call (`print(list(DataLoader(...)))`)
-    return first.column, len(edit.located.module.code.splitlines()[line - 1].rstrip())
+    return column, len(edit.located.module.code.splitlines()[line - 1].rstrip())
 
 
 def _partial_spelling(module: cst.Module) -> Optional[str]:
@@ -735,6 +750,39 @@ def _partial_spelling(module: cst.Module) -> Optional[str]:
                             and alias.asname is None:
                         return "functools.partial"
     return None
+
+
+def _torch_data_imports(module: cst.Module) -> list[str]:
+    """The names the worker init needs that the module imports from torch.utils.data at its
+    top level (`from torch.utils.data import DataLoader, Dataset`) and binds nowhere else."""
+    found: list[str] = []
+    for node in module.body:
+        for small in node.body if isinstance(node, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.ImportFrom) and not small.relative \
+                    and small.module is not None and dotted(small.module) == "torch.utils.data" \
+                    and not isinstance(small.names, cst.ImportStar):
+                found += [a.name.value for a in small.names if isinstance(a.name, cst.Name)
+                          and a.name.value in WORKER_INIT_NEEDS and a.asname is None]
+    return [name for name in found if found.count(name) == 1 and _bound_once(module, name)]
+
+
+def _bound_once(module: cst.Module, name: str) -> bool:
+    """`name` is bound by one statement of the whole module (its import), in any scope."""
+    count = 0
+    for node in walk(module):
+        if isinstance(node, cst.ImportAlias):
+            bound = node.asname.name if node.asname else node.name
+            count += isinstance(bound, cst.Name) and bound.value == name
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            count += node.name.value == name
+        elif isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For,
+                               cst.CompFor, cst.NamedExpr, cst.AsName)):
+            target = node.name if isinstance(node, cst.AsName) else node.target
+            count += name in target_names(target)
+        elif isinstance(node, (cst.Global, cst.Nonlocal, cst.Param)):
+            count += any(n.name.value == name for n in getattr(node, "names", ())) \
+                or (isinstance(node, cst.Param) and node.name.value == name)
+    return count == 1
 
 
 def _wired_call(call: cst.Call, references: list[cst.BaseExpression],
@@ -761,6 +809,8 @@ def _wired_call(call: cst.Call, references: list[cst.BaseExpression],
                                                     cst.SimpleWhitespace("")))])
             needs_partial = True
     assert value is not None
+    if needs_partial and isinstance(value, cst.Call) and layout[0] >= 0:
+        value = _wrapped_partial(value, layout[0] + len("worker_init_fn="))
     if existing is not None:
         args = [a.with_changes(value=value) if a is existing else a for a in call.args]
         index = args.index(next(a for a in args if a.keyword and a.keyword.value
@@ -774,6 +824,16 @@ def _wired_call(call: cst.Call, references: list[cst.BaseExpression],
         return call.with_changes(args=args), needs_partial
     return call.with_changes(args=_append_keyword(call, "worker_init_fn", value, layout)), \
         needs_partial
+
+
+def _wrapped_partial(value: cst.Call, column: int) -> cst.Call:
+    """`partial(f, previous=g)` starting at `column`, its second argument on a line of its own
+    (aligned with the first) when the whole would pass the line length."""
+    if column + len(_code(value)) + 1 <= MAX_LINE or len(value.args) != 2:
+        return value
+    inner = column + len(_code(value.func)) + 1
+    first = value.args[0].with_changes(comma=cst.Comma(whitespace_after=_aligned_newline(inner)))
+    return value.with_changes(args=[first, value.args[1]])
 
 
 def _code(node: cst.CSTNode) -> str:

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import libcst as cst
 
-from .cstutil import as_statement, statements, with_leading_lines
+from .cstutil import as_statement, with_leading_lines
 
 # The one opener of a class fixed with worker-init (all its handles), and the one worker init
 # of a script building DataLoaders, which calls the opener of every dataset it finds.
 OPENER_NAME = "open_handles"
 WORKER_INIT_NAME = "open_worker_handles"
 WORKER_INIT_DOC = "Reopen each dataset's handles in this worker (through Subset/ConcatDataset)."
-# Set by the opener: the process its handles were opened in. The worker init skips a dataset
-# opened in its own process (under spawn and forkserver `__setstate__` opened it there).
-HANDLES_PID = "_handles_pid"
 BLANK = cst.EmptyLine(indent=False)
+MAX_LINE = 99
 
 
 def statement(code: str) -> cst.BaseStatement:
@@ -39,56 +37,39 @@ def drop_code(dropped: Sequence[str], state: str = "state", indent: str = "") ->
     return f"{indent}for name in ({names}):\n{indent}    {state}.pop(name, None)\n"
 
 
-def getstate_methods(dropped: Sequence[str], reopen: Sequence[str], base: str = "",
-                     getstate: bool = True, reset: Sequence[str] = ()
-                     ) -> list[cst.BaseStatement]:
-    """`__getstate__` (unless not `getstate`: the class has its own, extended instead) and
-    `__setstate__` when `reopen`. `base`: the strategy a base class was fixed with in the same
-    run ("" when none): then its methods are extended (one chain) and the base's
-    `__setstate__` records the unpickling process. `reset`: attributes pickled as None instead
-    of left out (code tests them for None)."""
-    restore = ("super().__setstate__(state)" if base == "worker-init"
-               else "self.__dict__.update(state)")
-    copy = "super().__getstate__()" if base else "self.__dict__.copy()"
-    drop = "".join(f'        state["{n}"] = None\n' for n in reset)
-    reopen_lines = "".join(f"        self.{m}()\n" for m in reopen)
-    code = "class _:\n"
-    kept = (f'k != "{dropped[0]}"' if len(dropped) == 1
-            else "k not in (" + ", ".join(f'"{n}"' for n in dropped) + ")")
-    one_line = f"        return {{k: v for k, v in self.__dict__.items() if {kept}}}\n"
-    if getstate and not base and not reset and dropped and len(one_line) <= 90:
-        code += (
-            "    def __getstate__(self):  # pickled without its handles\n"
-            f"{one_line}"
-        )
-    elif getstate:
-        code += (
-            "    def __getstate__(self):\n"
-            '        """Pickle without the handles: spawn workers open their own."""\n'
-            f"        state = {copy}\n"
-            f"{drop}{drop_code(dropped, indent='        ') if dropped else ''}"
-            "        return state\n"
-        )
-    if reopen:
-        code += (
-            "    def __setstate__(self, state):  # spawn and forkserver workers reopen here\n"
-            f"        {restore}\n"
-            f"{reopen_lines}"
-        )
-    if code == "class _:\n":
-        return []
-    cls = cst.parse_module(code).body[0]
-    assert isinstance(cls, cst.ClassDef)
-    return [with_leading_lines(member, [BLANK]) for member in statements(cls.body.body)]
+def getstate_method(dropped: Sequence[str], base: bool = False, reset: Sequence[str] = ()
+                    ) -> cst.FunctionDef:
+    """`__getstate__`: the instance's `__dict__` (its base class's state when `base`: a base
+    fixed in the same run has its own) without `dropped`; `reset` are pickled as None instead
+    (code tests them for None). Nothing reopens on unpickling: the worker init (worker-init)
+    or the first use (lazy) opens the handles in each process."""
+    source = "super().__getstate__()" if base else "self.__dict__"
+    names = ", ".join(f'"{n}"' for n in dropped)
+    test = f'k != "{dropped[0]}"' if len(dropped) == 1 else f"k not in ({names})"
+    returned = [f"return {{k: v for k, v in {source}.items() if {test}}}",
+                f"return {{k: v for k, v in {source}.items()\n        if {test}}}"]
+    body = next((r for r in returned if not reset and dropped
+                 and max(len(line) for line in r.splitlines()) <= MAX_LINE - 8), "")
+    if not body:  # state built statement by statement
+        body = "".join([f"state = {source if base else 'self.__dict__.copy()'}\n",
+                        *(f'state["{n}"] = None\n' for n in reset),
+                        drop_code(dropped) if dropped else "", "return state"])
+    code = "def __getstate__(self):  # pickled without its handles\n" + "".join(
+        f"    {line}\n" for line in body.splitlines())
+    method = statement(code)
+    assert isinstance(method, cst.FunctionDef)
+    return method.with_changes(leading_lines=[BLANK])
 
 
-def lazy_property(attr: str, private: str, pid_attr: str, opener: str, handle: str
-                  ) -> cst.BaseStatement:
+def lazy_property(attr: str, private: str, pid_attr: str, opener: str,
+                  body: Optional[Sequence[cst.BaseStatement]] = None) -> cst.BaseStatement:
+    """The property opening `attr` once per process: by calling `opener` (which opens every
+    attribute of its group), or by running `body` itself."""
     code = (
         "class _:\n"
         "    @property\n"
         f"    def {attr}(self):\n"
-        f'        """This process\'s {handle}, opened on first use (workersafe)."""\n'
+        f'        """This process\'s {attr}, opened on first use."""\n'
         f'        if self.__dict__.get("{pid_attr}") != os.getpid():\n'
         f"            self.{opener}()\n"
         f"            self.{pid_attr} = os.getpid()\n"
@@ -96,26 +77,41 @@ def lazy_property(attr: str, private: str, pid_attr: str, opener: str, handle: s
     )
     cls = cst.parse_module(code).body[0]
     assert isinstance(cls, cst.ClassDef)
-    return with_leading_lines(as_statement(cls.body.body[0]), [BLANK])
+    prop = cls.body.body[0]
+    assert isinstance(prop, cst.FunctionDef)
+    if body is not None:
+        guard = prop.body.body[1]
+        assert isinstance(guard, cst.If)
+        guard = guard.with_changes(body=guard.body.with_changes(
+            body=[*body, guard.body.body[1]]))
+        prop = prop.with_changes(body=prop.body.with_changes(
+            body=[prop.body.body[0], guard, *prop.body.body[2:]]))
+    return with_leading_lines(as_statement(prop), [BLANK])
 
 
-def worker_init_function(name: str) -> cst.BaseStatement:
+# What the worker init reads from torch.utils.data (imported inside it unless the module
+# imports them already).
+WORKER_INIT_NEEDS = ("Dataset", "get_worker_info")
+
+
+def worker_init_function(name: str, imported: Sequence[str] = (), chained: bool = False
+                         ) -> cst.BaseStatement:
     """The generic worker init: walks the worker's dataset through wrappers (`dataset`,
     `datasets` and any Dataset held in an attribute) and calls each one's `open_handles()`,
-    after `previous` (a worker_init_fn the loader already had)."""
+    after `previous` (a worker_init_fn the loader already had). A forked worker reopens what
+    it inherited; a spawned one opens what `__getstate__` left out. `imported`: the names of
+    WORKER_INIT_NEEDS the module imports from torch.utils.data itself. `chained`: some loader
+    had a worker_init_fn, which runs first (`partial(<name>, previous=<it>)`)."""
+    needed = [n for n in WORKER_INIT_NEEDS if n not in imported]
+    imports = f"    from torch.utils.data import {', '.join(needed)}\n" if needed else ""
     code = (
-        f"def {name}(worker_id, previous=None):\n"
+        f"def {name}(worker_id{', previous=None' if chained else ''}):\n"
         f'    """{WORKER_INIT_DOC}"""\n'
-        "    import os\n"
-        "\n"
-        "    from torch.utils.data import Dataset, get_worker_info\n"
-        "\n"
-        "    if previous is not None:\n"
-        "        previous(worker_id)\n"
-        "    datasets = [get_worker_info().dataset]\n"
+        f"{imports}"
+        + ("    if previous is not None:\n        previous(worker_id)\n" if chained else "")
+        + "    datasets = [get_worker_info().dataset]\n"
         "    for dataset in datasets:  # grows with the datasets each one wraps\n"
-        f'        opened_in = getattr(dataset, "{HANDLES_PID}", None)\n'
-        f'        if hasattr(dataset, "{OPENER_NAME}") and opened_in != os.getpid():\n'
+        f'        if hasattr(dataset, "{OPENER_NAME}"):\n'
         f"            dataset.{OPENER_NAME}()\n"
         '        for value in getattr(dataset, "__dict__", {}).values():\n'
         "            for inner in value if isinstance(value, (list, tuple)) else [value]:\n"
@@ -135,6 +131,11 @@ def is_worker_init(node: cst.CSTNode) -> bool:
     doc = first.body[0]
     return isinstance(doc, cst.Expr) and isinstance(doc.value, cst.SimpleString) \
         and doc.value.evaluated_value == WORKER_INIT_DOC
+
+
+def chains_previous(node: cst.FunctionDef) -> bool:
+    """The worker init takes `previous` (a worker_init_fn to run first)."""
+    return any(p.name.value == "previous" for p in node.params.params)
 
 
 def module_accessor(function: str, private: str, pid_name: str, handle: str,
