@@ -550,25 +550,27 @@ def _none_safe(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> set[str]:
     reads: list[ast.Attribute] = []
     safe: set[int] = set()
     raising: set[int] = set()  # tests whose None branch raises (or asserts): not handled
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and self_attr(sub):
-            reads.append(sub)
-        if isinstance(sub, ast.Assert):
-            raising.update(id(n) for n in ast.walk(sub.test))
-        if isinstance(sub, (ast.If, ast.IfExp)):
+    # nodes.subtree rather than ast.walk: another order, the same sets, a third of the cost
+    for sub in subtree(node):
+        if isinstance(sub, ast.Attribute):
+            if isinstance(sub.ctx, ast.Load) and self_attr(sub):
+                reads.append(sub)
+        elif isinstance(sub, ast.Assert):
+            raising.update(id(n) for n in subtree(sub.test))
+        elif isinstance(sub, (ast.If, ast.IfExp)):
             attr, present = _presence(sub.test)
             if attr is None:
                 continue
             there, missing = (sub.body, sub.orelse) if present else (sub.orelse, sub.body)
             block = there if isinstance(there, list) else [there]
-            safe.update(id(n) for b in block for n in ast.walk(b)
+            safe.update(id(n) for b in block for n in subtree(b)
                         if isinstance(n, ast.Attribute) and self_attr(n) == attr)
             branch = missing if isinstance(missing, list) else [missing]
-            if any(isinstance(n, ast.Raise) for b in branch for n in ast.walk(b)):
-                raising.update(id(n) for n in ast.walk(sub.test))
+            if any(isinstance(n, ast.Raise) for b in branch for n in subtree(b)):
+                raising.update(id(n) for n in subtree(sub.test))
             else:
-                safe.update(id(n) for n in ast.walk(sub.test) if isinstance(n, ast.Attribute))
-        if isinstance(sub, ast.BoolOp) and isinstance(sub.op, ast.Or) \
+                safe.update(id(n) for n in subtree(sub.test) if isinstance(n, ast.Attribute))
+        elif isinstance(sub, ast.BoolOp) and isinstance(sub.op, ast.Or) \
                 and self_attr(sub.values[0]):
             safe.add(id(sub.values[0]))
     attrs = {self_attr(r) for r in reads}
