@@ -24,7 +24,7 @@ from ..facts import (
 )
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
-from .names import dotted, qualify
+from .names import dotted
 from .nodes import child_nodes, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
 from .values import Evaluator, elements, is_none, is_self, self_attr, string
@@ -48,6 +48,9 @@ WRAPPER_ATTRS = frozenset({"dataset", "datasets"})
 _CLAUSES: tuple[type, ...] = tuple(getattr(ast, name) for name in (
     "withitem", "excepthandler", "match_case") if hasattr(ast, name))
 _LOOKS = frozenset({"isinstance", "hasattr", "getattr", "type", "print", "repr", "id", "len"})
+
+# Nodes with no node under them that `expression` acts on (names, constants).
+_LEAVES = frozenset({ast.Name, ast.Constant})
 
 # What a name is bound to, as far as these facts care.
 INFO, DATASET = "info", "dataset"  # get_worker_info() and its `.dataset`
@@ -114,7 +117,7 @@ class _Remedies:
         if key in self._qualified:
             return self._qualified[key]
         name = dotted(node)
-        found = qualify(name, self.state.scope, self.state.known) if name else None
+        found = self.state.qualify(name) if name else None
         self._qualified[key] = found
         return found
 
@@ -249,8 +252,11 @@ class _Remedies:
         # nodes in nodes.subtree's order (into_lambdas=False), each handled as it is reached
         stack: list[ast.AST] = [expr]
         pop, push = stack.pop, stack.extend
+        leaves = _LEAVES
         while stack:
             node = pop()
+            if type(node) in leaves:
+                continue  # (the most frequent nodes: nothing under them, nothing to do)
             if type(node) is not ast.Lambda:
                 children = child_nodes(node)
                 if children:

@@ -203,6 +203,8 @@ class State:
         # evaluators ask for the same callee several times. Cleared whenever what a name means
         # may change: a new scope (`scope = ...`) or a binding (`bind`).
         self._qualified: dict[int, Optional[str]] = {}
+        # dotted name → its qualified name, under the same condition (many nodes, few names)
+        self._by_name: dict[str, str] = {}
         self.module_env = Env()
         # innermost last; a tuple, replaced by push and pop only (which keep what follows)
         self.frames: tuple[Frame, ...] = ()
@@ -229,16 +231,19 @@ class State:
     def scope(self, scope: Scope) -> None:
         self._scope = scope
         self._qualified.clear()
+        self._by_name.clear()
 
     def bind(self, local: str, qualified: str, scope: Optional[Scope] = None) -> None:
         """Bind a name in `scope` (default: the current one); names qualified so far may now
         mean something else."""
         (scope or self._scope).bind(local, qualified)
         self._qualified.clear()
+        self._by_name.clear()
 
     def rebound(self) -> None:
         """The scope changed behind `bind` (an import statement bound its names)."""
         self._qualified.clear()
+        self._by_name.clear()
 
     def q(self, node: ast.AST) -> Optional[str]:
         """The qualified name of a dotted expression, through this file's imports (computed
@@ -251,10 +256,18 @@ class State:
         self._qualified[key] = found
         return found
 
+    def qualify(self, name: str) -> str:
+        """A dotted name qualified through this file's imports (names.qualify), computed once
+        per name while no binding changes."""
+        found = self._by_name.get(name)
+        if found is None:
+            found = self._by_name[name] = qualify(name, self._scope, self.known)
+        return found
+
     def _q(self, node: ast.AST) -> Optional[str]:
         name = dotted(node)
         if name:
-            return qualify(name, self.scope, self.known)
+            return self.qualify(name)
         # `__import__("lmdb").open`: an attribute of a module an import call returns
         attrs = []
         while type(node) is ast.Attribute:
