@@ -233,6 +233,21 @@ class State:
         self._qualified.clear()
         self._by_name.clear()
 
+    def enter_scope(self) -> Scope:
+        """A function's own import scope, inside the current one. Until something is bound
+        in it, every name qualifies as outside it: the cached names stay."""
+        self._scope = Scope(self._scope)
+        return self._scope
+
+    def leave_scope(self) -> None:
+        """Back to the scope `enter_scope` was called in (what was qualified through names
+        bound inside is forgotten)."""
+        inner = self._scope
+        self._scope = inner.parent or self.module_scope
+        if inner.names or inner.star_modules:
+            self._qualified.clear()
+            self._by_name.clear()
+
     def bind(self, local: str, qualified: str, scope: Optional[Scope] = None) -> None:
         """Bind a name in `scope` (default: the current one); names qualified so far may now
         mean something else."""

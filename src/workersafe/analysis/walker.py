@@ -12,7 +12,7 @@ import dataclasses
 from typing import Callable, Optional, Sequence
 
 from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
-from ..frameworks import framework_loader
+from ..frameworks import LOADER_LAST_PARTS, framework_loader
 from ..registry import Registry
 from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
 from .loader_args import read_candidate_loader, read_framework_loader, read_loader
@@ -209,7 +209,7 @@ class FactWalker:
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         state = self.state
-        state.scope = scope = type(state.scope)(state.scope)
+        state.enter_scope()
         owner = state.frame
         env = Env(state.module_env)
         if isinstance(owner, ClassState):
@@ -253,7 +253,7 @@ class FactWalker:
         self.walk_all(node.body)
         self._pop()
         self._uses_method, self._method_def = outer_method, outer_def
-        state.scope = scope.parent or state.module_scope
+        state.leave_scope()
 
     def visit_arguments(self, node: ast.arguments) -> None:
         """Only defaults hold syntax we read (annotations are not walked)."""
@@ -480,8 +480,8 @@ class FactWalker:
         if name in LOADERS:
             loader = read_loader(node, self.ev)
             self._add_loader(loader, outer)
-        elif name is not None and (row := framework_loader(
-                name, self.state.scope.all_star_modules())) is not None:
+        elif name is not None and name.rpartition(".")[2] in LOADER_LAST_PARTS and (
+                row := framework_loader(name, self.state.scope.all_star_modules())) is not None:
             self._add_loader(read_framework_loader(node, row, self.ev), outer)
         elif name in _STAR_LOADER_NAMES and any(self.state.scope.all_star_modules()):
             # `DataLoader` from `from utils import *`: the linker decides (LoaderCall.star_name)
