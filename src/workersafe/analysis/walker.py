@@ -539,12 +539,16 @@ class FactWalker:
         else:
             return
         scope, bindings = self.state.scope, self.state.env.bindings
-        for called, expr in ((name, node.func), *((None, a) for a in node.args),
-                             *((None, k.value) for k in node.keywords)):
-            local = _root(expr)
-            if type(local) is not ast.Name or local.id in bindings \
-                    or scope.lookup(local.id) is None or (called is None and local is not expr):
-                continue  # not a module-level function or import (a local, `obj.m`, `a.b`)
+        # the callee (`f(...)`, `mod.f(...)`) and each argument that is a bare name
+        # (`mp.spawn(main_worker)`); not a local, `obj.m` or `a.b` passed on
+        root = _root(node.func)
+        candidates = [(name, node.func, root)] if type(root) is ast.Name else []
+        candidates += [(None, a, a) for a in node.args if type(a) is ast.Name]
+        candidates += [(None, k.value, k.value) for k in node.keywords
+                       if type(k.value) is ast.Name]
+        for called, expr, local in candidates:
+            if local.id in bindings or scope.lookup(local.id) is None:
+                continue  # not a module-level function or import
             called = called or self.state.q(expr)
             if called and called.partition(".")[0] not in _LIBRARY_ROOTS \
                     and called not in _NOT_HANDLE_CALLEES:
