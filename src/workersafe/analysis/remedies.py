@@ -16,6 +16,7 @@ statements; each method's nodes only in a class that spells a process call.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -49,6 +50,8 @@ _CLAUSES: tuple[type, ...] = tuple(getattr(ast, name) for name in (
     "withitem", "excepthandler", "match_case") if hasattr(ast, name))
 _LOOKS = frozenset({"isinstance", "hasattr", "getattr", "type", "print", "repr", "id", "len"})
 
+# The words a lazy accessor's test or fallback spells (_unset_tests, _or_self).
+_LAZY_WORDS = re.compile(r"None|\bnot\b|\bor\b")
 # Nodes with no node under them that `expression` acts on (names, constants).
 _LEAVES = frozenset({ast.Name, ast.Constant})
 
@@ -411,6 +414,8 @@ class _ClassReader:
 
     def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST]
                ) -> None:
+        if node.name != "__init__" and not self._may_open_lazily(node):
+            return  # (outside `__init__`, `block` records lazy accessors only)
         state = self.owner.state
         func = FunctionState(node.name, f"{self.cls.qualname}.{node.name}", False, False,
                              Env(state.module_env), MethodState(node.name))
@@ -425,6 +430,12 @@ class _ClassReader:
             self.block(node.name, node.body, params, checked)
         finally:
             state.pop(2)
+
+    def _may_open_lazily(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
+        """Whether the method's lines spell what a lazy accessor's test or fallback does
+        (`self.x is None`, `not self.x`, `not hasattr(...)`, `self.x or ...`)."""
+        lines = self.owner.positions.lines[node.lineno - 1:node.end_lineno]
+        return _LAZY_WORDS.search("\n".join(lines)) is not None
 
     def block(self, method: str, body: list[ast.stmt], params: set[str], checked: bool) -> None:
         ev = self.owner.ev

@@ -109,8 +109,13 @@ class Env:
 
     def int_value(self, name: str) -> tuple[bool, Optional[int]]:
         """(name assigned at all, its constant value or None)."""
-        binding = next((b for b in self._chain(name) if b.assigned), None)
-        return (False, None) if binding is None else (True, binding.int_value)
+        env: Optional[Env] = self  # (asked of most names passed: _chain without the list)
+        while env is not None:
+            binding = env.bindings.get(name)
+            if binding is not None and binding.assigned:
+                return True, binding.int_value
+            env = env.parent
+        return False, None
 
     def kwargs(self, name: str) -> Optional[dict[str, ast.expr]]:
         return next((b.kwargs for b in self._chain(name) if b.kwargs is not None), None)

@@ -307,17 +307,23 @@ class Evaluator:
         cls = self.state.current_class()
         return f"{cls.qualname}.{method}" if method is not None and cls is not None else None
 
-    def arg_refs(self, call: ast.Call, every: bool = False) -> list[ArgRef]:
+    def arg_refs(self, call: ast.Call, every: bool = False, with_refs: bool = False
+                 ) -> list[ArgRef]:
         """The arguments that may be datasets (or holder objects), or are constant ints or
-        None; `every`: all of them, a starred one as keyword "*" / "**"."""
-        found = []
-        for index, arg in enumerate(call_args(call)):
+        None; `every`: all of them, a starred one as keyword "*" / "**"; `with_refs`: none
+        (an empty list) unless one of them may be a dataset."""
+        found: list[ArgRef] = []
+        args = call_args(call)
+        each: list[list[DatasetRef]] = [[] if arg.star else self.refs_of(arg.value) for arg in args]
+        if with_refs and not any(each):
+            return found
+        for index, arg in enumerate(args):
             if arg.star:
                 if every:
                     found.append(ArgRef(-1, arg.star))
                 continue
             value = arg.value
-            refs = self.refs_of(value)
+            refs = each[index]
             number = int_value(value)
             if number is None and type(value) is ast.Name:
                 number = self.state.env.int_value(value.id)[1]

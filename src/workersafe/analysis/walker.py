@@ -499,7 +499,7 @@ class FactWalker:
                     and name not in _NOT_HANDLE_CALLEES \
                     and name.partition(".")[0] not in _LIBRARY_ROOTS \
                     and self._function_call(node.func):
-                args = self.ev.arg_refs(node)
+                args = self.ev.arg_refs(node, with_refs=True)
                 if any(a.refs for a in args):  # `val(net, test_dataset)`: linked to val's params
                     self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
                     if name not in self.function_names \
@@ -581,7 +581,7 @@ class FactWalker:
             return
         if not refs:
             return
-        args = self.ev.arg_refs(node)
+        args = self.ev.arg_refs(node, with_refs=True)
         if any(a.refs for a in args):
             self.calls.append(CallSite(func.attr, tuple(args), self.positions.span(node),
                                        tuple(refs)))
