@@ -28,7 +28,7 @@ from .loader_args import loader_arguments
 from .names import dotted
 from .nodes import child_nodes, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
-from .values import Evaluator, elements, is_none, is_self, self_attr, string
+from .values import Evaluator, elements, is_none, is_self, presence, self_attr, string
 from .walker import SelfUses
 
 GET_WORKER_INFO = frozenset(f"{TORCH_DATA}{mod}.get_worker_info"
@@ -399,7 +399,9 @@ class _ClassReader:
                            tuple(sorted(uses.members)), tuple(self.param_kept),
                            self.none_defaults,
                            # only attributes left None can be read None-safely
-                           tuple(sorted((m.name, a) for m in methods for a in _none_safe(m)))
+                           # (a method with no test of an attribute's presence has none)
+                           tuple(sorted((m.name, a) for m in methods if m.name in uses.presence
+                                        for a in _none_safe(m)))
                            if self.init_none else ())
 
     def _may_check_process(self, node: ast.ClassDef) -> bool:
@@ -575,7 +577,7 @@ def _none_safe(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> set[str]:
         elif isinstance(sub, ast.Assert):
             raising.update(id(n) for n in subtree(sub.test))
         elif isinstance(sub, (ast.If, ast.IfExp)):
-            attr, present = _presence(sub.test)
+            attr, present = presence(sub.test)
             if attr is None:
                 continue
             there, missing = (sub.body, sub.orelse) if present else (sub.orelse, sub.body)
@@ -593,17 +595,6 @@ def _none_safe(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> set[str]:
     attrs = {self_attr(r) for r in reads}
     return {a for a in attrs if a and all(id(r) in safe and id(r) not in raising
                                           for r in reads if self_attr(r) == a)}
-
-
-def _presence(test: ast.expr) -> tuple[Optional[str], bool]:
-    """(attr, True) for a test true when `self.attr` is there (`self.x is not None`,
-    `self.x`), (attr, False) for one true when it is None (`self.x is None`, `not self.x`)."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and is_none(test.comparators[0]) \
-            and isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
-        return self_attr(test.left), isinstance(test.ops[0], (ast.IsNot, ast.NotEq))
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return self_attr(test.operand), False
-    return self_attr(test), True
 
 
 def remedy_facts(tree: ast.Module, state: State, ev: Evaluator, classes: list[ClassState],

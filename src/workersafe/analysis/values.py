@@ -403,3 +403,14 @@ def _is_key(node: ast.AST) -> bool:
 # Expressions that compute a member's name: a variable, an attribute, a call (`str(i)`,
 # `"{}".format(i)`), an f-string or a concatenation.
 _KEY_EXPRESSIONS = (ast.JoinedStr, ast.Name, ast.Attribute, ast.Call, ast.BinOp)
+
+
+def presence(test: ast.expr) -> tuple[Optional[str], bool]:
+    """(attr, True) for a test true when `self.attr` is there (`self.x is not None`,
+    `self.x`), (attr, False) for one true when it is None (`self.x is None`, `not self.x`)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and is_none(test.comparators[0]) \
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+        return self_attr(test.left), isinstance(test.ops[0], (ast.IsNot, ast.NotEq))
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return self_attr(test.operand), False
+    return self_attr(test), True

@@ -23,7 +23,7 @@ from .state import (
 )
 from .values import (
     Evaluator, call_args, elements, first_arg, int_value, is_name, is_none, is_self, is_super,
-    self_attr, string,
+    presence, self_attr, string,
 )
 
 # Deeper code is reported (WS001), not analysed: nobody writes it, and libcst (which `fix`
@@ -63,6 +63,10 @@ class SelfUses:
 
     indexed: set[str] = dataclasses.field(default_factory=set)  # `self.x[i]`
     members: set[tuple[str, str, str]] = dataclasses.field(default_factory=set)  # (method, x, m)
+    # the methods testing whether an attribute of self is there (values.presence: `if self.x
+    # is None:`, `a if self.x else b`) or falling back from it (`self.x or b`), nested code
+    # included (annotations are not walked)
+    presence: set[str] = dataclasses.field(default_factory=set)
 
 
 class FactWalker:
@@ -296,6 +300,9 @@ class FactWalker:
     # --- pid guards -------------------------------------------------------------------------
 
     def visit_If(self, node: ast.If) -> None:
+        if self._uses_method and self._self_uses is not None \
+                and presence(node.test)[0] is not None:
+            self._self_uses.presence.add(self._uses_method)
         guarded = self.ev.is_identity(node.test)
         self.state.pid_guard_depth += guarded
         self.walk(node.test)
@@ -830,9 +837,18 @@ class FactWalker:
     # --- expressions with an order of their own -----------------------------------------------
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
+        if self._uses_method and self._self_uses is not None \
+                and presence(node.test)[0] is not None:
+            self._self_uses.presence.add(self._uses_method)
         self.walk(node.body)
         self.walk(node.test)
         self.walk(node.orelse)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> None:
+        if self._uses_method and self._self_uses is not None and type(node.op) is ast.Or \
+                and self_attr(node.values[0]) is not None:
+            self._self_uses.presence.add(self._uses_method)  # `self.x or default`
+        self.children(node)
 
     def visit_Dict(self, node: ast.Dict) -> None:
         for key, value in zip(node.keys, node.values):
