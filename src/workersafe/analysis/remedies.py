@@ -93,6 +93,9 @@ class _Remedies:
         state.module_handles = walker_state.module_handles
         self.state = state
         self.ev = Evaluator(state, ev.positions)
+        # no fact of this pass reads a process identity (the walk's own evaluator does): a
+        # binding's `identity` is never asked here, so it is not computed
+        self.ev.identity_possible = False
         self.span = ev.positions.span
         self.class_states = {c.qualname: c for c in classes}
         self.classes: list[RemedyClass] = []
