@@ -565,6 +565,10 @@ def _unset_tests(test: ast.expr) -> list[str]:
     return []
 
 
+# The node types other than attributes that `_none_safe` reads.
+_TESTS = frozenset({ast.Assert, ast.If, ast.IfExp, ast.BoolOp})
+
+
 def _none_safe(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> set[str]:
     """The attributes every read of which in the method handles None: the read is the test of
     a fallback (`self.s if self.s is not None else x`, `self.s or x`, `if self.s is None:`
@@ -573,10 +577,13 @@ def _none_safe(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> set[str]:
     safe: set[int] = set()
     raising: set[int] = set()  # tests whose None branch raises (or asserts): not handled
     # nodes.subtree rather than ast.walk: another order, the same sets, a third of the cost
+    tests = _TESTS
     for sub in subtree(node):
         if isinstance(sub, ast.Attribute):
             if isinstance(sub.ctx, ast.Load) and self_attr(sub):
                 reads.append(sub)
+        elif type(sub) not in tests:
+            continue  # (most nodes: one test)
         elif isinstance(sub, ast.Assert):
             raising.update(id(n) for n in subtree(sub.test))
         elif isinstance(sub, (ast.If, ast.IfExp)):
