@@ -196,3 +196,43 @@ def test_uses_of_kept_objects_in_nested_code_count_for_the_method() -> None:
     (cls,) = found.classes
     assert ("__getitem__", "reader", "get") in cls.member_uses
     assert cls.wrapped_attrs == ("table",)
+
+
+def test_none_safe_reads_in_each_form_of_test() -> None:
+    """A read handled by each form of test or fallback (nested code too) counts; one that is
+    not, in a method spelling none of them, does not."""
+    found = remedies("""
+        import lmdb
+
+        class DS:
+            def __init__(self, path):
+                self.path = path
+                self.env = None
+                self.txn = None
+                self.db = None
+                self.cache = None
+
+            def env_or_open(self):
+                return self.env or lmdb.open(self.path)
+
+            def get_txn(self):
+                if self.txn is not None:
+                    return self.txn
+                return lmdb.open(self.path).begin()
+
+            def get_db(self):
+                return self.db if self.db else lmdb.open(self.path)
+
+            def nested(self):
+                def inner():
+                    if self.cache is not None:
+                        return self.cache
+                    return {}
+                return inner()
+
+            def plain(self):
+                return self.cache.get(1)
+    """)
+    (cls,) = found.classes
+    assert cls.none_safe == (("env_or_open", "env"), ("get_db", "db"), ("get_txn", "txn"),
+                             ("nested", "cache"))

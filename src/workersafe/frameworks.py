@@ -112,7 +112,7 @@ FRAMEWORK_LOADERS: tuple[FrameworkLoader, ...] = (
 
 _BY_NAME = {row.name: row for row in FRAMEWORK_LOADERS}
 # The last part of each row's name: a call named otherwise matches no row (most calls).
-_LAST_PARTS = frozenset(row.attr.rpartition(".")[2] for row in FRAMEWORK_LOADERS)
+LOADER_LAST_PARTS = frozenset(row.attr.rpartition(".")[2] for row in FRAMEWORK_LOADERS)
 
 
 def framework_loader(name: str, star_modules: Iterable[str]) -> Optional[FrameworkLoader]:
@@ -120,7 +120,7 @@ def framework_loader(name: str, star_modules: Iterable[str]) -> Optional[Framewo
     DataBunch.create`, or through a module re-exporting it: `fastai.vision.ImageDataBunch.
     create`), or left bare where only a star import can bind it; None when no row matches."""
     row = _BY_NAME.get(name)
-    if row is not None or name.rpartition(".")[2] not in _LAST_PARTS:
+    if row is not None or name.rpartition(".")[2] not in LOADER_LAST_PARTS:
         return row
     for row in FRAMEWORK_LOADERS:
         if name == row.attr:

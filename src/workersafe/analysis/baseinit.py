@@ -8,6 +8,7 @@ import ast
 from typing import Container, Iterator, Optional
 
 from ..facts import BaseInit
+from .nodes import child_nodes
 from .values import call_args, int_value, is_self, is_super
 
 
@@ -56,10 +57,12 @@ def base_init(node: ast.ClassDef, calling: Optional[Container[int]] = None
     return BaseInit(len(positional), bool(varargs), bool(varkw), tuple(out))
 
 
-def init_callables(node: ast.ClassDef) -> tuple[tuple[str, str], ...]:
+def init_callables(node: ast.ClassDef, calling: Optional[Container[int]] = None
+                   ) -> tuple[tuple[str, str], ...]:
     """Bare names `__init__` may keep as a callable attribute (`ClassFacts.init_callables`):
     ("p:<param>", name) for a parameter defaulting to a name (`loader=default_loader`), and
-    (slot, name) for a name it passes to its base's `__init__` (slot as in `BaseInit.args`)."""
+    (slot, name) for a name it passes to its base's `__init__` (slot as in `BaseInit.args`).
+    `calling`: as for `base_init`."""
     init = next((s for s in node.body if type(s) is ast.FunctionDef and s.name == "__init__"),
                 None)
     if init is None:
@@ -70,6 +73,8 @@ def init_callables(node: ast.ClassDef) -> tuple[tuple[str, str], ...]:
              *zip(args.kwonlyargs, args.kw_defaults)]
     out = [(f"p:{arg.arg}", default.id) for arg, default in pairs
            if type(default) is ast.Name and default.id != "None"]
+    if calling is not None and id(init) not in calling:
+        return tuple(out)
     call = next(_base_init_calls(init), None)
     if call is None:
         return tuple(out)
@@ -106,4 +111,6 @@ def _base_init_calls(func: ast.FunctionDef) -> Iterator[ast.Call]:
             receiver = node.func.value
             if is_super(receiver) or (node.args and is_self(node.args[0])):
                 yield node
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        children = child_nodes(node)  # (ast.iter_child_nodes less contexts: the same calls)
+        children.reverse()
+        stack.extend(children)

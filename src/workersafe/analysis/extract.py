@@ -51,12 +51,16 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
     for func in walker.functions:  # `@functools.cache def get(): return boto3.client(...)`
         if func.cached and func.returned_handle is not None:
             handles.setdefault(func.name, (func.returned_handle, True))
-    readers = _cache_readers(walker, class_nodes)
+    # per module-level class, what its `__init__` may keep as a callable (read twice below)
+    callables = {qual: init_callables(node, walker.super_init_defs)
+                 for qual, node in class_nodes.items()}
+    readers = _cache_readers(walker, callables)
     return FileFacts(
         path=walker.path, module=walker.module_name,
         imports=tuple(sorted(state.module_scope.names.items())),
         star_imports=tuple(state.module_scope.star_modules),
-        classes=tuple(_class_facts(c, walker, class_nodes.get(c.qualname))
+        classes=tuple(_class_facts(c, walker, class_nodes.get(c.qualname),
+                                   callables.get(c.qualname, ()))
                       for c in walker.classes),
         functions=tuple(_function_facts(f, walker, f.name in readers)
                         for f in walker.functions),
@@ -74,8 +78,8 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
     )
 
 
-def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDef]
-                 ) -> ClassFacts:
+def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDef],
+                 callables: tuple[tuple[str, str], ...]) -> ClassFacts:
     site = walker.ev.site
     caches = class_caches(node, cls, walker.state, walker.ev) if node is not None \
         else ClassCaches()
@@ -119,7 +123,7 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
         pickled_state(node) if node is not None else None,
         tuple(cls.derived_attrs), tuple(cls.init_int_defaults),
         base_init(node, walker.super_init_defs) if node is not None and node.bases else None,
-        init_callables(node) if node is not None else (),
+        callables,
         branch_params(node, walker.ev.positions) if node is not None else (),
         tuple(cls.registered),
     )
@@ -145,7 +149,8 @@ def _cached_properties(node: Optional[ast.ClassDef], methods: tuple[MethodFacts,
     return [(m, calls[m.name]) for m in methods if m.name in calls and m.returns]
 
 
-def _cache_readers(walker: FactWalker, class_nodes: dict[str, ast.ClassDef]) -> set[str]:
+def _cache_readers(walker: FactWalker, callables: dict[str, tuple[tuple[str, str], ...]]
+                   ) -> set[str]:
     """The module functions whose names read matter: they matter only for a process-global
     handle cache or a module-level handle (a function reading it, or calling one that does).
     In a file that has one, every function; elsewhere the helpers a class method calls
@@ -158,8 +163,7 @@ def _cache_readers(walker: FactWalker, class_nodes: dict[str, ast.ClassDef]) -> 
               if n in by_name}
     # a function a constructor's parameter defaults to (`loader=default_loader`), or one named
     # outside classes (`Folder(paths, zip_loader)`): it may be kept and called as an attribute
-    wanted.update(name for node in class_nodes.values()
-                  for _, name in init_callables(node) if name in by_name)
+    wanted.update(name for pairs in callables.values() for _, name in pairs if name in by_name)
     wanted.update(name for name in walker.globals_outside if name in by_name)
     frontier = list(wanted)
     while frontier:
@@ -182,9 +186,12 @@ def _globals_read(node: ast.AST) -> set[str]:
     read: set[str] = set()
     local: set[str] = set()
     declared: set[str] = set()
-    for sub in ast.walk(node):
+    binders = _BINDERS
+    for sub in subtree(node):  # (not ast.walk: a third of the cost, the same sets)
         if isinstance(sub, ast.Name):
             (read if isinstance(sub.ctx, ast.Load) else local).add(sub.id)
+        elif type(sub) not in binders:
+            continue  # (most nodes: one test)
         elif isinstance(sub, ast.arg):
             local.add(sub.arg)
         elif isinstance(sub, ast.Global):
@@ -195,6 +202,11 @@ def _globals_read(node: ast.AST) -> set[str]:
         elif isinstance(sub, (ast.Import, ast.ImportFrom)):
             local.update((a.asname or a.name).partition(".")[0] for a in sub.names)
     return read - (local - declared)
+
+
+# The node types other than names that `_globals_read` reads.
+_BINDERS = frozenset({ast.arg, ast.Global, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                      ast.Import, ast.ImportFrom})
 
 
 def _failing_closes(cls: ClassState, node: Optional[ast.ClassDef], closers: frozenset[str]

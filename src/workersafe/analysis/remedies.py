@@ -16,6 +16,7 @@ statements; each method's nodes only in a class that spells a process call.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -24,10 +25,10 @@ from ..facts import (
 )
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
-from .names import dotted, qualify
+from .names import dotted
 from .nodes import child_nodes, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
-from .values import Evaluator, elements, is_none, is_self, self_attr, string
+from .values import Evaluator, elements, is_none, is_self, presence, self_attr, string
 from .walker import SelfUses
 
 GET_WORKER_INFO = frozenset(f"{TORCH_DATA}{mod}.get_worker_info"
@@ -48,6 +49,11 @@ WRAPPER_ATTRS = frozenset({"dataset", "datasets"})
 _CLAUSES: tuple[type, ...] = tuple(getattr(ast, name) for name in (
     "withitem", "excepthandler", "match_case") if hasattr(ast, name))
 _LOOKS = frozenset({"isinstance", "hasattr", "getattr", "type", "print", "repr", "id", "len"})
+
+# The words a lazy accessor's test or fallback spells (_unset_tests, _or_self).
+_LAZY_WORDS = re.compile(r"None|\bnot\b|\bor\b")
+# Nodes with no node under them that `expression` acts on (names, constants).
+_LEAVES = frozenset({ast.Name, ast.Constant})
 
 # What a name is bound to, as far as these facts care.
 INFO, DATASET = "info", "dataset"  # get_worker_info() and its `.dataset`
@@ -87,6 +93,9 @@ class _Remedies:
         state.module_handles = walker_state.module_handles
         self.state = state
         self.ev = Evaluator(state, ev.positions)
+        # no fact of this pass reads a process identity (the walk's own evaluator does): a
+        # binding's `identity` is never asked here, so it is not computed
+        self.ev.identity_possible = False
         self.span = ev.positions.span
         self.class_states = {c.qualname: c for c in classes}
         self.classes: list[RemedyClass] = []
@@ -114,7 +123,7 @@ class _Remedies:
         if key in self._qualified:
             return self._qualified[key]
         name = dotted(node)
-        found = qualify(name, self.state.scope, self.state.known) if name else None
+        found = self.state.qualify(name) if name else None
         self._qualified[key] = found
         return found
 
@@ -249,8 +258,11 @@ class _Remedies:
         # nodes in nodes.subtree's order (into_lambdas=False), each handled as it is reached
         stack: list[ast.AST] = [expr]
         pop, push = stack.pop, stack.extend
+        leaves = _LEAVES
         while stack:
             node = pop()
+            if type(node) in leaves:
+                continue  # (the most frequent nodes: nothing under them, nothing to do)
             if type(node) is not ast.Lambda:
                 children = child_nodes(node)
                 if children:
@@ -390,7 +402,9 @@ class _ClassReader:
                            tuple(sorted(uses.members)), tuple(self.param_kept),
                            self.none_defaults,
                            # only attributes left None can be read None-safely
-                           tuple(sorted((m.name, a) for m in methods for a in _none_safe(m)))
+                           # (a method with no test of an attribute's presence has none)
+                           tuple(sorted((m.name, a) for m in methods if m.name in uses.presence
+                                        for a in _none_safe(m)))
                            if self.init_none else ())
 
     def _may_check_process(self, node: ast.ClassDef) -> bool:
@@ -405,6 +419,8 @@ class _ClassReader:
 
     def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST]
                ) -> None:
+        if node.name != "__init__" and not self._may_open_lazily(node):
+            return  # (outside `__init__`, `block` records lazy accessors only)
         state = self.owner.state
         func = FunctionState(node.name, f"{self.cls.qualname}.{node.name}", False, False,
                              Env(state.module_env), MethodState(node.name))
@@ -419,6 +435,12 @@ class _ClassReader:
             self.block(node.name, node.body, params, checked)
         finally:
             state.pop(2)
+
+    def _may_open_lazily(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
+        """Whether the method's lines spell what a lazy accessor's test or fallback does
+        (`self.x is None`, `not self.x`, `not hasattr(...)`, `self.x or ...`)."""
+        lines = self.owner.positions.lines[node.lineno - 1:node.end_lineno]
+        return _LAZY_WORDS.search("\n".join(lines)) is not None
 
     def block(self, method: str, body: list[ast.stmt], params: set[str], checked: bool) -> None:
         ev = self.owner.ev
@@ -543,6 +565,10 @@ def _unset_tests(test: ast.expr) -> list[str]:
     return []
 
 
+# The node types other than attributes that `_none_safe` reads.
+_TESTS = frozenset({ast.Assert, ast.If, ast.IfExp, ast.BoolOp})
+
+
 def _none_safe(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> set[str]:
     """The attributes every read of which in the method handles None: the read is the test of
     a fallback (`self.s if self.s is not None else x`, `self.s or x`, `if self.s is None:`
@@ -550,41 +576,35 @@ def _none_safe(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> set[str]:
     reads: list[ast.Attribute] = []
     safe: set[int] = set()
     raising: set[int] = set()  # tests whose None branch raises (or asserts): not handled
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and self_attr(sub):
-            reads.append(sub)
-        if isinstance(sub, ast.Assert):
-            raising.update(id(n) for n in ast.walk(sub.test))
-        if isinstance(sub, (ast.If, ast.IfExp)):
-            attr, present = _presence(sub.test)
+    # nodes.subtree rather than ast.walk: another order, the same sets, a third of the cost
+    tests = _TESTS
+    for sub in subtree(node):
+        if isinstance(sub, ast.Attribute):
+            if isinstance(sub.ctx, ast.Load) and self_attr(sub):
+                reads.append(sub)
+        elif type(sub) not in tests:
+            continue  # (most nodes: one test)
+        elif isinstance(sub, ast.Assert):
+            raising.update(id(n) for n in subtree(sub.test))
+        elif isinstance(sub, (ast.If, ast.IfExp)):
+            attr, present = presence(sub.test)
             if attr is None:
                 continue
             there, missing = (sub.body, sub.orelse) if present else (sub.orelse, sub.body)
             block = there if isinstance(there, list) else [there]
-            safe.update(id(n) for b in block for n in ast.walk(b)
+            safe.update(id(n) for b in block for n in subtree(b)
                         if isinstance(n, ast.Attribute) and self_attr(n) == attr)
             branch = missing if isinstance(missing, list) else [missing]
-            if any(isinstance(n, ast.Raise) for b in branch for n in ast.walk(b)):
-                raising.update(id(n) for n in ast.walk(sub.test))
+            if any(isinstance(n, ast.Raise) for b in branch for n in subtree(b)):
+                raising.update(id(n) for n in subtree(sub.test))
             else:
-                safe.update(id(n) for n in ast.walk(sub.test) if isinstance(n, ast.Attribute))
-        if isinstance(sub, ast.BoolOp) and isinstance(sub.op, ast.Or) \
+                safe.update(id(n) for n in subtree(sub.test) if isinstance(n, ast.Attribute))
+        elif isinstance(sub, ast.BoolOp) and isinstance(sub.op, ast.Or) \
                 and self_attr(sub.values[0]):
             safe.add(id(sub.values[0]))
     attrs = {self_attr(r) for r in reads}
     return {a for a in attrs if a and all(id(r) in safe and id(r) not in raising
                                           for r in reads if self_attr(r) == a)}
-
-
-def _presence(test: ast.expr) -> tuple[Optional[str], bool]:
-    """(attr, True) for a test true when `self.attr` is there (`self.x is not None`,
-    `self.x`), (attr, False) for one true when it is None (`self.x is None`, `not self.x`)."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and is_none(test.comparators[0]) \
-            and isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
-        return self_attr(test.left), isinstance(test.ops[0], (ast.IsNot, ast.NotEq))
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return self_attr(test.operand), False
-    return self_attr(test), True
 
 
 def remedy_facts(tree: ast.Module, state: State, ev: Evaluator, classes: list[ClassState],

@@ -109,8 +109,13 @@ class Env:
 
     def int_value(self, name: str) -> tuple[bool, Optional[int]]:
         """(name assigned at all, its constant value or None)."""
-        binding = next((b for b in self._chain(name) if b.assigned), None)
-        return (False, None) if binding is None else (True, binding.int_value)
+        env: Optional[Env] = self  # (asked of most names passed: _chain without the list)
+        while env is not None:
+            binding = env.bindings.get(name)
+            if binding is not None and binding.assigned:
+                return True, binding.int_value
+            env = env.parent
+        return False, None
 
     def kwargs(self, name: str) -> Optional[dict[str, ast.expr]]:
         return next((b.kwargs for b in self._chain(name) if b.kwargs is not None), None)
@@ -205,6 +210,8 @@ class State:
         # evaluators ask for the same callee several times. Cleared whenever what a name means
         # may change: a new scope (`scope = ...`) or a binding (`bind`).
         self._qualified: dict[int, Optional[str]] = {}
+        # dotted name → its qualified name, under the same condition (many nodes, few names)
+        self._by_name: dict[str, str] = {}
         self.module_env = Env()
         # innermost last; a tuple, replaced by push and pop only (which keep what follows)
         self.frames: tuple[Frame, ...] = ()
@@ -231,16 +238,34 @@ class State:
     def scope(self, scope: Scope) -> None:
         self._scope = scope
         self._qualified.clear()
+        self._by_name.clear()
+
+    def enter_scope(self) -> Scope:
+        """A function's own import scope, inside the current one. Until something is bound
+        in it, every name qualifies as outside it: the cached names stay."""
+        self._scope = Scope(self._scope)
+        return self._scope
+
+    def leave_scope(self) -> None:
+        """Back to the scope `enter_scope` was called in (what was qualified through names
+        bound inside is forgotten)."""
+        inner = self._scope
+        self._scope = inner.parent or self.module_scope
+        if inner.names or inner.star_modules:
+            self._qualified.clear()
+            self._by_name.clear()
 
     def bind(self, local: str, qualified: str, scope: Optional[Scope] = None) -> None:
         """Bind a name in `scope` (default: the current one); names qualified so far may now
         mean something else."""
         (scope or self._scope).bind(local, qualified)
         self._qualified.clear()
+        self._by_name.clear()
 
     def rebound(self) -> None:
         """The scope changed behind `bind` (an import statement bound its names)."""
         self._qualified.clear()
+        self._by_name.clear()
 
     def q(self, node: ast.AST) -> Optional[str]:
         """The qualified name of a dotted expression, through this file's imports (computed
@@ -253,10 +278,18 @@ class State:
         self._qualified[key] = found
         return found
 
+    def qualify(self, name: str) -> str:
+        """A dotted name qualified through this file's imports (names.qualify), computed once
+        per name while no binding changes."""
+        found = self._by_name.get(name)
+        if found is None:
+            found = self._by_name[name] = qualify(name, self._scope, self.known)
+        return found
+
     def _q(self, node: ast.AST) -> Optional[str]:
         name = dotted(node)
         if name:
-            return qualify(name, self.scope, self.known)
+            return self.qualify(name)
         # `__import__("lmdb").open`: an attribute of a module an import call returns
         attrs = []
         while type(node) is ast.Attribute:

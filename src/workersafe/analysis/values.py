@@ -357,17 +357,23 @@ class Evaluator:
         cls = self.state.current_class()
         return f"{cls.qualname}.{method}" if method is not None and cls is not None else None
 
-    def arg_refs(self, call: ast.Call, every: bool = False) -> list[ArgRef]:
+    def arg_refs(self, call: ast.Call, every: bool = False, with_refs: bool = False
+                 ) -> list[ArgRef]:
         """The arguments that may be datasets (or holder objects), or are constant ints or
-        None; `every`: all of them, a starred one as keyword "*" / "**"."""
-        found = []
-        for index, arg in enumerate(call_args(call)):
+        None; `every`: all of them, a starred one as keyword "*" / "**"; `with_refs`: none
+        (an empty list) unless one of them may be a dataset."""
+        found: list[ArgRef] = []
+        args = call_args(call)
+        each: list[list[DatasetRef]] = [[] if arg.star else self.refs_of(arg.value) for arg in args]
+        if with_refs and not any(each):
+            return found
+        for index, arg in enumerate(args):
             if arg.star:
                 if every:
                     found.append(ArgRef(-1, arg.star))
                 continue
             value = arg.value
-            refs = self.refs_of(value)
+            refs = each[index]
             number = int_value(value)
             if number is None and type(value) is ast.Name:
                 number = self.state.env.int_value(value.id)[1]
@@ -465,3 +471,14 @@ def _is_key(node: ast.AST) -> bool:
 # Expressions that compute a member's name: a variable, an attribute, a call (`str(i)`,
 # `"{}".format(i)`), an f-string or a concatenation.
 _KEY_EXPRESSIONS = (ast.JoinedStr, ast.Name, ast.Attribute, ast.Call, ast.BinOp)
+
+
+def presence(test: ast.expr) -> tuple[Optional[str], bool]:
+    """(attr, True) for a test true when `self.attr` is there (`self.x is not None`,
+    `self.x`), (attr, False) for one true when it is None (`self.x is None`, `not self.x`)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and is_none(test.comparators[0]) \
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+        return self_attr(test.left), isinstance(test.ops[0], (ast.IsNot, ast.NotEq))
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return self_attr(test.operand), False
+    return self_attr(test), True

@@ -12,7 +12,7 @@ import dataclasses
 from typing import Callable, Iterator, Optional, Sequence
 
 from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
-from ..frameworks import framework_loader
+from ..frameworks import LOADER_LAST_PARTS, framework_loader
 from ..registry import Registry
 from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
 from .loader_args import read_candidate_loader, read_framework_loader, read_loader
@@ -23,7 +23,7 @@ from .state import (
 )
 from .values import (
     Evaluator, argument, call_args, elements, first_arg, int_value, is_name, is_none, is_self,
-    is_super, self_attr, string,
+    is_super, presence, self_attr, string,
 )
 
 # Deeper code is reported (WS001), not analysed: nobody writes it, and libcst (which `fix`
@@ -63,6 +63,10 @@ class SelfUses:
 
     indexed: set[str] = dataclasses.field(default_factory=set)  # `self.x[i]`
     members: set[tuple[str, str, str]] = dataclasses.field(default_factory=set)  # (method, x, m)
+    # the methods testing whether an attribute of self is there (values.presence: `if self.x
+    # is None:`, `a if self.x else b`) or falling back from it (`self.x or b`), nested code
+    # included (annotations are not walked)
+    presence: set[str] = dataclasses.field(default_factory=set)
 
 
 class FactWalker:
@@ -211,7 +215,7 @@ class FactWalker:
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         state = self.state
-        state.scope = scope = type(state.scope)(state.scope)
+        state.enter_scope()
         owner = state.frame
         env = Env(state.module_env)
         if isinstance(owner, ClassState):
@@ -255,7 +259,7 @@ class FactWalker:
         self.walk_all(node.body)
         self._pop()
         self._uses_method, self._method_def = outer_method, outer_def
-        state.scope = scope.parent or state.module_scope
+        state.leave_scope()
 
     def visit_arguments(self, node: ast.arguments) -> None:
         """Only defaults hold syntax we read (annotations are not walked)."""
@@ -298,6 +302,9 @@ class FactWalker:
     # --- pid guards -------------------------------------------------------------------------
 
     def visit_If(self, node: ast.If) -> None:
+        if self._uses_method and self._self_uses is not None \
+                and presence(node.test)[0] is not None:
+            self._self_uses.presence.add(self._uses_method)
         guarded = self.ev.is_identity(node.test)
         self.state.pid_guard_depth += guarded
         self.walk(node.test)
@@ -539,8 +546,8 @@ class FactWalker:
         if name in LOADERS:
             loader = read_loader(node, self.ev)
             self._add_loader(loader, outer)
-        elif name is not None and (row := framework_loader(
-                name, self.state.scope.all_star_modules())) is not None:
+        elif name is not None and name.rpartition(".")[2] in LOADER_LAST_PARTS and (
+                row := framework_loader(name, self.state.scope.all_star_modules())) is not None:
             self._add_loader(read_framework_loader(node, row, self.ev), outer)
         elif name in _STAR_LOADER_NAMES and any(self.state.scope.all_star_modules()):
             # `DataLoader` from `from utils import *`: the linker decides (LoaderCall.star_name)
@@ -558,7 +565,7 @@ class FactWalker:
                     and name not in _NOT_HANDLE_CALLEES \
                     and name.partition(".")[0] not in _LIBRARY_ROOTS \
                     and self._function_call(node.func):
-                args = self.ev.arg_refs(node)
+                args = self.ev.arg_refs(node, with_refs=True)
                 if any(a.refs for a in args):  # `val(net, test_dataset)`: linked to val's params
                     self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
                     if name not in self.function_names \
@@ -598,12 +605,16 @@ class FactWalker:
         else:
             return
         scope, bindings = self.state.scope, self.state.env.bindings
-        for called, expr in ((name, node.func), *((None, a) for a in node.args),
-                             *((None, k.value) for k in node.keywords)):
-            local = _root(expr)
-            if type(local) is not ast.Name or local.id in bindings \
-                    or scope.lookup(local.id) is None or (called is None and local is not expr):
-                continue  # not a module-level function or import (a local, `obj.m`, `a.b`)
+        # the callee (`f(...)`, `mod.f(...)`) and each argument that is a bare name
+        # (`mp.spawn(main_worker)`); not a local, `obj.m` or `a.b` passed on
+        root = _root(node.func)
+        candidates = [(name, node.func, root)] if type(root) is ast.Name else []
+        candidates += [(None, a, a) for a in node.args if type(a) is ast.Name]
+        candidates += [(None, k.value, k.value) for k in node.keywords
+                       if type(k.value) is ast.Name]
+        for called, expr, local in candidates:
+            if local.id in bindings or scope.lookup(local.id) is None:
+                continue  # not a module-level function or import
             called = called or self.state.q(expr)
             if called and called.partition(".")[0] not in _LIBRARY_ROOTS \
                     and called not in _NOT_HANDLE_CALLEES:
@@ -636,7 +647,7 @@ class FactWalker:
             return
         if not refs:
             return
-        args = self.ev.arg_refs(node)
+        args = self.ev.arg_refs(node, with_refs=True)
         if any(a.refs for a in args):
             self.calls.append(CallSite(func.attr, tuple(args), self.positions.span(node),
                                        tuple(refs)))
@@ -888,9 +899,18 @@ class FactWalker:
     # --- expressions with an order of their own -----------------------------------------------
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
+        if self._uses_method and self._self_uses is not None \
+                and presence(node.test)[0] is not None:
+            self._self_uses.presence.add(self._uses_method)
         self.walk(node.body)
         self.walk(node.test)
         self.walk(node.orelse)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> None:
+        if self._uses_method and self._self_uses is not None and type(node.op) is ast.Or \
+                and self_attr(node.values[0]) is not None:
+            self._self_uses.presence.add(self._uses_method)  # `self.x or default`
+        self.children(node)
 
     def visit_Dict(self, node: ast.Dict) -> None:
         for key, value in zip(node.keys, node.values):
