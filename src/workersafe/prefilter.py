@@ -162,6 +162,13 @@ class WordMatcher:
         match = self.others.search(text) if self.others is not None else None
         return match.group() if match else None
 
+    def found(self, text: str) -> set[str]:
+        """Every name found in `text`."""
+        found = set(self.words & _words_of(text))
+        if self.others is not None:
+            found.update(self.others.findall(text))
+        return found
+
 
 _WORD = re.compile(r"\w+")
 

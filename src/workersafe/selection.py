@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable, Optional
 
-from .discovery import SourceFile, module_aliases, module_of_import
-from .facts import FileFacts
+from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
+from .facts import DatasetRef, FileFacts
 from .prefilter import Prefilter, class_bases, import_statements, words_pattern
 
 # The engine's parser: files → their facts (cached, maybe parallel).
@@ -40,7 +40,15 @@ class Selection:
         self.dataset_files = {p for p, t in texts.items() if prefilter.mentions_dataset(t)}
         self.start_files = {p for p, t in texts.items() if _START_METHOD in t}
         self._imports: dict[str, set[str]] = {}
-        self._callers_searched: set[str] = set()
+        # (name, defining file) searched by the callers' round ("": a method, anywhere)
+        self._callers_searched: set[tuple[str, str]] = set()
+        self._reach: dict[str, frozenset[str]] = {}  # `_reachers`
+        # each leading run of an imported module's parts (`a`, `a.b` for `import a.b`) → the
+        # files read that import it; how many were read when it was built
+        self._index: dict[str, set[str]] = {}
+        self._indexed = -1
+        self._runs: dict[str, set[str]] = {}  # `_spellings`
+        self._unread_reach: frozenset[str] = frozenset()
         self._scoped_seen: set[str] = set()  # files setting a start method in a function
         self._verdicts: tuple[set[str], set[str]] = (set(), set())
         # files the callers' round found before it was needed (`complete`)
@@ -156,23 +164,83 @@ class Selection:
 
     def _callers(self, facts: dict[str, FileFacts]) -> set[str]:
         """Files that may call a function whose parameter reaches a loader (`def val(net,
-        dataset): DataLoader(dataset, ...)`): what they pass is the loader's dataset."""
-        names = {ref.target.split("#")[0].rpartition(".")[2]
-                 for f in facts.values() for loader in f.loaders for ref in loader.datasets
-                 if ref.kind in ("param", "built")}
-        names |= {ref.target.split("#")[0].rpartition(".")[2]
-                  for f in facts.values() for func in f.functions for ref in func.returns
-                  if ref.kind in ("param", "built")}
-        names |= _keeping_classes(facts.values())
-        pattern = words_pattern(names - self._callers_searched)
+        dataset): DataLoader(dataset, ...)`): what they pass is the loader's dataset. A
+        module-level function or a class is called only where its name can come from: its
+        own file and the files that import it (`_reachers`); a method anywhere its name is."""
+        names = _caller_names(facts) - self._callers_searched
         self._callers_searched |= names
+        pattern = words_pattern({name for name, _ in names})
         if pattern is None:
             return set()
-        found = {p for p, text in self.texts.items() if p not in facts and pattern.search(text)}
+        homes: dict[str, set[str]] = {}  # name → the files defining it ("": a method)
+        for name, home in names:
+            homes.setdefault(name, set()).add(home)
+        found = set()
+        for path, text in list(self.texts.items()):
+            if path in facts:
+                continue
+            for name in pattern.found(text):
+                if any(not home or path in self._reachers(home) for home in homes[name]):
+                    found.add(path)
+                    break
         quiet, loud = self._verdicts  # a caller is read again next time, though it names
         quiet -= found  # no handle and no dataset
         loud |= found
         return found
+
+    def _reachers(self, path: str) -> frozenset[str]:
+        """The files that may name what `path` defines: itself, the files importing it or a
+        package above it by any spelling (`utils` for a script's sibling `examples/utils.py`),
+        and, for re-exports, whatever imports one of those, transitively. From import lines:
+        an import matches any run of a spelling's parts, so it over-reaches, never misses.
+        A file left unread (a warm run's quiet one) may re-export anything: what reaches it
+        is in every answer."""
+        if len(self.texts) != self._indexed:  # files read since: their imports count
+            self._indexed = len(self.texts)
+            self._index = {}
+            for read in list(self.texts):
+                for module in self._imported_by(read):
+                    parts = module.split(".")
+                    for cut in range(1, len(parts) + 1):
+                        self._index.setdefault(".".join(parts[:cut]), set()).add(read)
+            self._reach = {}
+            unread = {p for p in self.by_path if p not in self.texts}
+            self._unread_reach = self._closure(unread) if unread else frozenset()
+        found = self._reach.get(path)
+        if found is None:
+            found = self._reach[path] = self._closure({path}) | self._unread_reach
+        return found
+
+    def _closure(self, seeds: set[str]) -> frozenset[str]:
+        """`seeds` and the files importing one of them (`_spellings`), transitively."""
+        closure, frontier = set(seeds), list(seeds)
+        while frontier:
+            current = frontier.pop()
+            for spelling in self._spellings(current):
+                for importer in self._index.get(spelling, ()):
+                    if importer in closure:
+                        continue
+                    done = self._reach.get(importer)
+                    if done is not None:  # complete: whatever reaches it is in it
+                        closure |= done
+                    else:
+                        closure.add(importer)
+                        frontier.append(importer)
+        return frozenset(closure)
+
+    def _spellings(self, path: str) -> set[str]:
+        """Every run of consecutive parts of each name `path` may be imported by (its
+        module, the other spellings of discovery.module_spellings): `b`, `a.b`, `b.c` ... for
+        `a.b.c`, so a package above it and a spelling from another root match too."""
+        runs = self._runs.get(path)
+        if runs is None:
+            file = self.by_path[path]
+            runs = self._runs[path] = set()
+            for spelling in {file.module, *module_spellings(path, file.module)}:
+                parts = spelling.split(".") if spelling else []
+                runs |= {".".join(parts[i:j]) for i in range(len(parts))
+                         for j in range(i + 1, len(parts) + 1)}
+        return runs
 
     def _imported_by(self, path: str) -> set[str]:
         if path not in self._imports:
@@ -318,16 +386,82 @@ def _loader_of_parameter(text: str) -> bool:
                for match in _LOADER_SELF_ARG.finditer(text))
 
 
+def _caller_names(facts: dict[str, FileFacts]) -> set[tuple[str, str]]:
+    """(name, the file defining it) for the callables whose callers the linker needs: the
+    functions (and methods: "" for the file, they are called on objects from anywhere) whose
+    parameter reaches a loader's dataset or is returned, and the classes keeping one."""
+    found: set[tuple[str, str]] = set()
+    for path, f in facts.items():
+        functions = {func.qualname for func in f.functions}
+        refs = [r for loader in f.loaders for r in loader.datasets]
+        refs += [r for func in f.functions for r in func.returns]
+        for ref in refs:
+            if ref.kind in ("param", "built"):
+                qualname = ref.target.split("#")[0]
+                found.add((qualname.rpartition(".")[2], path if qualname in functions else ""))
+    homes: dict[str, set[str]] = {}
+    for path, f in facts.items():
+        for cls in f.classes:
+            homes.setdefault(cls.qualname, set()).add(path)
+    found |= {(name.rpartition(".")[2], home) for name in _keeping_classes(facts.values())
+              for home in homes[name]}
+    return found
+
+
 def _keeping_classes(all_facts: Iterable[FileFacts]) -> set[str]:
-    """Names of the classes whose `__init__` keeps a parameter as an attribute that a
-    loader's dataset (or an argument of a call) is: their constructions pass the dataset
-    (`Trainer(ds)` for `DataLoader(self.train_set)`)."""
+    """Qualified names of the classes whose `__init__` keeps a parameter as an attribute that
+    reaches a loader's dataset: the dataset itself or an argument inside it, or an argument
+    of a callable that may hand it to a loader (`_loader_callables`, this round's keeping
+    classes included). Their constructions pass the dataset (`Trainer(ds)` for
+    `DataLoader(self.train_set)` or `make_loader(wrap(self.train_set))`)."""
     every = list(all_facts)
     kept = {f"{c.qualname}.{attr}" for f in every for c in f.classes for _, attr in c.param_attrs}
-    refs = [r for f in every for loader in f.loaders for r in loader.datasets]
-    refs += [r for f in every for site in f.calls for a in site.args for r in a.refs]
-    return {r.target.rpartition(".")[0].rpartition(".")[2] for r in refs
-            if r.kind == "attr" and r.target in kept}
+    direct = _kept_refs((r for f in every for loader in f.loaders for r in loader.datasets),
+                        kept)
+    sites = [site for f in every for site in f.calls
+             if any(_kept_refs(a.refs, kept) for a in site.args)]
+    callables = _loader_callables(every)
+    while True:
+        passed = {t for site in sites if _short(site.target) in callables
+                  for a in site.args for t in _kept_refs(a.refs, kept)}
+        classes = {target.rpartition(".")[0] for target in direct | passed}
+        new = {_short(c) for c in classes} - callables
+        if not new:
+            return classes
+        callables |= new  # `Outer(self.train_set)` where Outer keeps it in turn
+
+
+def _kept_refs(refs: Iterable[DatasetRef], kept: set[str]) -> set[str]:
+    """The kept attributes (`<class>.<attr>`) among `refs` and the arguments inside them
+    (`wrap(self.train_set)`, `ConcatDataset([self.a, self.b])`)."""
+    found: set[str] = set()
+    stack = list(refs)
+    while stack:
+        ref = stack.pop()
+        if ref.kind == "attr" and ref.target in kept:
+            found.add(ref.target)
+        stack.extend(r for a in ref.arg_refs for r in a.refs)
+    return found
+
+
+def _loader_callables(every: list[FileFacts]) -> set[str]:
+    """Short names of the callables that may hand an argument to a loader: the functions and
+    methods with a parameter that a loader's dataset is (or builds), and the functions
+    passing a parameter of theirs on to one of those, transitively."""
+    names = {_short(r.target.split("#")[0]) for f in every for loader in f.loaders
+             for r in loader.datasets if r.kind in ("param", "built")}
+    passing = [(_short(site.target), _short(r.target.split("#")[0])) for f in every
+               for site in f.calls for a in site.args for r in a.refs if r.kind == "param"]
+    changed = True
+    while changed:
+        before = len(names)
+        names |= {caller for callee, caller in passing if callee in names}
+        changed = len(names) != before
+    return names
+
+
+def _short(name: str) -> str:
+    return name.rpartition(".")[2]
 
 
 class _BaseWords(dict[str, bool]):
