@@ -40,8 +40,8 @@ class Selection:
         self.dataset_files = {p for p, t in texts.items() if prefilter.mentions_dataset(t)}
         self.start_files = {p for p, t in texts.items() if _START_METHOD in t}
         self._imports: dict[str, set[str]] = {}
-        # (name, defining file) searched by the callers' round ("": a method, anywhere)
-        self._callers_searched: set[tuple[str, str]] = set()
+        # (name, defining file, only returned) searched by the callers' round (`_caller_names`)
+        self._callers_searched: set[tuple[str, str, bool]] = set()
         self._reach: dict[str, frozenset[str]] = {}  # `_reachers`
         # each leading run of an imported module's parts (`a`, `a.b` for `import a.b`) → the
         # files read that import it; how many were read when it was built
@@ -97,7 +97,7 @@ class Selection:
             if modules:
                 wanted |= {p for p in dataset_files | handle_files
                            if p not in facts and self._imported_by(p) & modules}
-            callers = self._callers(facts) - set(facts)
+            callers = self._callers(facts, dataset_names) - set(facts)
             wanted |= self._gate(callers, callers_needed, self._deferred_callers)
             if starts_needed:
                 wanted |= self._start_method_reach(facts, by_module)
@@ -162,27 +162,35 @@ class Selection:
             wanted |= unparsed & imported
         return wanted
 
-    def _callers(self, facts: dict[str, FileFacts]) -> set[str]:
+    def _callers(self, facts: dict[str, FileFacts], dataset_names: set[str]) -> set[str]:
         """Files that may call a function whose parameter reaches a loader (`def val(net,
         dataset): DataLoader(dataset, ...)`): what they pass is the loader's dataset. A
         module-level function or a class is called only where its name can come from: its
-        own file and the files that import it (`_reachers`); a method anywhere its name is."""
+        own file and the files that import it (`_reachers`); a method anywhere its name is.
+        A function returning its parameter (`wrap(ds)`) matters only where what it returns
+        meets a dataset or a loader: in a file naming one (`dataset_names`: the class graph's);
+        elsewhere the value goes on to a callable or a factory another round follows."""
         names = _caller_names(facts) - self._callers_searched
         self._callers_searched |= names
-        pattern = words_pattern({name for name, _ in names})
+        pattern = words_pattern({name for name, _, _ in names})
         if pattern is None:
             return set()
-        homes: dict[str, set[str]] = {}  # name → the files defining it ("": a method)
-        for name, home in names:
-            homes.setdefault(name, set()).add(home)
+        homes: dict[str, set[tuple[str, bool]]] = {}
+        for name, home, returned in names:
+            homes.setdefault(name, set()).add((home, returned))
+        naming = words_pattern(dataset_names)
+        loud = self.dataset_files | self.handle_files
         found = set()
         for path, text in list(self.texts.items()):
             if path in facts:
                 continue
-            for name in pattern.found(text):
-                if any(not home or path in self._reachers(home) for home in homes[name]):
-                    found.add(path)
-                    break
+            here = [how for name in pattern.found(text) for how in homes[name]]
+            if not here:
+                continue
+            names_dataset = path in loud or (naming is not None and naming.search(text))
+            if any((not home or path in self._reachers(home)) and (names_dataset or not returned)
+                   for home, returned in here):
+                found.add(path)
         quiet, loud = self._verdicts  # a caller is read again next time, though it names
         quiet -= found  # no handle and no dataset
         loud |= found
@@ -386,24 +394,26 @@ def _loader_of_parameter(text: str) -> bool:
                for match in _LOADER_SELF_ARG.finditer(text))
 
 
-def _caller_names(facts: dict[str, FileFacts]) -> set[tuple[str, str]]:
-    """(name, the file defining it) for the callables whose callers the linker needs: the
-    functions (and methods: "" for the file, they are called on objects from anywhere) whose
-    parameter reaches a loader's dataset or is returned, and the classes keeping one."""
-    found: set[tuple[str, str]] = set()
+def _caller_names(facts: dict[str, FileFacts]) -> set[tuple[str, str, bool]]:
+    """(name, the file defining it, only returned) for the callables whose callers the linker
+    needs: the functions (and methods: "" for the file, they are called on objects from
+    anywhere) whose parameter reaches a loader's dataset or is returned (then True), and the
+    classes keeping one."""
+    found: set[tuple[str, str, bool]] = set()
     for path, f in facts.items():
         functions = {func.qualname for func in f.functions}
-        refs = [r for loader in f.loaders for r in loader.datasets]
-        refs += [r for func in f.functions for r in func.returns]
-        for ref in refs:
+        refs = [(r, False) for loader in f.loaders for r in loader.datasets]
+        refs += [(r, True) for func in f.functions for r in func.returns]
+        for ref, returned in refs:
             if ref.kind in ("param", "built"):
                 qualname = ref.target.split("#")[0]
-                found.add((qualname.rpartition(".")[2], path if qualname in functions else ""))
+                home = path if qualname in functions else ""
+                found.add((_short(qualname), home, returned))
     homes: dict[str, set[str]] = {}
     for path, f in facts.items():
         for cls in f.classes:
             homes.setdefault(cls.qualname, set()).add(path)
-    found |= {(name.rpartition(".")[2], home) for name in _keeping_classes(facts.values())
+    found |= {(_short(name), home, False) for name in _keeping_classes(facts.values())
               for home in homes[name]}
     return found
 
