@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Optional
 
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
 from .facts import DatasetRef, FileFacts
-from .prefilter import Prefilter, class_bases, import_statements, words_pattern
+from .prefilter import Prefilter, class_bases, import_lines, import_statements, words_pattern
 
 # The engine's parser: files → their facts (cached, maybe parallel).
 ParseMany = Callable[[list[SourceFile]], dict[str, FileFacts]]
@@ -43,12 +43,15 @@ class Selection:
         # (name, defining file, only returned) searched by the callers' round (`_caller_names`)
         self._callers_searched: set[tuple[str, str, bool]] = set()
         self._reach: dict[str, frozenset[str]] = {}  # `_reachers`
-        # each leading run of an imported module's parts (`a`, `a.b` for `import a.b`) → the
-        # files read that import it; how many were read when it was built
-        self._index: dict[str, set[str]] = {}
+        # from the import lines of the files read (`_index_imports`; how many were read): a
+        # module → the files importing names from it (`from a.b import f`: a.b); a module →
+        # the files importing it or one of its names (`import a.b`: a, a.b; `from a import b`:
+        # a.b), whatever is below it reached
+        self._names: dict[str, set[str]] = {}
+        self._below: dict[str, set[str]] = {}
         self._indexed = -1
-        self._runs: dict[str, set[str]] = {}  # `_spellings`
         self._unread_reach: frozenset[str] = frozenset()
+        self._runs: dict[str, tuple[set[str], set[str]]] = {}  # `_spellings`
         self._scoped_seen: set[str] = set()  # files setting a start method in a function
         self._verdicts: tuple[set[str], set[str]] = (set(), set())
         # files the callers' round found before it was needed (`complete`)
@@ -197,21 +200,16 @@ class Selection:
         return found
 
     def _reachers(self, path: str) -> frozenset[str]:
-        """The files that may name what `path` defines: itself, the files importing it or a
-        package above it by any spelling (`utils` for a script's sibling `examples/utils.py`),
-        and, for re-exports, whatever imports one of those, transitively. From import lines:
-        an import matches any run of a spelling's parts, so it over-reaches, never misses.
-        A file left unread (a warm run's quiet one) may re-export anything: what reaches it
-        is in every answer."""
+        """The files that may name what `path` defines: itself, the files importing it, or a
+        module above it on the way (`from a import b` for a/b/c.py: `b.c.f(ds)`), by any
+        spelling (`utils` for a script's sibling `examples/utils.py`), and, for re-exports,
+        whatever imports one of those, transitively (`from a import f` reaches a/b/c.py
+        when a/__init__.py imports it). `import a.x` binds `a`, so it reaches all below `a`.
+        From import lines, over-reaching (a spelling matches any run of a module's parts)
+        rather than missing. A file left unread (a warm run's quiet one) may re-export
+        anything: what reaches it is in every answer."""
         if len(self.texts) != self._indexed:  # files read since: their imports count
-            self._indexed = len(self.texts)
-            self._index = {}
-            for read in list(self.texts):
-                for module in self._imported_by(read):
-                    parts = module.split(".")
-                    for cut in range(1, len(parts) + 1):
-                        self._index.setdefault(".".join(parts[:cut]), set()).add(read)
-            self._reach = {}
+            self._index_imports()
             unread = {p for p in self.by_path if p not in self.texts}
             self._unread_reach = self._closure(unread) if unread else frozenset()
         found = self._reach.get(path)
@@ -219,36 +217,62 @@ class Selection:
             found = self._reach[path] = self._closure({path}) | self._unread_reach
         return found
 
+    def _index_imports(self) -> None:
+        """`_names` and `_below` from the import lines of the files read."""
+        self._indexed = len(self.texts)
+        self._reach = {}
+        self._names, self._below = {}, {}
+        for read in list(self.texts):
+            file = self.by_path[read]
+            for level, name, names in import_lines(self.texts[read]):
+                module = module_of_import(file.module, file.is_package, level, name)
+                if names is None:  # `import a.b`: `a`, `a.b` and all below
+                    parts = module.split(".")
+                    keys = [".".join(parts[:cut]) for cut in range(1, len(parts) + 1)]
+                elif not names:  # names not on the line: the module or all below it
+                    keys = [module]
+                else:  # the module itself names what it holds, each name what is below
+                    self._names.setdefault(module, set()).add(read)
+                    keys = [f"{module}.{n}" if module else n for n in names if n != "*"]
+                for key in keys:
+                    self._below.setdefault(key, set()).add(read)
+
     def _closure(self, seeds: set[str]) -> frozenset[str]:
         """`seeds` and the files importing one of them (`_spellings`), transitively."""
         closure, frontier = set(seeds), list(seeds)
         while frontier:
             current = frontier.pop()
-            for spelling in self._spellings(current):
-                for importer in self._index.get(spelling, ()):
-                    if importer in closure:
-                        continue
-                    done = self._reach.get(importer)
-                    if done is not None:  # complete: whatever reaches it is in it
-                        closure |= done
-                    else:
-                        closure.add(importer)
-                        frontier.append(importer)
+            runs, ends = self._spellings(current)
+            importers = [self._below.get(r, ()) for r in runs]
+            importers += [self._names.get(r, ()) for r in ends]
+            for importer in (i for group in importers for i in group):
+                if importer in closure:
+                    continue
+                done = self._reach.get(importer)
+                if done is not None:  # complete: whatever reaches it is in it
+                    closure |= done
+                else:
+                    closure.add(importer)
+                    frontier.append(importer)
         return frozenset(closure)
 
-    def _spellings(self, path: str) -> set[str]:
-        """Every run of consecutive parts of each name `path` may be imported by (its
-        module, the other spellings of discovery.module_spellings): `b`, `a.b`, `b.c` ... for
-        `a.b.c`, so a package above it and a spelling from another root match too."""
-        runs = self._runs.get(path)
-        if runs is None:
+    def _spellings(self, path: str) -> tuple[set[str], set[str]]:
+        """Every run of consecutive parts of each name `path` may be imported by (its module,
+        the other spellings of discovery.module_spellings): `b`, `a.b`, `b.c` ... for `a.b.c`,
+        so a package above it and a spelling from another root match too; and the runs
+        ending with its last part (`c`, `b.c`, `a.b.c`): what names the module itself."""
+        found = self._runs.get(path)
+        if found is None:
             file = self.by_path[path]
-            runs = self._runs[path] = set()
+            runs: set[str] = set()
+            ends: set[str] = set()
             for spelling in {file.module, *module_spellings(path, file.module)}:
                 parts = spelling.split(".") if spelling else []
                 runs |= {".".join(parts[i:j]) for i in range(len(parts))
                          for j in range(i + 1, len(parts) + 1)}
-        return runs
+                ends |= {".".join(parts[i:]) for i in range(len(parts))}
+            found = self._runs[path] = (runs, ends)
+        return found
 
     def _imported_by(self, path: str) -> set[str]:
         if path not in self._imports:
