@@ -96,10 +96,12 @@ class Selection:
             pattern = words_pattern(_interesting_names(facts.values()))
             if pattern is not None:
                 wanted |= {p for p in dataset_files | handle_files if pattern.search(texts[p])}
-            modules = _interesting_modules(facts.values())
-            if modules:
+            modules, exported = _interesting_modules(facts.values())
+            named = words_pattern(exported)
+            if modules and named is not None:
                 wanted |= {p for p in dataset_files | handle_files
-                           if p not in facts and self._imported_by(p) & modules}
+                           if p not in facts and self._imported_by(p) & modules
+                           and named.search(texts[p])}
             callers = self._callers(facts, dataset_names) - set(facts)
             wanted |= self._gate(callers, callers_needed, self._deferred_callers)
             if starts_needed:
@@ -598,9 +600,12 @@ def _cache_reaching_names(every: list[FileFacts]) -> set[str]:
     return names
 
 
-def _interesting_modules(all_facts: Iterable[FileFacts]) -> set[str]:
+def _interesting_modules(all_facts: Iterable[FileFacts]) -> tuple[set[str], set[str]]:
     """Modules defining a handle holder, a module handle or a factory, and modules that
-    re-export one of those names (`from .remote import RemoteImages as Images`)."""
+    re-export one of those names (`from .remote import RemoteImages as Images`); and the
+    names an importer can use them by: those names, their aliases (`Images`) and what those
+    modules define (an importer naming none of them cannot use one: on pytorch_geometric,
+    `torch_geometric.data` re-exports `SQLiteDatabase`, and most files import it for `Data`)."""
     every = list(all_facts)
     names = _interesting_names(every)
     modules = {f.module for f in every if f.module and _interesting_names([f])}
@@ -608,15 +613,21 @@ def _interesting_modules(all_facts: Iterable[FileFacts]) -> set[str]:
     while changed:
         changed = False
         for facts in every:
-            if facts.module in modules or not facts.module:
+            if not facts.module:
                 continue
             for local, qualified in facts.imports:
                 source, _, imported = qualified.rpartition(".")
-                if imported in names and source in modules:
+                if imported in names and source in modules and \
+                        (facts.module not in modules or local not in names):
                     modules.add(facts.module)
+                    names.add(local)
                     changed = True
-                    break
-    return modules
+    # what such a module defines may use the names (`RetrievalDataset(entries, reader)`)
+    for facts in every:
+        if facts.module in modules:
+            names |= {c.name for c in facts.classes} | {f.name for f in facts.functions}
+            names |= {name for name, _ in facts.module_vars}
+    return modules, names
 
 
 def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[str],
