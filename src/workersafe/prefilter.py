@@ -166,6 +166,9 @@ def _words_pattern(names: frozenset[str]) -> "WordMatcher | None":
     return WordMatcher(names) if names else None
 
 
+_FEW = 32
+
+
 class WordMatcher:
     """`\\b(?:a|b|...)\\b` for many names, without the regex: an alternation of a thousand
     class names makes `re` try each at every position (seconds on a large tree). A text's
@@ -176,9 +179,18 @@ class WordMatcher:
         others = sorted(names - self.words, key=lambda n: (-len(n), n))
         self.others = re.compile(r"\b(?:" + "|".join(map(re.escape, others)) + r")\b") \
             if others else None
+        # a few names: each looked for as a substring first (a scan in C per name), the
+        # text's words collected only when one is there (most texts name none)
+        self.few = tuple(sorted(self.words)) if len(names) <= _FEW else ()
+
+    def _absent(self, text: str) -> bool:
+        """None of the names is in `text` (a cheap test for a few names; False: maybe)."""
+        return bool(self.few) and not any(name in text for name in self.few)
 
     def search(self, text: str) -> Optional[str]:
         """A name found in `text`, or None."""
+        if self._absent(text):
+            return None
         found = self.words & _words_of(text)
         if found:
             return min(found)
@@ -187,6 +199,8 @@ class WordMatcher:
 
     def found(self, text: str) -> set[str]:
         """Every name found in `text`."""
+        if self._absent(text):
+            return set()
         found = set(self.words & _words_of(text))
         if self.others is not None:
             found.update(self.others.findall(text))

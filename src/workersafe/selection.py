@@ -185,10 +185,15 @@ class Selection:
             homes.setdefault(name, set()).add((home, returned))
         naming = words_pattern(dataset_names)
         loud = self.dataset_files | self.handle_files
+        scopes = {home for _, home, _ in names}
+        # the files that can reach a definition: only those are read for its name
+        candidates = set(self.texts) if "" in scopes else \
+            set().union(*(self._reachers(home) for home in scopes))
         found = set()
-        for path, text in list(self.texts.items()):
-            if path in facts:
+        for path in candidates:
+            if path in facts or path not in self.texts:  # not read: a warm run's quiet file
                 continue
+            text = self.texts[path]
             here = [how for name in pattern.found(text) for how in homes[name]]
             if not here:
                 continue
