@@ -88,13 +88,14 @@ def import_statements(text: str) -> list[tuple[int, str]]:
     pass over the whole text: `str.find` jumps from one `import` to the next. `import a.b as c,
     d` gives (0, "a.b") and (0, "d"); `from ..x import y` gives (2, "x"); `from . import y`
     (1, ""); `import_module("h5py")` (0, "h5py")."""
-    return [(level, name) for level, name, _ in import_lines(text)]
+    return [(level, name) for level, name, _ in import_lines(text, names=False)]
 
 
-def import_lines(text: str) -> list[tuple[int, str, Optional[tuple[str, ...]]]]:
+def import_lines(text: str, names: bool = True
+                 ) -> list[tuple[int, str, Optional[tuple[str, ...]]]]:
     """`import_statements` with the names each `from` import lists (which binds only those,
     where `import a.b` binds `a`, and through it what `a` holds): None for an `import` (or an
-    import call), () when they are not all on the line (`from a import (`)."""
+    import call), () when they are not all on the line (`from a import (`) or not asked for."""
     found: list[tuple[int, str, Optional[tuple[str, ...]]]] = []
     position = text.find("import")
     while position != -1:
@@ -114,7 +115,7 @@ def import_lines(text: str) -> list[tuple[int, str, Optional[tuple[str, ...]]]]:
                 words = line[5:].split(None, 1)
                 if words:
                     level, module = _from_spec(words[0])
-                    found.append((level, module, _imported_names(words[1:])))
+                    found.append((level, module, _imported_names(words[1:]) if names else ()))
         if "(" in line_text:
             found.extend((0, m.group(1), None) for m in _IMPORT_CALL.finditer(line_text))
         position = text.find("import", end)
