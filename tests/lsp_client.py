@@ -18,9 +18,11 @@ WAIT = 30.0  # seconds: the longest any single answer may take on a loaded CI ma
 
 
 class Session:
-    def __init__(self, root: Path, resolve: bool = True) -> None:
+    def __init__(self, root: Path, resolve: bool = True,
+                 env: Optional[dict[str, str]] = None) -> None:
         self.root = root
         self.resolves = resolve
+        self.env = env or {}  # more environment for the server
         self.client = LanguageClient("workersafe-tests", "1")
         self.diagnostics: dict[str, list[types.Diagnostic]] = {}
         self.versions: dict[str, int] = {}
@@ -28,11 +30,13 @@ class Session:
         self.texts: dict[str, str] = {}
         self.changed = asyncio.Event()
         self.publishes = 0  # diagnostics notifications received
+        self.history: list[tuple[str, list[types.Diagnostic]]] = []  # every notification
         self.registrations: list[types.Registration] = []
 
         @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
             self.diagnostics[params.uri] = list(params.diagnostics)
+            self.history.append((params.uri, list(params.diagnostics)))
             self.published[params.uri] = params.version
             self.publishes += 1
             self.changed.set()
@@ -46,7 +50,8 @@ class Session:
             pass
 
     async def start(self) -> types.InitializeResult:
-        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), WORKERSAFE_LSP_DEBOUNCE="0.05")
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), WORKERSAFE_LSP_DEBOUNCE="0.05",
+                   **self.env)
         await self.client.start_io(sys.executable, "-m", "workersafe", "server",
                                    cwd=str(self.root), env=env)
         action_caps = types.CodeActionClientCapabilities(

@@ -132,3 +132,53 @@ def test_a_variable_rebound_to_its_wrapper_is_linked() -> None:
     2**60 steps here: the test would never end)."""
     _, found = _linked(60, _rewrapped(60))
     assert ("data4.py", "WS101", 7) in found
+
+
+def _registry_project(n: int) -> Project:
+    """`n` datasets registered by a decorator, each built by a constant name (`DATASETS.build`,
+    a factory's `if name == ...` branch) and given to loaders through a loop over a parameter;
+    `n` lookups by a name read at run time besides."""
+    registry = ("class Registry:\n    def register_module(self, name=None):\n"
+                "        return lambda cls: cls\n\n\nDATASETS = Registry()\n")
+    data = ["import requests", "from torch.utils.data import Dataset",
+            "from registry import DATASETS", ""]
+    for k in range(n):
+        data += ["@DATASETS.register_module()", f"class Remote{k}(Dataset):",
+                 "    def __init__(self, url):",
+                 "        self.session = requests.Session()", "",
+                 "    def __getitem__(self, i):", "        return self.session.get(i)", ""]
+    data += ["def get_dataset(name, url):"]
+    for k in range(n):
+        data += [f"    {'if' if k == 0 else 'elif'} name == 'f{k}':",
+                 f"        return Remote{k}(url)"]
+    main = ["import sys", "from torch.utils.data import DataLoader",
+            "from registry import DATASETS", "from data import get_dataset", "",
+            "def make_loaders(datasets):",
+            "    return [DataLoader(ds, num_workers=2) for ds in datasets]", "",
+            "def main():"]
+    for k in range(n):  # lines 10 + 3k, 11 + 3k, 12 + 3k
+        main += [f"    DataLoader(DATASETS.build(dict(type='Remote{k}')), num_workers=2)",
+                 f"    make_loaders([get_dataset('f{k}', 'u')])",
+                 f"    DataLoader(DATASETS.build(dict(type=sys.argv[{k}])), num_workers=2)"]
+    facts = [file_facts(text, path, path[:-3], False, DEFAULT_REGISTRY) for path, text in (
+        ("registry.py", registry), ("data.py", "\n".join(data) + "\n"),
+        ("main.py", "\n".join(main) + "\n"))]
+    assert not any(f.error for f in facts)
+    return Project(facts, registry=DEFAULT_REGISTRY)
+
+
+def test_registries_factories_and_loops_link_in_linear_work() -> None:
+    """Each registered class is linked by its constant name alone (no lookup links all of
+    them), and the work grows as the program does."""
+    sizes = [20, 40, 80, 160]
+    work = []
+    for n in sizes:
+        project = _registry_project(n)
+        found = {(f.path, f.code, f.line) for f in evaluate(project, DEFAULT_REGISTRY)}
+        assert found == {("data.py", "WS101", 8 + 8 * k) for k in range(n)}
+        uses = project.loaders_by_class()
+        for k in range(n):  # its own build's loader and make_loaders' (line 7), no other
+            assert {u[1].span.line for u in uses[f"data.Remote{k}"]} == {10 + 3 * k, 7}
+        work.append(project.flow_work)
+    for (small, big), (w_small, w_big) in zip(zip(sizes, sizes[1:]), zip(work, work[1:])):
+        assert w_big <= 2.3 * w_small, (small, big, w_small, w_big, work)

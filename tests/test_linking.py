@@ -1,5 +1,6 @@
 """Linking helpers whose cases are easier to state as data than as fixture projects: module
-spellings from a real directory layout, the prefilter's import calls, `requires-python`."""
+spellings from a real directory layout, the prefilter's import calls, `requires-python`; the
+latent message of a class a registry builds by a name known only at run time."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from workersafe.config import target_from_requires
+from workersafe.config import Config, target_from_requires
 from workersafe.discovery import discover, module_aliases, module_spellings
+from workersafe.engine import Engine
 from workersafe.prefilter import Prefilter, imported_roots
 from workersafe.registry import DEFAULT_REGISTRY
 
@@ -76,3 +78,25 @@ def test_import_words_without_a_module_string_are_not_imports() -> None:
 ])
 def test_target_from_requires_python(spec: str, target: str) -> None:
     assert target_from_requires(spec) == target
+
+
+PROJECTS = Path(__file__).resolve().parent.parent / "fixtures" / "projects"
+
+
+@pytest.mark.parametrize("case, registry", [
+    ("registry_build_type_from_config", "DATASETS"),  # `DATASETS.build(cfg["train"])`
+    ("registry_function_name_from_argv", "register_dataset"),  # `get_dataset(args.dataset)`
+    ("registry_build_from_cfg", "DATASETS"),  # `build_from_cfg(cfg, DATASETS)` in a helper
+    ("registry_build_constant_type_other_class", ""),  # built by a constant name: another
+])
+def test_latent_message_names_the_registry_a_runtime_name_reads(case: str, registry: str
+                                                                ) -> None:
+    """A registered class a lookup by a name known only at run time may build stays latent,
+    and says why; one that a constant name leaves out says only that no loader uses it."""
+    result = Engine(Config()).check_paths([str(PROJECTS / case)])
+    messages = [f.message for f in result.findings if f.code == "WS111"]
+    assert len(messages) == 1
+    named = f"built by name through registry {registry}, the name known only at run" \
+        in messages[0]
+    assert named == bool(registry)
+    assert (" found in the checked files" in messages[0]) == (not registry)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -202,6 +204,58 @@ def test_a_3000_line_file_answers_quickly(tmp_path: Path) -> None:
         assert await s.stop() == 0
 
     run(session())
+
+
+def test_large_workspace_answers_the_opened_file_alone_first(tmp_path: Path) -> None:
+    """In a workspace of at least WORKERSAFE_LSP_QUICK_FILES files, an opened file is
+    answered from its own text first (the dataset's Session is latent: WS111, no DataLoader in
+    this file), then by the linked analysis (WS101: train.py's DataLoader reaches it)."""
+    project = tmp_path / "p"
+    shutil.copytree(ROOT / "fixtures" / "projects" / "dataset_and_train_split", project)
+
+    async def session(quick_files: str) -> list[list[str]]:
+        s = Session(project, env={"WORKERSAFE_LSP_QUICK_FILES": quick_files})
+        await s.start()
+        uri = s.open("data.py")
+        await s.diagnostics_where(uri, has("WS101"))
+        assert await s.stop() == 0
+        return [sorted(str(d.code) for d in found) for u, found in s.history if u == uri]
+
+    assert run(session("2")) == [["WS111"], ["WS101"]]  # two files: large enough here
+    assert run(session("3")) == [["WS101"]]  # below the threshold: the linked answer only
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_analysis_after_an_edit_extracts_the_changed_file_only(
+        tmp_path: Path, cache: bool) -> None:
+    """The server keeps the facts it extracted: the analysis after an edit (or an opened file)
+    parses that file alone, and reads no other file's facts back from the disk cache (on a
+    large repository that costs as much as extracting them again), with the same findings."""
+    from workersafe.lsp.state import Workspace
+
+    project = tmp_path / "p"
+    shutil.copytree(ROOT / "fixtures" / "projects" / "dataset_and_train_split", project)
+    state = Workspace(str(project), cache=cache)
+    first = state.analysis().result
+    assert first.stats.parsed == 2 and [f.code for f in first.findings] == ["WS101"]
+    data = str(project / "data.py")
+    state.open(data, (project / "data.py").read_text() + "\n")
+    again = state.analysis().result
+    assert again.stats.parsed == 1 and again.stats.cache_hits == 1
+    assert [f.code for f in again.findings] == ["WS101"]
+    state.update(data, (project / "data.py").read_text().replace("requests.Session()", "None"))
+    assert state.analysis().result.findings == []
+
+
+def test_server_start_imports_no_fixer() -> None:
+    """The fixer (and libcst) is imported when a fix is asked for, not when the server
+    starts: the first diagnostics do not wait for it."""
+    code = ("import sys\nimport workersafe.lsp.server\n"
+            "print(sorted(m for m in sys.modules if m == 'libcst' or m.startswith("
+            "('workersafe.fix', 'workersafe.codemod'))))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, timeout=120)
+    assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
 
 
 def test_exit_without_shutdown_and_closed_stdin(tmp_path: Path) -> None:

@@ -10,13 +10,16 @@ import dataclasses
 import functools
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Optional, Tuple
+from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
-FACTS_VERSION = 20  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 22  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
 OWN_CLASS = "cls"
+# How a lookup by name is spelled: `DATASETS.build(cfg)`, `registry.get_task(name)`,
+# `load_dataset(name)` (the registry a decorator fills; `DatasetRef.key_params`)
+LOOKUP_VERBS = ("get", "build", "create", "make", "load", "fetch")
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,9 @@ class ClassFacts:
     # default: the truth of its constant default, None without one): a construction's
     # arguments decide (analysis/branches)
     branch_params: Tuple[Tuple[int, int, str, str, bool, Optional[bool]], ...] = ()
+    # registered by a class decorator: (the decorator's qualified callee, the name it is given
+    # or "" for the class's own name): `@DATASETS.register_module()`, `@register_task("x")`
+    registered: Tuple[Tuple[str, str], ...] = ()
 
     def method(self, name: str) -> Optional[MethodFacts]:
         return next((m for m in self.methods if m.name == name), None)
@@ -148,6 +154,20 @@ class HandleArg:
     position: int  # -1 when passed by keyword
     keyword: str
     site: HandleSite
+
+
+@dataclass(frozen=True)
+class AttrArg:
+    """An argument of a constructor call reading an attribute of another value that may be a
+    dataset (or holder object): `EvalSet(train_ds.h5)`. The linker decides whether what the
+    value may be keeps a handle there (then the call passes an open handle: WS104)."""
+
+    position: int  # -1 when passed by keyword
+    keyword: str
+    attr: str  # the attribute read: "h5"
+    refs: Tuple[DatasetRef, ...]  # what the value it is read from may be (`train_ds`)
+    span: Span  # the argument
+    text: str  # its source, for messages: "train_ds.h5"
 
 
 RefKind = Literal["call", "name", "attr", "param", "kept", "built"]
@@ -170,6 +190,19 @@ class DatasetRef:
     # its keywords; tells a parameter left to its default from one given a value
     positional: int = -1
     keywords: Tuple[str, ...] = ()
+    # a "call": the arguments it reads from another value's attribute (`train_ds.h5`)
+    attr_args: Tuple[AttrArg, ...] = ()
+    # a "call": the string constants it is given, (position or -1, keyword, value); a dict
+    # given first records its "type"/"name" key (`build(dict(type="X"))`: (0, "type", "X"))
+    texts: Tuple[Tuple[int, str, str], ...] = ()
+    # a "call" whose result is called in turn (`registry.get_task("x")(cfg)`): the outer
+    # call's arguments are the construction's
+    result_called: bool = False
+    # a lookup-like "call" (named for LOOKUP_VERBS): the parameters of the function holding
+    # it that it passes on as they are, (position or -1, keyword, "<function>#<index>#<name>"):
+    # `build_from_cfg(cfg, DATASETS)` in `def build_dataset(cfg)`, which a caller's constant
+    # then decides (`build_dataset(dict(type="X"))`)
+    key_params: Tuple[Tuple[int, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -240,6 +273,9 @@ class FunctionFacts:
     # project functions it calls or passes on (`main_worker` in `mp.spawn(main_worker)`),
     # qualified: the code an entry runs, for the `set_start_method` it reaches
     calls: Tuple[str, ...] = ()
+    # which returns an argument chooses: (index in `returns`, the parameter
+    # "<function>#<index>#<name>", the string it equals): `if name == "a": return A(p)`
+    chosen: Tuple[Tuple[int, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -382,26 +418,44 @@ def to_jsonable(obj: Any) -> Any:
 
 def from_jsonable(cls: Any, data: Any) -> Any:
     """Rebuild a facts dataclass from `to_jsonable` output; raises on a shape mismatch."""
-    hints = typing.get_type_hints(cls, globals())
-    kwargs = {f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(cls)}
-    return cls(**kwargs)
+    return cls(**{name: convert(data[name]) for name, convert in _fields_of(cls)})
 
 
-def _convert(tp: Any, value: Any) -> Any:
+Convert = Callable[[Any], Any]
+# class → (field name, converter): read from the type hints once per class, not per object
+# (a warm cache rebuilds hundreds of thousands of objects)
+_FIELDS: dict[Any, tuple[tuple[str, Convert], ...]] = {}
+
+
+def _fields_of(cls: Any) -> tuple[tuple[str, Convert], ...]:
+    found = _FIELDS.get(cls)
+    if found is None:
+        hints = typing.get_type_hints(cls, globals())
+        found = _FIELDS[cls] = tuple((f.name, _converter(hints[f.name]))
+                                     for f in dataclasses.fields(cls))
+    return found
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _converter(tp: Any) -> Convert:
+    """How a value of type `tp` comes back from JSON (lists → tuples, dicts → dataclasses)."""
     origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
-        return from_jsonable(tp, value)
+        return functools.partial(from_jsonable, tp)
     if origin is tuple:
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_convert(args[0], v) for v in value)
-        return tuple(_convert(a, v) for a, v in zip(args, value))
+            each = _converter(args[0])
+            return tuple if each is _same else lambda value: tuple(each(v) for v in value)
+        parts = tuple(_converter(a) for a in args)
+        return lambda value: tuple(c(v) for c, v in zip(parts, value))
     if origin is typing.Union:
-        if value is None:
-            return None
-        inner = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _convert(inner[0], value)
-    return value
+        inner = _converter(next(a for a in typing.get_args(tp) if a is not type(None)))
+        return lambda value: None if value is None else inner(value)
+    return _same
 
 
 __all__ = [name for name in dir() if name[0].isupper()] + ["to_jsonable", "from_jsonable", "field"]

@@ -89,3 +89,12 @@ class Finding:
         when code is rewritten): used to match findings before and after a fix. Typed fields
         (`subject`); only a finding that never had a plan (WS001) is told by its message."""
         return (self.path, self.code) + (self.subject or (self.message,))
+
+
+# A finding's identity across re-analyses: where it is and its code (the language server's
+# diagnostics carry it; here rather than in fixes.py, which imports the fixer and libcst).
+FindingKey = tuple[str, Span, str]
+
+
+def finding_key(finding: Finding) -> FindingKey:
+    return finding.path, finding.span, finding.code

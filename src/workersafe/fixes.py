@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Optional
 
-from .facts import Span
-from .findings import Finding
+from .findings import Finding, finding_key
 from .fix.apply import fix_result, render_diff, write_all
 from .fix.apply import _report as report_outcomes
 from .fix.outcome import FixResult
@@ -25,10 +24,6 @@ __all__ = ["FixResult", "Rewrite", "atomic_write", "finding_key", "render_diff",
            "report_outcomes", "rewrite", "write_all"]
 
 
-# A finding's identity across re-analyses: where it is and its code.
-FindingKey = tuple[str, Span, str]
-
-
 @dataclass
 class Rewrite:
     new_texts: dict[str, str] = field(default_factory=dict)  # path → new text (changed only)
@@ -36,10 +31,6 @@ class Rewrite:
     # finding key (`finding_key`, or `(path,)` for a whole file) → why it was not fixed
     notes: dict[tuple[object, ...], str] = field(default_factory=dict)
     result: Optional[FixResult] = None  # the fixer's own answer (for `fix`'s report)
-
-
-def finding_key(finding: Finding) -> FindingKey:
-    return finding.path, finding.span, finding.code
 
 
 def rewrite(engine: "Engine", result: "CheckResult", strategy: str,

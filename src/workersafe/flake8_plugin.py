@@ -16,7 +16,7 @@ from . import __version__
 from .config import (
     Config, ConfigError, find_pyproject, flake8_value, load_pyproject_data, with_requires_python,
 )
-from .paths import CACHE_DIR_NAME, ancestors
+from .paths import CACHE_DIR_NAME, ancestors, find_index_dir
 from .ruletable import DEFAULT_SELECT, UNREADABLE
 
 _OPTIONS = (
@@ -129,8 +129,6 @@ class WorkerSafeChecker:
 
     def _index(self) -> Optional[Any]:
         """A fresh project index for this file, or None (then: single-file knowledge)."""
-        from .index import find_index_dir, load_index
-
         if self.filename in ("stdin", "-"):
             return None
         here = os.path.abspath(self.filename)
@@ -139,6 +137,8 @@ class WorkerSafeChecker:
             cache_dir = os.path.join(_project_root(here), CACHE_DIR_NAME)
         if cache_dir is None:
             return None
+        from .index import load_index
+
         index = self._indexes.get(cache_dir)
         if index is None:
             index = load_index(cache_dir)

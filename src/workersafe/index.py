@@ -17,9 +17,7 @@ from typing import Optional
 from . import __version__
 from .atomic import atomic_replace
 from .facts import FACTS_VERSION, FileFacts, from_jsonable, to_jsonable
-from .paths import CACHE_DIR_NAME, ancestors
-
-INDEX_FILE = "index.json"
+from .paths import INDEX_FILE
 
 
 @dataclass
@@ -63,15 +61,6 @@ def write_index(cache_dir: str, paths: list[str], facts: dict[str, FileFacts],
                        json.dumps(data, separators=(",", ":")).encode("utf-8"))
     except OSError:
         pass
-
-
-def find_index_dir(filename: str) -> Optional[str]:
-    """The nearest `.workersafe_cache/index.json` above `filename`."""
-    for directory in ancestors(os.path.dirname(os.path.abspath(filename))):
-        candidate = os.path.join(directory, CACHE_DIR_NAME)
-        if os.path.isfile(os.path.join(candidate, INDEX_FILE)):
-            return candidate
-    return None
 
 
 def load_index(cache_dir: str) -> Optional[Index]:

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from .config import Config
 from .engine import CheckResult, Engine
-from .exitcodes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
+from .exitcodes import EXIT_ERROR, UsageError
 from .findings import Finding
 from .fixes import FixResult, atomic_write, render_diff, report_outcomes, rewrite, write_all
 from .notebook import NotebookWriteError, in_cells, is_notebook, load
@@ -56,7 +56,7 @@ def run_fix(args: argparse.Namespace, config: Config, engine: Engine) -> int:
     if getattr(args, "diff", False):
         sys.stdout.write(render_diff(result, fixed))
         report_outcomes(shown, sys.stderr, diff_only=True)
-        return EXIT_FINDINGS if fixed.new_sources else EXIT_CLEAN
+        return fixed.exit_code(diff_only=True)
     plain = FixResult({p: b for p, b in fixed.new_sources.items() if not is_notebook(p)},
                       fixed.outcomes, fixed.providers)
     write_failures = write_all(result, plain)
@@ -68,10 +68,7 @@ def run_fix(args: argparse.Namespace, config: Config, engine: Engine) -> int:
     report_outcomes(shown, sys.stdout, diff_only=False)
     for path, message in failures + write_failures:
         print(f"{path}: not written: {message}", file=sys.stderr)
-    if failures or write_failures:
-        return EXIT_ERROR
-    remaining = [o for o in fixed.outcomes if o.status != "fixed"]
-    return EXIT_FINDINGS if fixed.new_sources or remaining else EXIT_CLEAN
+    return EXIT_ERROR if failures or write_failures else fixed.exit_code(diff_only=False)
 
 
 def _shown(finding: Finding) -> Finding:

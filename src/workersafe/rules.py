@@ -14,7 +14,7 @@ from typing import Iterator, Optional
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, LoaderCall,
                     Span)
 from .findings import Finding, FixPlan
-from .link import SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
+from .link import PICKLING_METHODS, SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
 from .registry import Registry
 from .rules_remedies import opens_lazily, remedy_findings
 from .ruletable import latent_of
@@ -51,6 +51,7 @@ class Candidate:
     unwired: str = ""  # why not, for the fixer's note
     spawn_only: bool = False  # no loader found, but every entry starts workers by spawn and
     # the class decides what is pickled: nothing is shared (for the latent code)
+    named_by: str = ""  # built by a name no constant gives, through this registry (latent)
 
 
 def evaluate(project: Project, registry: Registry) -> list[Finding]:
@@ -82,16 +83,18 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
                     continue
             # safe by spawn only if no holder's pickle carries it (`__getstate__` drops it)
             cand.spawn_only = spawn_only and not (kind in ("instance", "passed")
-                                                  and pickles_attr(judged, attr))
+                                                  and judged.pickles(attr))
             merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
             merged.torch_dataset |= is_torch
             merged.any_loader |= bool(uses)
             merged.spawn_only &= cand.spawn_only
+            merged.named_by = merged.named_by or project.named_by.get(cls.qualname, "")
             for facts, loader, _ in uses:
                 merged.loaders.extend(used_loaders(project, registry, judged, facts, loader,
                                                    cand.site.handle, attr, parent_use, kind))
         for facts, loader, ref in uses:
-            for cand, parent_use, attr in _passed_candidates(view, registry, ref, facts):
+            for cand, parent_use, attr in _passed_candidates(project, view, registry, ref,
+                                                             facts):
                 merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
                 merged.any_loader = True
                 merged.loaders.extend(used_loaders(project, registry, view, facts, loader,
@@ -119,7 +122,8 @@ def may_find(project: Project, registry: Registry, every_class: bool = False) ->
         if next(iter(_candidates_of(project, registry, view)), None) is not None \
                 or opens_lazily(project, registry, view):
             return True
-        if any(next(iter(_passed_candidates(view, registry, ref, facts)), None) is not None
+        if any(next(iter(_passed_candidates(project, view, registry, ref, facts)), None)
+               is not None
                for facts, _, ref in uses):
             return True
     return False
@@ -134,25 +138,7 @@ def class_view(project: Project, cls: ClassFacts) -> ClassView:
 
 def _pickling_decided(view: ClassView) -> bool:
     """The class decides what its pickle holds (the fix adds a `__getstate__`)."""
-    return any(name in view.methods for name in _PICKLING_METHODS)
-
-
-# Methods deciding what pickling an instance holds, in the order pickle asks for them.
-_PICKLING_METHODS = ("__reduce_ex__", "__reduce__", "__getstate__")
-
-
-def pickles_attr(view: ClassView, attr: str) -> bool:
-    """Whether pickling the instance (spawn, forkserver workers) carries `self.<attr>`: all
-    of `__dict__` without a `__getstate__`; with one, what it keeps, key by key
-    (`analysis/pickled.py`). `__reduce__`, or a `__getstate__` that cannot be read key by key,
-    decides: taken to drop it."""
-    for name in _PICKLING_METHODS:
-        if name in view.methods:
-            state = view.methods[name][0].pickled
-            if state is None or state.mode not in ("all-but", "only"):
-                return False
-            return (attr not in state.names) == (state.mode == "all-but")
-    return True
+    return any(name in view.methods for name in PICKLING_METHODS)
 
 
 def _reached_through(project: Project, cand: Candidate, view: ClassView, is_torch: bool
@@ -252,42 +238,46 @@ def _built_only_in_workers(project: Project, holder: ClassFacts) -> bool:
     if not reaches or any(reach.passed for reach in reaches):
         return False
     for reach in reaches:
-        calls = [(outer, call) for outer in project.classes.values()
-                 if outer.name == reach.outer and project.is_torch_dataset(outer)
-                 for member in project.mro(outer)
-                 for call in member.held_calls if call.attr == reach.attr
-                 and project.resolve(call.callee, project.class_file[member.qualname])
-                 == holder.qualname]
+        calls = _holder_calls(project, holder, reach)
         if not calls or any(_built_in_parent(class_view(project, outer), call.method)
-                            for outer, call in calls):
+                            for outer, _, call in calls):
             return False
     return True
 
 
+def _holder_calls(project: Project, holder: ClassFacts, reach: Reach
+                  ) -> list[tuple[ClassFacts, ClassFacts, HeldCall]]:
+    """The calls building the holder as `self.<reach.attr>` in the torch datasets named by
+    `reach` (`self.reader = Reader(p)`): (the dataset, the class in its chain making the
+    call, the call)."""
+    return [(outer, member, call) for outer in project.classes.values()
+            if outer.name == reach.outer and project.is_torch_dataset(outer)
+            for member in project.mro(outer)
+            for call in member.held_calls if call.attr == reach.attr
+            and project.resolve(call.callee, project.class_file[member.qualname])
+            == holder.qualname]
+
+
 def _holder_built(project: Project, holder: ClassFacts, via: Reach
                   ) -> Optional[tuple[ClassFacts, ClassFacts, HeldCall]]:
-    """The one call that builds the holder (`self.reader = Reader(p)`) in the one dataset
-    class keeping it, a dataset a loader uses directly; None otherwise."""
+    """The call that builds the holder (`self.reader = Reader(p)`) in the one dataset class
+    keeping it, a dataset a loader uses directly; None otherwise. Built again by that class
+    into the same attribute (an opener reopening it as `__init__` made it), the first call
+    construction runs."""
     if len(project.reached.get(holder.qualname, [])) != 1:
         return None
-    found = []
-    for outer in project.classes.values():
-        if outer.name != via.outer or project.reached.get(outer.qualname) \
-                or not project.is_torch_dataset(outer):
-            continue
-        for member in project.mro(outer):
-            home = project.class_file[member.qualname]
-            found += [(outer, member, call) for call in member.held_calls
-                      if call.attr == via.attr
-                      and project.resolve(call.callee, home) == holder.qualname]
-    return found[0] if len(found) == 1 else None
+    found = [built for built in _holder_calls(project, holder, via)
+             if not project.reached.get(built[0].qualname)]  # the dataset itself not kept
+    if not found or len({outer.qualname for outer, _, _ in found}) != 1:
+        return None
+    return min(found, key=lambda each: each[2].method != "__init__")
 
 
 # --- candidates ---------------------------------------------------------------------------
 
 def _candidates_of(project: Project, registry: Registry, view: ClassView
                    ) -> Iterator[tuple[Candidate, bool, str, str]]:
-    mro = project.mro(view.cls)
+    mro = view.chain
     for member in mro:
         home = project.class_file[member.qualname]
         for held in member.held:
@@ -373,7 +363,7 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
 def _module_candidates(project: Project, registry: Registry, view: ClassView
                        ) -> Iterator[tuple[Candidate, bool, str, str]]:
     seen: set[tuple[str, str]] = set()
-    own = frozenset(member.qualname for member in project.mro(view.cls))
+    own = frozenset(member.qualname for member in view.chain)
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
         owner_facts = project.class_file[owner.qualname]
@@ -413,7 +403,7 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
     functions they call: the workers share the parent's handles (WS102). A cache the parent
     never fills is filled per process: safe."""
     filled: dict[str, str] = {}  # filling function → the parent method that first calls it
-    own = frozenset(member.qualname for member in project.mro(view.cls))  # its caches: WS103
+    own = frozenset(member.qualname for member in view.chain)  # its caches: WS103
     for root, ran in _parent_fillers(view):
         for name in ran:
             owner, method = view.methods[name]
@@ -427,7 +417,7 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
     if not filled:
         return
     seen: set[tuple[str, str]] = set()
-    mro = project.mro(view.cls)
+    mro = view.chain
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
         reads = list(project.calls_through(method.globals_read,
@@ -568,24 +558,50 @@ def _module_parent_use(view: ClassView, name: str, project: Project) -> bool:
     return any(name in f.globals_read_outside_classes for f in project.files)
 
 
-def _passed_candidates(view: ClassView, registry: Registry, ref: DatasetRef, facts: FileFacts
-                       ) -> Iterator[tuple[Candidate, bool, str]]:
-    """WS104: handles the caller passes to the dataset's constructor."""
+def _passed_candidates(project: Project, view: ClassView, registry: Registry, ref: DatasetRef,
+                       facts: FileFacts) -> Iterator[tuple[Candidate, bool, str]]:
+    """WS104: handles the caller passes to the dataset's constructor, one it creates (directly
+    or through a local) or another object's (`EvalSet(train_ds.h5)`: what the value flow says
+    `train_ds` may be keeps one there), when the dataset keeps the parameter (in any branch:
+    also when it can open its own) and its workers read it. Reported at the creating call, or
+    at the argument reading another's."""
     init_owner = next((c for c, m in view.methods.values() if m.name == "__init__"), None)
     if init_owner is None:
         return
+    home = project.home_of(ref) or facts  # where the construction is read
     params, param_attrs = init_owner.init_params, dict(init_owner.param_attrs)
-    for arg in ref.handle_args:
-        param = arg.keyword or (params[arg.position] if 0 <= arg.position < len(params) else "")
+
+    def kept(position: int, keyword: str) -> tuple[str, Optional[str]]:
+        param = keyword or (params[position] if 0 <= position < len(params) else "")
         attr = param_attrs.get(param)
+        if attr is None or attr not in view.worker_reads or attr in view.guarded:
+            return param, None
+        return param, attr
+
+    for arg in ref.handle_args:
+        param, attr = kept(arg.position, arg.keyword)
         htype = registry.lookup(arg.site.handle)
-        if attr is None or htype is None or attr not in view.worker_reads or attr in view.guarded:
+        if attr is None or htype is None:
             continue
         plan = FixPlan("passed", arg.site.handle, init_owner.qualname, attr, (attr,))
-        cand = Candidate("WS104", arg.site, facts.path,
+        cand = Candidate("WS104", arg.site, home.path,
                          f"created by the caller and passed to {view.cls.name}({param})",
                          view.cls.name, plan, not htype.fork_safe)
         yield cand, attr in view.parent_uses, attr
+    for other in ref.attr_args:
+        param, attr = kept(other.position, other.keyword)
+        if attr is None:
+            continue
+        for site, made in project.held_at(other, home):
+            htype = registry.lookup(site.handle)
+            if htype is None:
+                continue
+            plan = FixPlan("passed", site.handle, init_owner.qualname, attr, (attr,))
+            cand = Candidate("WS104", HandleSite(site.handle, other.span), home.path,
+                             f"opened in {made}, read from {other.text} and passed to "
+                             f"{view.cls.name}({param})", view.cls.name, plan,
+                             not htype.fork_safe)
+            yield cand, attr in view.parent_uses, attr
 
 
 # --- loaders ------------------------------------------------------------------------------
@@ -617,7 +633,7 @@ def classify(project: Project, registry: Registry, view: ClassView, facts: FileF
         # spawned worker imports the module. A class with its own __getstate__ decides, key
         # by key, what is pickled (the fix adds one dropping every handle).
         unpicklable = kind in ("instance", "passed") and not htype.picklable \
-            and pickles_attr(view, attr)
+            and view.pickles(attr)
         return SPAWN_CRASH if unpicklable else SAFE
     if htype.fork_safe or _worker_init_recreates(project, view, facts, loader, attr, kind):
         return SAFE
@@ -652,29 +668,28 @@ def _findings_of(cand: Candidate) -> Iterator[Finding]:
     latent = latent_of(cand.code)
     if not cand.any_loader and cand.fork_unsafe and cand.torch_dataset and latent \
             and not cand.spawn_only:
+        why = f"no DataLoader using {cand.holder} found in the checked files"
+        if cand.named_by:  # a loader's dataset is looked up by a name known only at run time
+            why = (f"built by name through registry {cand.named_by}, the name known only at "
+                   f"run time (a config, an argument): no DataLoader is known to use "
+                   f"{cand.holder}")
         message = (f"{cand.site.handle} {cand.what} would be shared by DataLoader workers "
-                   f"(no DataLoader using {cand.holder} found in the checked files): "
-                   f"create it per worker")
+                   f"({why}): create it per worker")
         yield _finding(cand, latent, message)
 
 
 def _finding(cand: Candidate, code: str, message: str) -> Finding:
-    # A loader given its dataset through a parameter (`def val(net, dataset)`) cannot be
-    # wired by name there: then no loader is, and the fix opens lazily (right for every loader).
-    # Nor one whose DataLoader subclass does not pass a `worker_init_fn=` on to torch's.
-    by_parameter = next((u for u in cand.loaders
-                         if any(r.kind in ("param", "built") for r in u.loader.datasets)), None)
+    # A loader is wired with the generic worker init (it opens the handles of whatever dataset
+    # its worker gets), also one given its dataset through a parameter (`def val(net,
+    # dataset)`): not one whose DataLoader subclass does not pass a `worker_init_fn=` on to
+    # torch's. Then no loader is, and the fix opens lazily (right for every loader).
     unpassed = next((u for u in cand.loaders if not u.loader.wires_init), None)
-    wire = cand.wire and by_parameter is None and unpassed is None
+    wire = cand.wire and unpassed is None
     loaders = tuple(sorted({(u.facts.path, u.loader.span.line, u.loader.span.col)
                             for u in cand.loaders if u.loader.num_workers != 0})) \
         if wire else ()
     unwired = cand.unwired if not cand.wire else ""
-    if by_parameter is not None and not unwired:
-        unwired = (f"the DataLoader at {by_parameter.facts.path}:{by_parameter.loader.span.line}"
-                   " gets its dataset through a function parameter, so it cannot be wired by"
-                   " name there")
-    elif unpassed is not None and not unwired:
+    if unpassed is not None and not unwired:
         unwired = (f"the DataLoader subclass {unpassed.loader.via} at {unpassed.facts.path}:"
                    f"{unpassed.loader.span.line} does not pass a worker_init_fn on to "
                    "torch's DataLoader")

@@ -21,7 +21,7 @@ from .facts import (
     LoaderWrap, RemedyClass, Span, WorkerInit,
 )
 from .findings import Finding, FixPlan
-from .link import SPAWN_LIKE, LoaderUse, Methods, Project, method_closure
+from .link import SPAWN_LIKE, LoaderUse, Methods, Project, Reach, method_closure
 from .registry import Registry
 from .ruletable import latent_of
 
@@ -34,6 +34,10 @@ class View(Protocol):
     init_run: set[tuple[str, str]]
     worker_reads: set[str]
     uses: list[LoaderUse]  # the loaders reaching it, each with the reference constructing it
+    chain: list[ClassFacts]  # the class and its project bases
+    reaches: list[Reach]  # how other classes keep it
+
+    def pickles(self, attr: str) -> bool: ...  # whether pickling it carries `self.<attr>`
 
 
 ViewOf = Callable[[Project, ClassFacts], View]
@@ -120,7 +124,7 @@ def remedy_findings(project: Project, registry: Registry, view_of: ViewOf) -> li
 
 def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Located],
                       built: list[tuple[FileFacts, DatasetRef]]) -> Iterator[Finding]:
-    mro = project.mro(view.cls)
+    mro = view.chain
     remedy = [index.classes[m.qualname] for m in mro if m.qualname in index.classes]
     inits = [i for f, loader in uses for i in index.loader_inits(f, loader)]
     if not inits:  # no loader using the class wires one: any worker_init_fn may be its
@@ -224,7 +228,7 @@ def _none_from_param(project: Project, index: _Index, view: View, attr: str,
     of the class the loaders use passes None for it, or leaves its None default: the
     assignment, the class holding it and the parameter. None when any construction may pass
     something else (or none is known)."""
-    owner = next((m for m in project.mro(view.cls) if m.method("__init__")), None)
+    owner = next((m for m in view.chain if m.method("__init__")), None)
     remedy = index.classes.get(owner.qualname) if owner is not None else None
     kept = next(((p, s) for p, s in remedy.param_kept if s.attr == attr), None) \
         if remedy is not None else None
@@ -382,38 +386,43 @@ def _wrapper_of(project: Project, index: _Index, view_of: ViewOf, facts: FileFac
 
 def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, view: View,
                            uses: list[Located], view_of: ViewOf) -> Iterator[Finding]:
-    remedy = index.classes.get(view.cls.qualname)
-    if remedy is None:
-        return
     home = project.class_file[view.cls.qualname]
     init_names = {name for _, name in view.init_run}
-    for lazy in remedy.lazy:
-        site = lazy.site or _opener_site(view, lazy)
-        htype = registry.lookup(site.handle) if site is not None else None
-        if site is None or htype is None or htype.fork_safe or lazy.process_checked:
-            continue
+    for lazy, site in _unchecked_lazy_opens(project, registry, view):
         if lazy.method in init_names:
             continue  # opened by __init__ itself: WS101's finding
         triggers = _triggers(view, lazy.method)
-        forking = [(f, ld) for f, ld in uses if ld.num_workers != 0
-                   and any(c not in SPAWN_LIKE for c, _ in project.start_methods(ld, f))]
-        if uses and not forking:
-            continue  # only main-process or spawned loaders
+        htype = registry.lookup(site.handle)
+        # spawn/forkserver workers get what the class pickles: the open handle, unless left out
+        unpicklable = htype is not None and not htype.picklable and view.pickles(lazy.attr)
+        # loaders whose workers inherit the parent's open handle (fork) or get it pickled
+        # (spawn/forkserver: an open handle that does not pickle crashes their start)
+        starting = [(f, ld, methods) for f, ld in uses if ld.num_workers != 0
+                    for methods in [[c for c, _ in project.start_methods(ld, f)]]
+                    if unpicklable or any(c not in SPAWN_LIKE for c in methods)]
+        if uses and not starting:
+            continue  # only main-process loaders, or spawned ones pickling it safely
         where = f"{site.handle} opened lazily in {view.cls.name}.{lazy.method}"
-        # the fix adds the process check to the accessor's test (fix/lazyguard.py)
+        # the fix adds the process check to the accessor's test, and a `__getstate__` leaving
+        # out a handle that does not pickle (fix/lazyguard.py)
         plan = FixPlan("unguarded-lazy", site.handle, view.cls.qualname, lazy.attr,
                        method=lazy.method)
-        for facts, loader in forking:
+        for facts, loader, methods in starting:
             use = _parent_use(index, view, triggers, facts, loader) \
                 or _holder_warmed(project, index, view, triggers, facts, loader, view_of)
-            if use:
-                yield Finding(home.path, site.span, "WS303",
-                              f"{where} without a process check is opened by the parent "
-                              f"({use}) before the DataLoader at "
-                              f"{_where(facts.path, loader.span.line)} forks its workers, "
-                              f"which then share it: reopen it when os.getpid() changes",
-                              plan)
-                break
+            if not use:
+                continue
+            at = _where(facts.path, loader.span.line)
+            yield Finding(home.path, site.span, "WS303",
+                          f"{where} without a process check is opened by the parent "
+                          f"({use}) before the DataLoader at {at} forks its workers, which "
+                          f"then share it: reopen it when os.getpid() changes"
+                          if any(c not in SPAWN_LIKE for c in methods) else
+                          f"{where} is opened by the parent ({use}) before the DataLoader at "
+                          f"{at} starts its {methods[0]} workers, and the open handle does not "
+                          f"pickle: they crash when they start; leave it out of the pickle "
+                          f"and reopen it in each process", plan)
+            break
         else:
             yield Finding(home.path, site.span, _latent("WS303"),
                           f"{where} without a process check: if the parent uses the dataset "
@@ -424,15 +433,22 @@ def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, 
 def opens_lazily(project: Project, registry: Registry, view: View) -> bool:
     """The class opens a fork-unsafe handle lazily without a process check (WS303's pattern,
     as `_lazy_opened_in_parent` reads it)."""
+    return next(_unchecked_lazy_opens(project, registry, view), None) is not None
+
+
+def _unchecked_lazy_opens(project: Project, registry: Registry, view: View
+                          ) -> Iterator[tuple[LazyOpen, HandleSite]]:
+    """The class's lazy opens of a fork-unsafe handle with no process check, with the
+    creation each makes."""
     for remedy in project.class_file[view.cls.qualname].remedies.classes:
         if remedy.qualname != view.cls.qualname:
             continue
         for lazy in remedy.lazy:
             site = lazy.site or _opener_site(view, lazy)
             htype = registry.lookup(site.handle) if site is not None else None
-            if htype is not None and not htype.fork_safe and not lazy.process_checked:
-                return True
-    return False
+            if site is not None and htype is not None and not htype.fork_safe \
+                    and not lazy.process_checked:
+                yield lazy, site
 
 
 def _opener_site(view: View, lazy: LazyOpen) -> Optional[HandleSite]:
@@ -489,7 +505,7 @@ def _holder_warmed(project: Project, index: _Index, view: View, triggers: set[st
     parent warms it through the dataset — a dataset method that uses a member of the holder
     reaching the accessor (`ds[0]` → `self.reader.get(k)`), or the member itself
     (`ds.reader.open()`)."""
-    for reach in project.reached.get(view.cls.qualname, []):
+    for reach in view.reaches:
         for outer in project.classes.values():
             if outer.name != reach.outer or outer.qualname == view.cls.qualname:
                 continue

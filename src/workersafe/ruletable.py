@@ -78,7 +78,7 @@ RULES: tuple[Rule, ...] = (
     Rule("WS303", "parent-opens-lazy-handle",
          "A lazily opened handle without a process check is opened by the parent first.",
          "unguarded-lazy", "adds a process check to the lazy open: reopened when `os.getpid()` "
-         "changes", latent="WS313"),
+         "changes; a handle that does not pickle is left out of the pickle", latent="WS313"),
     Rule("WS311", "latent-handle-only-in-worker-init",
          "WS301's pattern, with no main-process use of the dataset found.",
          "worker-init-only", "as WS301"),

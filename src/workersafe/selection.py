@@ -414,13 +414,19 @@ _LOADER_SELF_ARG = re.compile(r"DataLoader\(\s*(?:dataset\s*=\s*)?self\.(\w+)\s*
 
 def _loader_of_parameter(text: str) -> bool:
     """A text test: a DataLoader whose dataset is a parameter of a function defined there
-    (`def val(net, dataset): DataLoader(dataset, ...)`), or an attribute set from a name
-    (`self.train_set = train_set`, a constructor's parameter); its callers say what it is."""
+    (`def val(net, dataset): DataLoader(dataset, ...)`, or a loop variable over one), or an
+    attribute set from a name (`self.train_set = train_set`, a constructor's parameter); its
+    callers say what it is."""
     if "DataLoader(" not in text:
         return False
     for match in _LOADER_FIRST_ARG.finditer(text):
-        if re.search(rf"def \w+\([^)]*\b{match.group(1)}\b", text):
+        name = match.group(1)
+        if re.search(rf"def \w+\([^)]*\b{name}\b", text):
             return True
+        # a loop variable over a parameter: `for ds in datasets:`, `for k, ds in d.items()`
+        for loop in re.finditer(rf"\bfor\s+(?:\w+\s*,\s*)?{name}\s+in\s+(\w+)", text):
+            if re.search(rf"def \w+\([^)]*\b{loop.group(1)}\b", text):
+                return True
     return any(re.search(rf"self\.{match.group(1)}\s*=\s*\w+\s*$", text, re.M)
                for match in _LOADER_SELF_ARG.finditer(text))
 
@@ -569,7 +575,8 @@ def _module_file(name: str, by_module: dict[str, str]) -> Optional[str]:
 
 def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
     """Names whose mention makes another file worth parsing: classes holding handles and their
-    subclasses, module-level handles, and factories or variables that build such classes."""
+    subclasses, module-level handles, and factories or variables that build such classes, and
+    the registries such classes are registered in."""
     every = list(all_facts)
     module_handles = _cache_reaching_names(every)
     holders = {c.name for f in every for c in f.classes if c.held or c.class_held
@@ -581,7 +588,9 @@ def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
                     if {b.rsplit(".", 1)[-1] for b in c.bases} & holders}
         changed = len(holders) != before
     names = set(holders)
-    for facts in every:
+    for facts in every:  # `DATASETS`, `registry`: a lookup by name may build a registered one
+        names |= {callee.rpartition(".")[0].rpartition(".")[2] for c in facts.classes
+                  if c.name in holders for callee, _ in c.registered}
         names |= {h.name for h in facts.module_handles}
         names |= {f.name for f in facts.functions
                   if any(r.target.rsplit(".", 1)[-1] in holders for r in f.returns)}

@@ -88,7 +88,7 @@ def test_fixed_notebook_runs_with_workers(tmp_path: Path) -> None:
         (r.returncode, r.stderr[-500:]) for r in runs]
 
     fixed = workersafe("fix", "train.ipynb", cwd=tmp_path)
-    assert fixed.returncode == 1 and "WS101 fixed" in fixed.stdout, fixed.stdout + fixed.stderr
+    assert fixed.returncode == 0 and "WS101 fixed" in fixed.stdout, fixed.stdout + fixed.stderr
     read_valid(notebook)
     assert workersafe("check", "train.ipynb", cwd=tmp_path).returncode == 0
 

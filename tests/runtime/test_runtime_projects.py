@@ -1,7 +1,8 @@
 """Runtime proof for an ordinary project (issue 22): fixtures/runtime/project_three_datasets
 has three dataset modules (HDF5 with an array derived from the file, LMDB, SQLite with a
 cursor) and two scripts (a loader per dataset, a Subset, a ConcatDataset of two; a dict of
-datasets with a loader each built in a loop, chaining the script's own worker_init_fn).
+datasets with a loader each built in a loop by a helper that gets the dataset as a parameter,
+chaining the script's own worker_init_fn).
 
 Unfixed, the project fails in the first configuration where the bug shows: spawn cannot
 pickle the handles, or (racing) forked workers share the zip archive's file offset. Fixed with each strategy, it
@@ -11,8 +12,9 @@ runs every configuration in one process, to keep the time small).
 
 fixtures/runtime/project_reopen holds the shapes whose statements cannot leave `__init__` (a
 local set with the archive read after an if/else, an LMDB environment used through a local for
-other work, a connection made from a local rebound later): `worker-init` reopens what the
-parent opened, with the same arguments, and the same configurations must pass."""
+other work, a connection made from a local rebound later, a reader object whose own class
+opens the environment, built in an if): `worker-init` reopens what the parent opened, with
+the same arguments, and the same configurations must pass."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ pytestmark = pytest.mark.runtime
 
 PROJECTS = {
     "project_three_datasets": ("frames.py", "labels.py", "captions.py"),
-    "project_reopen": ("images.py", "shards.py", "tables.py"),
+    "project_reopen": ("images.py", "shards.py", "tables.py", "features.py"),
 }
 RUNS = [("project_three_datasets", "worker-init"), ("project_three_datasets", "lazy"),
         ("project_reopen", "worker-init")]

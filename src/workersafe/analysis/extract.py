@@ -121,6 +121,7 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
         base_init(node, walker.super_init_defs) if node is not None and node.bases else None,
         init_callables(node) if node is not None else (),
         branch_params(node, walker.ev.positions) if node is not None else (),
+        tuple(cls.registered),
     )
 
 
@@ -220,4 +221,5 @@ def _function_facts(func: FunctionState, walker: FactWalker, keep_reads: bool
     return FunctionFacts(func.name, func.qualname, tuple(func.returns),
                          tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)),
                          walker.ev.site(returned) if returned and not returned.closed else None,
-                         func.returns_call, func.cached, reads, tuple(sorted(func.calls)))
+                         func.returns_call, func.cached, reads, tuple(sorted(func.calls)),
+                         tuple(func.chosen))

@@ -158,6 +158,7 @@ class ClassState:
     attr_refs: dict[str, list[DatasetRef]] = field(default_factory=dict)
     init_params: tuple[str, ...] = ()
     param_attrs: list[tuple[str, str]] = field(default_factory=list)
+    registered: list[tuple[str, str]] = field(default_factory=list)  # ClassFacts.registered
     held_calls: list[HeldCall] = field(default_factory=list)
     derived_attrs: list[tuple[str, str, str]] = field(default_factory=list)
     param_types: list[tuple[str, str]] = field(default_factory=list)
@@ -185,6 +186,7 @@ class FunctionState:
     attr_handle_assigns: set[str] = field(default_factory=set)
     globals_declared: set[str] = field(default_factory=set)
     calls: set[str] = field(default_factory=set)  # project functions called (or passed on)
+    chosen: list[tuple[int, str, str]] = field(default_factory=list)  # FunctionFacts.chosen
 
 
 Frame = Union[ClassState, FunctionState, None]

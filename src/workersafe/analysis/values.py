@@ -5,9 +5,10 @@ a multiprocessing context. Small recursive functions over one expression, no tre
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Iterable, NamedTuple, Optional
 
-from ..facts import OWN_CLASS, ArgRef, DatasetRef, HandleArg, HandleSite
+from ..facts import LOOKUP_VERBS, OWN_CLASS, ArgRef, AttrArg, DatasetRef, HandleArg, HandleSite
 from ..registry import DERIVED_CALLABLE_SUFFIXES
 from ..torchnames import GET_CONTEXT, PROCESS_IDENTITY, WRAPPERS
 from .nodes import child_nodes
@@ -69,6 +70,23 @@ def elements(node: ast.expr) -> list[ast.expr]:
 
 
 # --- constants ------------------------------------------------------------------------------
+
+def _texts(call: ast.Call) -> tuple[tuple[int, str, str], ...]:
+    """The string constants a call is given (position or -1, keyword, value); of a dict
+    given first, its "type" and "name" keys (`build(dict(type="X"))`): what picks a class by
+    name from a registry or a factory."""
+    found = []
+    for index, arg in enumerate(call_args(call)):
+        text = string(arg.value) if not arg.star else None
+        if text is not None:
+            found.append((-1 if arg.keyword else index, arg.keyword or "", text))
+    first = dict_literal(call.args[0]) if call.args else None
+    for key in ("type", "name"):
+        text = string(first.get(key)) if first else None
+        if text is not None:
+            found.append((0, key, text))
+    return tuple(found)
+
 
 def string(node: Optional[ast.AST]) -> Optional[str]:
     if type(node) is ast.Constant and type(node.value) is str:
@@ -263,8 +281,12 @@ class Evaluator:
             # `DATASETS[name](cfg)`, `cls = DATASETS[name]; cls(cfg)`: each class it may be;
             # `ds_type(p)` of a parameter: each class the callers pass for it ("built")
             args = tuple(self.arg_refs(call))
+            looked = self.refs_of(func)
             return [DatasetRef("call" if r.kind == "name" else "built", r.target, arg_refs=args)
-                    for r in self.refs_of(func) if r.kind in ("name", "param")]
+                    for r in looked if r.kind in ("name", "param")] + [
+                replace(r, handle_args=tuple(self._handle_args(call)), arg_refs=args,
+                        result_called=True)  # `cls = registry.get_task("x")`, `cls(cfg)`
+                for r in looked if r.kind == "call" and r.texts and not r.result_called]
         if type(func) is ast.Attribute and (type(func.value) is ast.Subscript or (
                 type(func.value) is ast.Name and self.state.env.refs(func.value.id))):
             # `DATASETS[name].from_config(cfg)`: that method of each class it may be
@@ -272,6 +294,11 @@ class Evaluator:
                     for r in self.refs_of(func.value) if r.kind == "name"]
         name = self._own_method(func) or self.state.q(func)
         if name is None:
+            if type(func) is ast.Call:  # `registry.get_task("x")(cfg)`: the class looked up
+                return [replace(r, handle_args=tuple(self._handle_args(call)),
+                                arg_refs=tuple(self.arg_refs(call)), result_called=True)
+                        for r in self._refs_of_call(func)
+                        if r.kind == "call" and not r.result_called]
             return []
         wrapper = WRAPPERS.get(name)
         if wrapper is not None:
@@ -286,13 +313,36 @@ class Evaluator:
             return []
         # What else a constructor is given (a holder object passed in): class-like names only
         short = name.rpartition(".")[2]
+        registry = self.state.q(call.args[1]) if short == "build_from_cfg" \
+            and len(call.args) > 1 else None
+        if registry:  # mmcv's `build_from_cfg(cfg, DATASETS)`: `DATASETS.build(cfg)`
+            return [DatasetRef("call", f"{registry}.build", texts=_texts(call),
+                               key_params=tuple(k for k in self._key_params(call) if k[0] == 0))]
         passed = tuple(self.arg_refs(call)) \
             if (short[:1].isupper() or name == OWN_CLASS) and call.args else ()
         unknown = any(type(a) is ast.Starred for a in call.args) \
             or any(k.arg is None for k in call.keywords)
+        attr_args = tuple(self._attr_args(call)) \
+            if short[:1].isupper() or name == OWN_CLASS else ()
         return [DatasetRef("call", name, tuple(self._handle_args(call)), passed,
                            -1 if unknown else len(call.args),
-                           tuple(k.arg for k in call.keywords if k.arg))]
+                           tuple(k.arg for k in call.keywords if k.arg),
+                           attr_args=attr_args,
+                           texts=() if short[:1].isupper() or name == OWN_CLASS
+                           else _texts(call),
+                           key_params=self._key_params(call)
+                           if short.startswith(LOOKUP_VERBS) else ())]
+
+    def _key_params(self, call: ast.Call) -> tuple[tuple[int, str, str], ...]:
+        """The parameters a call passes on as they are: (position or -1, keyword, the
+        parameter "<function>#<index>#<name>")."""
+        found = []
+        for index, arg in enumerate(call_args(call)):
+            refs = self.state.env.refs(arg.value.id) \
+                if not arg.star and type(arg.value) is ast.Name else None
+            if refs and len(refs) == 1 and refs[0].kind == "param":
+                found.append((-1 if arg.keyword else index, arg.keyword or "", refs[0].target))
+        return tuple(found)
 
     def _own_method(self, func: ast.expr) -> Optional[str]:
         """`cls(...)`, `type(self)(...)`, `self.__class__(...)` → OWN_CLASS (the class the
@@ -339,6 +389,24 @@ class Evaluator:
                 continue
             keyword = arg.keyword or ""
             found.append(HandleArg(-1 if keyword else index, keyword, self.site(handle)))
+        return found
+
+    def _attr_args(self, call: ast.Call) -> list[AttrArg]:
+        """Arguments read from an attribute of a value that may be a dataset or holder object
+        (`EvalSet(train_ds.h5)`, `EvalSet(self.train.h5)`): whether that attribute holds a
+        handle is decided when linking."""
+        found = []
+        for index, arg in enumerate(call_args(call)):
+            value = arg.value
+            if arg.star or type(value) is not ast.Attribute or is_self(value.value):
+                continue
+            assert isinstance(value, ast.Attribute)
+            refs = self.refs_of(value.value)
+            if refs and self.handle_of(value) is None:
+                keyword = arg.keyword or ""
+                found.append(AttrArg(-1 if keyword else index, keyword, value.attr,
+                                     tuple(refs), self.positions.span(value),
+                                     self.positions.segment(value)))
         return found
 
     # --- other values -----------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
 from ..frameworks import framework_loader
@@ -22,8 +22,8 @@ from .state import (
     ClassState, Env, Frame, FunctionState, Handle, MethodState, State,
 )
 from .values import (
-    Evaluator, call_args, elements, first_arg, int_value, is_name, is_none, is_self, is_super,
-    self_attr, string,
+    Evaluator, argument, call_args, elements, first_arg, int_value, is_name, is_none, is_self,
+    is_super, self_attr, string,
 )
 
 # Deeper code is reported (WS001), not analysed: nobody writes it, and libcst (which `fix`
@@ -85,6 +85,7 @@ class FactWalker:
         self.loader_candidates: list[LoaderCall] = []
         self.calls: list[CallSite] = []
         self.loop_items: dict[str, str] = {}  # loop variable → the self attribute it iterates
+        self._choice: Optional[tuple[str, str]] = None  # `if name == "a":` (param, "a")
         self.globals_outside: set[str] = set()
         self.start_method = ""  # set at module level (`if __name__ == "__main__":` too)
         self.scoped_starts: dict[str, str] = {}  # function or method → the start method it sets
@@ -195,6 +196,7 @@ class FactWalker:
         else:
             bases = tuple(filter(None, (state.q(base) for base in node.bases)))
             cls = ClassState(node.name, state.qual(node.name), self.positions.span(node), bases)
+            cls.registered = [r for r in map(self._registered, node.decorator_list) if r]
             self.classes.append(cls)
             self._push(cls)
         outer_uses = self._self_uses
@@ -299,9 +301,62 @@ class FactWalker:
         guarded = self.ev.is_identity(node.test)
         self.state.pid_guard_depth += guarded
         self.walk(node.test)
+        outer, choice = self._choice, self._chosen_by(node.test)
+        self._choice = choice or outer
         self.walk_all(node.body)
+        self._choice = outer
         self.walk_all(node.orelse)
         self.state.pid_guard_depth -= guarded
+
+    def visit_Match(self, node: ast.Match) -> None:
+        """`match name: case "lmdb": return LMDB(p)`: as `if name == "lmdb":`."""
+        self.walk(node.subject)
+        outer = self._choice
+        for case in node.cases:
+            pattern = case.pattern
+            text = string(pattern.value) if type(pattern) is ast.MatchValue else None
+            self._choice = (self._param_choice(node.subject, text) if text is not None
+                            else None) or outer
+            self.walk(pattern)
+            if case.guard is not None:
+                self.walk(case.guard)
+            self.walk_all(case.body)
+        self._choice = outer
+
+    def _chosen_by(self, test: ast.expr) -> Optional[tuple[str, str]]:
+        """`if name == "lmdb":` in a module-level function, `name` its parameter: (the
+        parameter, "lmdb"), the returns below are what that argument chooses."""
+        if type(test) is not ast.Compare or len(test.ops) != 1 \
+                or type(test.ops[0]) is not ast.Eq:
+            return None
+        left, right = test.left, test.comparators[0]
+        if string(left) is not None:
+            left, right = right, left
+        text = string(right)
+        return self._param_choice(left, text) if text is not None else None
+
+    def _param_choice(self, subject: ast.expr, text: str) -> Optional[tuple[str, str]]:
+        """(the parameter `subject` is, `text`) when it is a parameter of the module-level
+        function being walked."""
+        func = self.state.enclosing_function()
+        if func is None or not func.is_module_level:
+            return None
+        refs = self.state.env.refs(subject.id) if type(subject) is ast.Name else None
+        if not refs or len(refs) != 1 or refs[0].kind != "param" \
+                or not refs[0].target.startswith(f"{func.qualname}#"):
+            return None
+        return refs[0].target, text
+
+    def _registered(self, decorator: ast.expr) -> Optional[tuple[str, str]]:
+        """`@DATASETS.register_module()`, `@registry.register_task("x")`,
+        `@register_dataset(name="x")`: (the qualified callee, the name given or "")."""
+        callee = self.state.q(_decorator_callee(decorator))
+        if not callee or not callee.rpartition(".")[2].startswith("register"):
+            return None
+        name = None
+        if type(decorator) is ast.Call:
+            name = string(argument(decorator, 0, "name"))
+        return callee, name or ""
 
     def visit_For(self, node: ast.For) -> None:
         self._bind_loop_target(node.target, node.iter)
@@ -467,7 +522,11 @@ class FactWalker:
                         r for r in self.ev.refs_of(value) if r.kind in ("attr", "param")
                         or (r.kind == "call" and r.target.partition(".")[0] not in _LIBRARY_ROOTS))
             else:
-                func.returns.extend(self.ev.refs_of(value))
+                refs = self.ev.refs_of(value)
+                if self._choice is not None:
+                    start = len(func.returns)
+                    func.chosen.extend((start + i, *self._choice) for i in range(len(refs)))
+                func.returns.extend(refs)
                 if handle is not None:
                     func.returned_handle = handle
                 func.returns_call = func.returns_call or callee
@@ -716,9 +775,12 @@ class FactWalker:
                     cls.identity_attrs.add(attr)
                 else:
                     self._held_call(cls, method, attr, value)
-            if not held and type(value) is ast.Name and value.id in cls.init_params \
-                    and method.name == "__init__":
-                cls.param_attrs.append((value.id, attr))
+            if method.name == "__init__":  # `self.h5 = source`, also as one alternative:
+                # `source if isinstance(source, h5py.File) else h5py.File(source)`, `h5 or ...`
+                cls.param_attrs.extend(kept for kept in ((name, attr) for name in
+                                                         _alternative_names(value))
+                                       if kept[0] in cls.init_params
+                                       and kept not in cls.param_attrs)
             refs = self.ev.refs_of(value)
             if refs:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
@@ -845,6 +907,23 @@ class FactWalker:
 
     def module_refs(self) -> dict[str, list[DatasetRef]]:
         return self.state.module_env.all_refs()
+
+
+def _alternative_names(value: ast.expr) -> Iterator[str]:
+    """The names an expression may evaluate to as it is: `x`, each branch of `a if c else b`,
+    each operand of `a or b` (not names only read by it, `f(x)`)."""
+    kind = type(value)
+    if kind is ast.Name:
+        assert isinstance(value, ast.Name)
+        yield value.id
+    elif kind is ast.IfExp:
+        assert isinstance(value, ast.IfExp)
+        yield from _alternative_names(value.body)
+        yield from _alternative_names(value.orelse)
+    elif kind is ast.BoolOp:
+        assert isinstance(value, ast.BoolOp)
+        for operand in value.values:
+            yield from _alternative_names(operand)
 
 
 def _decorator_callee(node: ast.expr) -> ast.expr:

@@ -18,7 +18,7 @@ from ..atomic import remove_stale_temps
 from ..config import Config
 from ..discovery import DiscoveryError
 from ..engine import CheckResult, Engine
-from ..exitcodes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
+from ..exitcodes import EXIT_ERROR, UsageError
 from ..parse import deep_recursion
 from ..ruletable import UNREADABLE
 from ..source import decode
@@ -38,11 +38,7 @@ class FixRun:
 
     @property
     def exit_code(self) -> int:
-        if self.failures:
-            return EXIT_ERROR
-        # 1 when it changed (or, with --diff, would change) files, or left findings unfixed
-        remaining = [o for o in self.fixed.outcomes if o.status != "fixed"]
-        return EXIT_FINDINGS if self.fixed.new_sources or remaining else EXIT_CLEAN
+        return EXIT_ERROR if self.failures else self.fixed.exit_code(self.diff_only)
 
 
 def run_fix(paths: list[str], config: Config, engine: Engine, diff: bool = False) -> FixRun:

@@ -30,6 +30,8 @@ from .plan import AttrPlan, Unfixable
 from .rerun import MUTATING, RerunCheck
 
 _CONTAINERS = ("list", "dict", "set")
+# The refusal of a creation that may keep the handle a caller passes in (`self.h5 = source`).
+KEPT_PARAMETER = "may keep a handle its caller passes in"
 
 
 def find_method(cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
@@ -72,9 +74,9 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
         plan.opener_name = f"_reopen_{attrs[0].lstrip('_')}"
     kept = _kept_parameter(plan)
     if kept:
-        raise Unfixable(f"{cls.name.value}.{fix.method} may keep a handle its caller passes in "
-                        f"({kept}): each worker would keep using the parent's; pass a path and "
-                        "open it here (see `workersafe rule WS104`)")
+        raise Unfixable(f"{cls.name.value}.{fix.method} {KEPT_PARAMETER} ({kept}): each worker "
+                        "would keep using the parent's; pass a path and open it here (see "
+                        "`workersafe rule WS104`)")
     first = min(mover.moved)
     _check_names(plan, located.module, body[:first], cls, mover.inner_names())
     _check_other_assignments(cls, method, attrs)
@@ -581,16 +583,32 @@ def _check_other_assignments(cls: cst.ClassDef, method: cst.FunctionDef, attrs: 
 
 
 def _kept_parameter(plan: AttrPlan) -> str:
-    """`self.h5 = source` among the moved statements, `source` a parameter of the method: the
-    handle may come in open (`if isinstance(source, h5py.File)`), and reopening would keep the
+    """`self.h5 = source` among the moved statements, `source` a parameter of the method, also
+    as one alternative (`source if isinstance(source, h5py.File) else h5py.File(source)`,
+    `h5 or h5py.File(p)`): the handle may come in open, and reopening would keep the
     caller's."""
     params = set(function_params(plan.method)[1:])
     for statement in plan.statements:
         for node in walk(statement):
-            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) \
-                    and node.value.value in params:
-                for target in node.targets:
-                    attr = self_attr(target.target)
-                    if attr in plan.attrs:
-                        return f"self.{attr} = {node.value.value}"
+            if not isinstance(node, cst.Assign):
+                continue
+            kept = next((name for name in _alternatives(node.value) if name in params), None)
+            if kept is None:
+                continue
+            for target in node.targets:
+                attr = self_attr(target.target)
+                if attr in plan.attrs:
+                    return f"self.{attr} = {kept}"
     return ""
+
+
+def _alternatives(value: cst.BaseExpression) -> list[str]:
+    """The names an expression may evaluate to as it is: `x`, each branch of `a if c else b`,
+    each operand of `a or b`."""
+    if isinstance(value, cst.Name):
+        return [value.value]
+    if isinstance(value, cst.IfExp):
+        return _alternatives(value.body) + _alternatives(value.orelse)
+    if isinstance(value, cst.BooleanOperation):
+        return _alternatives(value.left) + _alternatives(value.right)
+    return []

@@ -41,6 +41,8 @@ class ReopenPlan:
     nested: bool = False  # the creation sits in a block: the opener tests it happened
     derived: list[str] = field(default_factory=list)  # attributes derived from the handle
     close_first: bool = False
+    # the project call making it (a holder class, a factory) → the handle's constructor
+    factories: dict[str, str] = field(default_factory=dict)
 
     @property
     def marker(self) -> str:
@@ -54,9 +56,15 @@ class ReopenPlan:
 
 def plan_reopen(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int, col: int,
                 names: HandleNames) -> ReopenPlan:
-    """The reopen plan of the handle created at (line, col) in `__init__`, or Unfixable."""
-    if fix.method != "__init__" or fix.kind != "instance" or fix.via:
-        raise Unfixable("only a handle created in __init__ itself can be reopened as made")
+    """The reopen plan of the handle created at (line, col) in `__init__`, or Unfixable. A
+    holder object (`self.reader = Reader(path)`) or a project call returning the handle
+    (`self.env = open_env(p)`) is made again the same way: (line, col) is that call, which
+    `names` knows (fix/factories.py checked it may run again)."""
+    made_here = fix.kind == "instance" and not fix.via
+    made_by_call = fix.kind in ("holder", "returned") and bool(fix.via)
+    if fix.method != "__init__" or not (made_here or made_by_call):
+        raise Unfixable("only a handle (or a holder of one) created in __init__ itself can be "
+                        "reopened as made")
     method = find_method(cls, "__init__")
     call = located.call_at(line, col)
     if method is None or call is None or names.creation(call) is None:

@@ -8,7 +8,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
@@ -18,6 +18,7 @@ from ..facts import Span
 from ..findings import Finding
 from ..frameworks import LOADER_OWNER_BASE_WORDS
 from ..link import Project
+from ..rules import evaluate
 from ..ruletable import UNREADABLE
 from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_class
 from .cstguard import libcst_problem
@@ -27,7 +28,7 @@ from .cstutil import (
 )
 from .factories import Factories
 from .handles import HandleNames
-from .initplan import find_method, plan_attr
+from .initplan import KEPT_PARAMETER, find_method, plan_attr
 from .lazyguard import PICKLING, GuardedLazy, guard_lazy_opens
 from .modulefix import (
     importer_plan, is_functools_import, mentions, plan_module_handle, rewrite_importer,
@@ -105,6 +106,7 @@ class Rewriter:
         # path → [(source module, name, accessor)] imports of them to follow
         self.module_fixes: dict[str, list[tuple[str, str]]] = {}
         self.importer_fixes: dict[str, list[tuple[str, str, str]]] = {}
+        self._passed: Optional[list[Finding]] = None  # see `_passed_in`
         self.factories = Factories(self.project, self.registry,
                                    {f.module: f.path for f in result.files
                                     if f.path in result.sources},
@@ -378,11 +380,16 @@ class Rewriter:
                 planned = plan_attr(edit.located, cls, plan, plan.call.line if plan.call
                                     else finding.line, names)
             except Unfixable as refused:
+                calls = self._passing_calls(group, plan.holding_attrs)
+                if calls and KEPT_PARAMETER in str(refused):
+                    raise Unfixable(f"{refused}; {calls}") from None
                 if self.strategy != "worker-init" or not _reopenable(str(refused)):
                     raise
                 try:  # __init__ stays as written: the worker reopens what the parent opened
-                    group.reopens.append(plan_reopen(edit.located, cls, plan, finding.line,
-                                                     finding.col, names))
+                    at = plan.call or finding.span  # a holder or factory: the call making it
+                    reopen = plan_reopen(edit.located, cls, plan, at.line, at.col, names)
+                    reopen.factories = made
+                    group.reopens.append(reopen)
                 except Unfixable as also:
                     raise Unfixable(f"{refused}; nor can it be reopened as made: {also}") \
                         from None
@@ -393,6 +400,12 @@ class Rewriter:
                 continue  # the same statements as a handle planned already (one opener)
             plans[plan.attr] = planned
         group.plans = list(plans.values())
+        for attrs in [p.attrs for p in group.plans] + [r.attrs for r in group.reopens]:
+            calls = self._passing_calls(group, attrs)
+            if calls:  # the opener would leave in each worker the parent's handle passed in
+                raise Unfixable(f"{group.class_name} (or a subclass) keeps a handle its caller "
+                                f"passes in, and {calls}: its workers would keep using the "
+                                "parent's; pass a path instead (see `workersafe rule WS104`)")
         group.strategy = self.strategy
         if group.reopens:
             if group.plans:
@@ -421,6 +434,40 @@ class Rewriter:
             why_not = self._wiring_problem(group)
             if why_not:
                 group.strategy, group.note = "lazy", f"worker-init not possible: {why_not}"
+
+    def _passed_in(self) -> list[Finding]:
+        """Every call passing a dataset an open handle it keeps (WS104, or WS201 under spawn),
+        as the rules find them on this project: whatever select, ignore or `# noqa` hid, a
+        class keeping one is not fixed."""
+        if self._passed is None:
+            self._passed = [f for f in evaluate(self.project, self.registry)
+                            if len(f.subject) >= 4 and f.subject[0] == "passed"]
+        return self._passed
+
+    def _passing_calls(self, group: Group, attrs: Sequence[str]) -> str:
+        """The calls passing an open handle the class (a base, or a subclass its opener runs
+        in) keeps in one of `attrs`: its WS104 findings, as "train.py:18 passes an open one
+        (WS104)"; "" when there is none."""
+        project = self.project
+        cls = project.classes.get(group.qualname)
+        if cls is None:
+            return ""
+        chain = {m.qualname for m in project.mro(cls)}
+
+        def related(qualname: str) -> bool:
+            other = project.classes.get(qualname)
+            return qualname in chain or (other is not None and any(
+                m.qualname == group.qualname for m in project.mro(other)))
+
+        if not any(kept in attrs for other in project.classes.values()
+                   if related(other.qualname) for _, kept in other.param_attrs):
+            return ""  # no parameter kept there: nothing can come in open (no rules run)
+        where = sorted({(f.path, f.line) for f in self._passed_in()
+                        if f.subject[3] in attrs and related(f.subject[2])})
+        if not where:
+            return ""
+        shown = [f"{_shown_path(path, group.path)}:{line}" for path, line in where]
+        return f"{', '.join(shown)} pass{'es' if len(shown) == 1 else ''} an open one (WS104)"
 
     def _wiring_problem(self, group: Group) -> str:
         keys = group.loader_keys
@@ -528,7 +575,8 @@ class Rewriter:
         self._need_module_import(edit, "os")
         self.fixed_classes.append(FixedClass(
             group.path, group.class_name, "worker-init", (OPENER_NAME,), (), (),
-            tuple(p.handle for p in group.reopens)))
+            tuple(p.handle for p in group.reopens),
+            tuple(item for p in group.reopens for item in p.factories.items())))
         allowed = self.allowed_lines.setdefault(group.path, set())
         for plan in group.reopens:
             start, end = edit.located.lines_of(plan.creation)
@@ -615,6 +663,12 @@ def _reopenable(reason: str) -> bool:
     return any(words in reason for words in _REOPENABLE)
 
 
+def _shown_path(path: str, beside: str) -> str:
+    """`path` as seen from the folder of `beside`: its name when they share it."""
+    rel = os.path.relpath(path, os.path.dirname(beside) or ".")
+    return rel if not rel.startswith("..") else path
+
+
 def _no_rewrite(code: str) -> str:
     return f"no automatic fix for {code} yet: see `workersafe rule {code}`"
 
@@ -625,8 +679,9 @@ def _not_supported(kind: str) -> str:
                   "(see `workersafe rule WS102`)",
         "class": "a class-attribute handle: create it per instance, lazily (see `workersafe "
                  "rule WS103`)",
-        "passed": "the handle is created by the caller: pass what is needed to build it "
-                  "(a URL, a path) and create it in the dataset (see `workersafe rule WS104`)",
+        "passed": "the handle is created by the caller (or read from another object holding "
+                  "it): pass what is needed to build it (a URL, a path) and create it in the "
+                  "dataset (see `workersafe rule WS104`)",
         "holder": "the handle is inside another object the dataset keeps, passed in or not "
                   "built by one dataset: open it per process in that class, lazily (see "
                   "`workersafe rule WS101`)",
@@ -642,19 +697,19 @@ MAX_LINE = 99
 
 
 def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
-    """(column of the first argument, length of the line the keyword goes on) when the call
-    starts on one line with its first argument, else (-1, -1)."""
+    """(column of the first argument, length of the line the keyword goes on: that of an
+    existing worker_init_fn, else of the last argument), or (-1, -1) when unknown."""
     pos = edit.located.positions[call]
     tabs = "\t" in edit.located.module.default_indent
     if not call.args or tabs:
         return -1, -1
     first = edit.located.positions[call.args[0]].start
-    if pos.start.line != pos.end.line:  # the line of an existing worker_init_fn, if any
+    if pos.start.line != pos.end.line:  # a call over several lines: continue as it does
         existing = next((a for a in call.args if a.keyword
                          and a.keyword.value == "worker_init_fn"), None)
-        if existing is None or first.line != pos.start.line:
+        if existing is not None and first.line != pos.start.line:
             return -1, -1
-        line = edit.located.positions[existing].end.line
+        line = edit.located.positions[existing or call.args[-1]].end.line
     else:
         line = pos.start.line
     # the whole line grows, with what follows the call (`print(list(DataLoader(...)))`)

@@ -16,7 +16,7 @@ from typing import IO, Any, Callable, Optional
 
 from .report import GuardFinding
 from .table import TypeTable
-from .walk import DEFAULT_BUDGET, Hit, WalkResult, walk
+from .walk import DEFAULT_BUDGET, Hit, walk
 from .where import set_at, shown
 
 FORMATS = ("text", "json")
@@ -64,7 +64,6 @@ class Guard:
     table: TypeTable = field(default_factory=TypeTable)
     findings: list[GuardFinding] = field(default_factory=list)  # each reported once
     raised: bool = False  # strict: a GuardError was raised
-    last: Optional[WalkResult] = None
     _reported: set[tuple[str, str]] = field(default_factory=set)
     _notes: set[str] = field(default_factory=set)
 
@@ -86,7 +85,6 @@ class Guard:
         except Exception as exc:  # noqa: BLE001 - the guard must never break the training run
             self._note(f"internal error, this loader not checked: {type(exc).__name__}: {exc}")
             return []
-        self.last = result
         if result.truncated:
             self._note(f"the dataset is larger than the walk's budget ({self.budget} objects): "
                        "objects beyond it were not checked")

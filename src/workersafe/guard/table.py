@@ -18,7 +18,6 @@ class Match:
 
     row: HandleType
     derived: bool
-    class_name: str  # the registry's name for the class matched (`sqlite3.Connection`)
 
 
 def resolve(name: str) -> Optional[type]:
@@ -56,7 +55,7 @@ class TypeTable:
         for name, (row, derived) in self.names.items():
             cls = resolve(name)
             if cls is not None:
-                classes.setdefault(cls, Match(row, derived, name))
+                classes.setdefault(cls, Match(row, derived))
         if classes.keys() != self._classes.keys():
             self._classes = classes
             self._by_type = {}

@@ -18,10 +18,12 @@ node once, so they come in the order the references give them.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-from ..facts import OWN_CLASS, ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts
+from ..facts import (
+    LOOKUP_VERBS, OWN_CLASS, ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts,
+)
 from .classes import Hierarchy
 
 # The value flow (`Project.classes_of_ref`): a class with the reference constructing it; a
@@ -29,6 +31,8 @@ from .classes import Hierarchy
 Item = tuple[ClassFacts, DatasetRef]
 Node = tuple[str, str, str]
 _Where = tuple[int, int, FileFacts, CallSite]
+# A factory's parameter tested against constants: the returns under each, the returns under none
+_Choice = tuple[dict[str, list[DatasetRef]], list[DatasetRef]]
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,18 @@ class _In:
     node: Optional[Node] = None
     item: Optional[Item] = None
     built: Optional[DatasetRef] = None
+
+
+@dataclass
+class _Registry:
+    """Classes a decorator registered (`@DATASETS.register_module()`), by the name each is
+    looked up by; `name` for messages; `noted`: a lookup by a name no constant gives was met
+    (its classes are in `ValueFlow.named_by`)."""
+
+    name: str
+    members: list[ClassFacts] = field(default_factory=list)
+    by_name: dict[str, list[ClassFacts]] = field(default_factory=dict)
+    noted: bool = False
 
 
 class ValueFlow(Hierarchy):
@@ -62,6 +78,17 @@ class ValueFlow(Hierarchy):
         self._equal_refs: dict[int, list[tuple[DatasetRef, int]]] = {}  # by shape hash
         self._ref_count = 0
         self._refs_numbered: list[DatasetRef] = []
+        # (owner, what it registers: "task" for `register_task`) → the registry
+        self._registries: Optional[dict[tuple[str, str], _Registry]] = None
+        # a factory's returns by the constant its parameter is tested against (`_chosen`)
+        self._choices: dict[str, dict[str, _Choice]] = {}
+        # the returns passing a parameter on to a lookup (`_passed_on`), per function; the
+        # functions whose returns are being read for one call
+        self._passing: dict[str, list[tuple[int, tuple[tuple[int, str, str], ...]]]] = {}
+        self._expanding: set[str] = set()
+        # a class registered by a decorator that a lookup by a name no constant gives may
+        # build → the registry (`DATASETS`): it stays latent, and a message says why
+        self.named_by: dict[str, str] = {}
 
     def classes_of_ref(self, ref: DatasetRef, facts: FileFacts
                        ) -> list[tuple[ClassFacts, DatasetRef]]:
@@ -95,11 +122,30 @@ class ValueFlow(Hierarchy):
         if kind == "call":
             target = self.resolve(ref.target, facts)
             cls = self.classes.get(target)
+            if cls is None or ref.result_called:
+                looked = self._looked_up(ref, target, facts)
+                if looked is not None or ref.result_called:
+                    return looked or []
             if cls is not None:
                 self._read_in(ref, facts)
                 return [_In(item=(cls, ref))]
             if target in self.functions:
                 home = self.by_module.get(target.rpartition(".")[0], facts)
+                function = self.functions[target]
+                # `get_dataset("lmdb", p)`: the returns the constant chooses, or the lookups
+                # it decides (`build_dataset(dict(type="X"))`); read as they are for this call
+                # (a function met again inside its own expansion: as any factory)
+                chosen = None
+                if target not in self._expanding:
+                    chosen = self._chosen(function, ref)
+                    if chosen is None:
+                        chosen = self._passed_on(function, ref)
+                if chosen is not None:
+                    self._expanding.add(target)
+                    try:
+                        return [i for r in chosen for i in self._ref_inputs(r, home)]
+                    finally:
+                        self._expanding.discard(target)
                 return [_In(node=("func", target, home.path))]
             owner_name, _, method = target.rpartition(".")
             if owner_name in self.classes:  # `Frames.from_config(cfg)`, `self._build(s)`
@@ -117,6 +163,122 @@ class ValueFlow(Hierarchy):
             owner_name, _, attr = ref.target.rpartition(".")
             return [_In(node=("attr", owner_name, attr))] if owner_name in self.classes else []
         return []
+
+    def _chosen(self, function: FunctionFacts, ref: DatasetRef
+                ) -> Optional[list[DatasetRef]]:
+        """The returns of a factory a call's string constant chooses (`get_dataset("lmdb")`
+        for `if name == "lmdb": return LMDB(p)`): those under that test, or, when it names
+        none of them, the returns no test on that parameter guards; None when no constant
+        given decides (then every return)."""
+        if not function.chosen or not ref.texts:
+            return None
+        choices = self._choices.get(function.qualname)
+        if choices is None:  # per parameter tested: the returns under each constant, the rest
+            choices = self._choices[function.qualname] = {}
+            for param in dict.fromkeys(p for _, p, _ in function.chosen):
+                by_text: dict[str, list[DatasetRef]] = {}
+                for index, tested, text in function.chosen:
+                    if tested == param:
+                        by_text.setdefault(text, []).append(function.returns[index])
+                guarded = {i for i, tested, _ in function.chosen if tested == param}
+                self._work += len(function.returns)
+                choices[param] = (by_text, [r for i, r in enumerate(function.returns)
+                                            if i not in guarded])
+        for param, (by_text, unguarded) in choices.items():
+            given = _text_for(ref.texts, param)
+            if given is not None:
+                picked = by_text.get(given, unguarded)
+                self._work += len(picked)
+                return picked
+        return None
+
+    def _passed_on(self, function: FunctionFacts, ref: DatasetRef
+                   ) -> Optional[list[DatasetRef]]:
+        """The returns of a function that passes a parameter on to a lookup by name
+        (`return build_from_cfg(cfg, DATASETS)`), with the constant this call gives for it
+        (`build_dataset(dict(type="X"))`): the lookup then picks its class; None when the call
+        gives none (the function's value, as for any call)."""
+        if not ref.texts:
+            return None
+        passing = self._passing.get(function.qualname)
+        if passing is None:
+            own = f"{function.qualname}#"
+            passing = self._passing[function.qualname] = [
+                (i, tuple(k for k in r.key_params if k[2].startswith(own)))
+                for i, r in enumerate(function.returns)
+                if any(k[2].startswith(own) for k in r.key_params)]
+        if not passing:
+            return None
+        returns = list(function.returns)
+        for index, keys in passing:
+            self._work += 1
+            given = tuple((position, keyword, text) for position, keyword, param in keys
+                          for text in [_text_for(ref.texts, param, True)] if text is not None)
+            if given:
+                returns[index] = dataclasses.replace(returns[index],
+                                                     texts=returns[index].texts + given)
+        return returns if returns != list(function.returns) else None
+
+    def _looked_up(self, ref: DatasetRef, target: str, facts: FileFacts
+                   ) -> Optional[list[_In]]:
+        """A class looked up by name in a registry its decorator put it in
+        (`DATASETS.build(dict(type="X"))`, `registry.get_task("x")(cfg)`,
+        `get_dataset_class("x")(cfg)`): the class the constant name chooses, built with the
+        outer call's arguments. A name that is no constant decides nothing: the classes stay
+        unlinked, each noted in `named_by` (why it stays latent). None: no registry, or a
+        project function choosing no class by a constant (then read as any factory)."""
+        registry = self._registry_of(target)
+        if registry is None:
+            return None
+        self._work += 1
+        key = next((text for position, keyword, text in ref.texts
+                    if (position == 0 and keyword in ("", "type", "name"))
+                    or keyword in ("name", "type")), None)
+        # a project function (`build_dataset(cfg)`) not found to pick a class by a constant:
+        # what it returns, as any factory's
+        fallback: Optional[list[_In]] = \
+            None if target in self.functions and not ref.result_called else []
+        if key is None:
+            if not registry.noted:  # once per registry, however many lookups
+                registry.noted = True
+                for cls in registry.members:
+                    self._work += 1
+                    self.named_by.setdefault(cls.qualname, registry.name)
+            return fallback
+        out = []
+        for cls in registry.by_name.get(key, ()):
+            self._work += 1
+            made = DatasetRef("call", cls.qualname, ref.handle_args, ref.arg_refs,
+                              ref.positional, ref.keywords) if ref.result_called \
+                else DatasetRef("call", cls.qualname)
+            self._read_in(made, facts)
+            out.append(_In(item=(cls, made)))
+        return out or fallback
+
+    def _registry_of(self, target: str) -> Optional[_Registry]:
+        """The registry a lookup (`<owner>.get_<what>`, `<owner>.build`) reads, None when
+        none is; the registries are gathered once, from the classes' decorators."""
+        if self._registries is None:
+            self._registries = {}
+            for cls in self.classes.values():
+                home = self.class_file[cls.qualname]
+                for callee, name in cls.registered:
+                    self._work += 1
+                    owner, _, method = self.resolve(callee, home).rpartition(".")
+                    key = (owner, _what(method, "register"))
+                    registry = self._registries.get(key)
+                    if registry is None:
+                        registry = self._registries[key] = _Registry(_registry_name(
+                            owner, method, key[1], owner in self.by_module))
+                    registry.members.append(cls)
+                    registry.by_name.setdefault(name or cls.name, []).append(cls)
+        if not self._registries:
+            return None
+        owner, _, method = target.rpartition(".")
+        verb = next((v for v in LOOKUP_VERBS if method.startswith(v)), None)
+        if verb is None:
+            return None
+        return self._registries.get((owner, _what(method, verb)))
 
     def _inputs(self, node: Node, ordered: bool = False) -> list[_In]:
         """What flows into `node`; `ordered`: its call sites in the order of the program
@@ -400,3 +562,32 @@ class ValueFlow(Hierarchy):
     def _is_arg_for(arg: ArgRef, param: str) -> bool:
         _, index_text, name = param.split("#")
         return arg.keyword == name if arg.keyword else arg.position == int(index_text) >= 0
+
+
+def _what(method: str, verb: str) -> str:
+    """What kind of thing a registry method registers or looks up: "register_task" and
+    "get_task_class" → "task"; "register_module", "build" and "get" → ""."""
+    what = method[len(verb):].strip("_")
+    for suffix in ("_class", "_cls", "_type", "_from_cfg"):
+        what = what.removesuffix(suffix)
+    return "" if what in ("module", "from_cfg") else what
+
+
+def _text_for(texts: tuple[tuple[int, str, str], ...], param: str, dicts: bool = False
+              ) -> Optional[str]:
+    """The string constant a call passes for a parameter "<function>#<index>#<name>";
+    `dicts`: also the "type" or "name" of a dict it passes there (`dict(type="X")`)."""
+    _, index_text, name = param.split("#")
+    index = int(index_text)
+    return next((text for position, keyword, text in texts
+                 if keyword == name or (position == index >= 0 and (
+                     not keyword or (dicts and keyword in ("type", "name"))))), None)
+
+
+def _registry_name(owner: str, method: str, what: str, module: bool) -> str:
+    """A registry as messages name it: `DATASETS` (`@DATASETS.register_module()`),
+    `registry.register_builder`, `register_dataset` (a function of a module)."""
+    if module:
+        return method
+    short = owner.rpartition(".")[2]
+    return f"{short}.{method}" if what else short

@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..facts import ClassFacts, FileFacts, MethodFacts
+from ..facts import AttrArg, ClassFacts, FileFacts, HandleSite, MethodFacts
 from .classes import Methods, method_closure
 from .reach import LoaderUse, Reach
 from .returns import Returns
 
+# Methods deciding what pickling an instance holds, in the order pickle asks for them.
+PICKLING_METHODS = ("__reduce_ex__", "__reduce__", "__getstate__")
 # Methods that never run in a worker for the dataset's sake, or that only tear down.
 NOT_WORKER_METHODS = frozenset({
     "__init__", "__len__", "close", "__del__", "__exit__", "__enter__", "__getstate__",
@@ -45,6 +47,19 @@ class ClassView:
     uses: list[LoaderUse] = field(default_factory=list)
     reaches: list[Reach] = field(default_factory=list)
 
+    def pickles(self, attr: str) -> bool:
+        """Whether pickling the instance (spawn, forkserver workers) carries `self.<attr>`:
+        all of `__dict__` without a `__getstate__`; with one, what it keeps, key by key
+        (`analysis/pickled.py`). `__reduce__`, or a `__getstate__` that cannot be read key by
+        key, decides: taken to drop it."""
+        for name in PICKLING_METHODS:
+            if name in self.methods:
+                state = self.methods[name][0].pickled
+                if state is None or state.mode not in ("all-but", "only"):
+                    return False
+                return (attr not in state.names) == (state.mode == "all-but")
+        return True
+
 
 class Views(Returns):
     def __post_init__(self) -> None:
@@ -57,6 +72,40 @@ class Views(Returns):
         if found is None or found.cls is not cls:
             found = self._views[cls.qualname] = self._build_view(cls)
         return found
+
+    def held_at(self, arg: AttrArg, facts: FileFacts) -> list[tuple[HandleSite, str]]:
+        """What an argument read from another value's attribute (`EvalSet(train_ds.h5)`, read
+        in `facts`) may be open with: for each class the value may be (the value flow), the
+        handle its construction keeps in that attribute, created there or returned by a call
+        kept there; with the method making it ("Volumes.__init__"). Not a handle opened only later
+        (lazily) or closed again before construction ends."""
+        out: list[tuple[HandleSite, str]] = []
+        seen: set[str] = set()
+        for ref in arg.refs:
+            for cls, _ in self.classes_of_ref(ref, facts):
+                if cls.qualname in seen:
+                    continue
+                seen.add(cls.qualname)
+                found = self._held_at(self.view(cls), arg.attr)
+                if found is not None:
+                    out.append(found)
+        return out
+
+    def _held_at(self, view: ClassView, attr: str) -> Optional[tuple[HandleSite, str]]:
+        if attr in view.closed_at_fork:
+            return None
+        for member in view.chain:
+            for held in member.held:
+                if held.attr == attr and not held.closed \
+                        and (member.qualname, held.method) in view.init_run:
+                    return held.site, f"{member.name}.{held.method}"
+            for call in member.held_calls:
+                if call.attr == attr and (member.qualname, call.method) in view.init_run:
+                    found = self.returned_handle(call.callee, view.cls,
+                                                 self.class_file[member.qualname])
+                    if found is not None:
+                        return found[0], f"{member.name}.{call.method}"
+        return None
 
     def _build_view(self, cls: ClassFacts) -> ClassView:
         mro = self.mro(cls)

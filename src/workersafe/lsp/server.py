@@ -20,8 +20,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from .. import __version__
-from ..findings import Finding
-from ..fixes import finding_key
+from ..findings import Finding, finding_key
 from ..notebook import is_notebook
 from ..report import DOCS_URL
 from ..ruletable import UNREADABLE, level_of
@@ -78,6 +77,25 @@ class WorkerSafeServer(LanguageServer):
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri, diagnostics, version=document.version if document else None))
         self.published = {p for p in open_paths if analysis.by_path.get(p)}
+
+    def publish_alone(self, path: str) -> None:
+        """The first answer for a document opened in a large workspace: its own findings,
+        published now; the linked analysis runs next (`pending`) and publishes again. The
+        diagnostics carry the document's version, so the later ones replace them."""
+        state = self.workspace_state()
+        try:
+            findings = state.alone(path)
+        except Exception:  # noqa: BLE001 - the linked analysis answers instead
+            log.exception("analysis of the file alone failed")
+            return
+        text = state.text(path) or ""
+        uri = self.uri_of(path)
+        document = self.workspace.text_documents.get(uri)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri, [self.diagnostic(f, text) for f in findings],
+            version=document.version if document else None))
+        if findings:
+            self.published.add(path)
 
     def schedule(self) -> None:
         if self.pending is not None:
@@ -225,8 +243,16 @@ def did_open(ls: WorkerSafeServer, params: types.DidOpenTextDocumentParams) -> N
     if is_notebook(path):  # a notebook's JSON opened as text: its code is read from disk
         return
     ls.uris[path] = params.text_document.uri
-    ls.workspace_state().open(path, params.text_document.text)
-    ls.publish()
+    state = ls.workspace_state()
+    state.open(path, params.text_document.text)
+    if not state.answers_quickly():
+        ls.publish()
+        return
+    ls.publish_alone(path)
+    if ls.pending is not None:
+        ls.pending.cancel()
+    # the linked analysis, once this notification is out and what already arrived is read
+    ls.pending = asyncio.get_running_loop().call_later(0, ls.publish)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)

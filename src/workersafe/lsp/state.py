@@ -7,18 +7,28 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
+from ..cache import FactsCache
 from ..config import Config, ConfigError, discover_config
 from ..discovery import DiscoveryError, SourceFile, discover, module_name
 from ..engine import CheckResult, Engine
-from ..findings import Finding
-from ..fixes import FindingKey, Rewrite, finding_key, rewrite
+from ..facts import FileFacts
+from ..findings import Finding, FindingKey, finding_key
 from ..paths import CACHE_DIR_NAME
 from ..reading import read_source
 from ..source import Source, SourceError, decode
 
+if TYPE_CHECKING:
+    from ..fixes import Rewrite
+
+# The fixer (and libcst) is imported when a fix is asked for, not when the server starts.
+
 log = logging.getLogger("workersafe.lsp")
+# A workspace of at least this many files answers an opened file first with that file alone
+# (as flake8 sees it), then with the linked analysis of the workspace, which takes seconds on
+# a large repository: the editor shows the file's own findings within the parse floor.
+QUICK_FILES = int(os.environ.get("WORKERSAFE_LSP_QUICK_FILES", "100"))
 # A file's text as read: (modification stamp, source or None, why it cannot be read or None)
 _Entry = tuple[tuple[int, int], Optional[Source], Optional[str]]
 
@@ -55,6 +65,7 @@ class Workspace:
             cache_dir = os.path.join(self.root, CACHE_DIR_NAME)
         # One process: parsing in a pool would fork the server (and its threads).
         self.engine = Engine(self.config, link=True, jobs=1, cache_dir=cache_dir)
+        self.engine.cache = _Kept(self.engine.cache)
         self.changed(files=True)
 
     def changed(self, files: bool = False) -> None:
@@ -118,6 +129,22 @@ class Workspace:
             by_path.setdefault(finding.path, []).append(finding)
         return Analysis(self.generation, result, by_path)
 
+    def answers_quickly(self) -> bool:
+        """No linked analysis yet, and the workspace is large enough for it to take a while:
+        the server answers an opened file with `alone` first."""
+        return self._analysis is None and len(self.files()) >= QUICK_FILES
+
+    def alone(self, path: str) -> list[Finding]:
+        """The findings of `path` from its own text alone (same-file knowledge: what
+        `workersafe check` of that one file reports), without reading or linking the rest."""
+        _, source, error = self._entry(path)
+        if source is None:
+            return [self.engine.error_finding(path, error)] if error is not None else []
+        module = next((f.module for f in self.files() if f.path == path), None)
+        if module is None:
+            module = _lone_file(path, self.root).module
+        return self.engine.check_text(path, source.text, module)
+
     def source(self, path: str) -> Optional[Source]:
         """The text the analysis uses: the unsaved buffer, else the file on disk; None when
         it cannot be read or decoded (`error` says why)."""
@@ -169,6 +196,8 @@ class Workspace:
         analysis = self.analysis()
         cache_key = (analysis.generation, path, key)
         if cache_key not in self._fixes:
+            from ..fixes import Rewrite, rewrite
+
             def chosen(finding: Finding) -> bool:
                 return finding_key(finding) == key if key else finding.path == path
             try:
@@ -177,6 +206,32 @@ class Workspace:
             except Exception as exc:  # noqa: BLE001 - a fixer bug must not take the editor down
                 self._fixes[cache_key] = Rewrite(notes={key or (path,): f"fix failed: {exc}"})
         return self._fixes[cache_key]
+
+
+class _Kept(FactsCache):
+    """The facts of the files the last analyses parsed, kept in memory over the disk cache
+    (when there is one): the analysis after a keystroke or an opened file extracts the facts
+    of the changed file only, and reads nothing back from disk (a large workspace's every file
+    from the disk cache costs as much as extracting them all again). Only `get` and `put`,
+    the engine's two calls, are used; the disk cache's own state stays in `disk`."""
+
+    def __init__(self, disk: Optional[FactsCache]) -> None:
+        self.disk = disk
+        self.kept: dict[str, tuple[SourceFile, str, FileFacts]] = {}
+
+    def get(self, file: SourceFile, text: str) -> Optional[FileFacts]:
+        kept = self.kept.get(file.path)
+        if kept is not None and kept[0] == file and kept[1] == text:
+            return kept[2]
+        facts = self.disk.get(file, text) if self.disk is not None else None
+        if facts is not None:
+            self.kept[file.path] = (file, text, facts)
+        return facts
+
+    def put(self, file: SourceFile, text: str, facts: FileFacts) -> None:
+        self.kept[file.path] = (file, text, facts)
+        if self.disk is not None:
+            self.disk.put(file, text, facts)
 
 
 def buffer_source(path: str, text: str) -> Source:
