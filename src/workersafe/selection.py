@@ -11,7 +11,7 @@ import re
 from typing import Callable, Iterable, Optional
 
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
-from .facts import DatasetRef, FileFacts
+from .facts import DatasetRef, FileFacts, LoaderCall
 from .prefilter import Prefilter, class_bases, import_lines, import_statements, words_pattern
 
 # The engine's parser: files → their facts (cached, maybe parallel).
@@ -81,6 +81,7 @@ class Selection:
         texts, handle_files, dataset_files = self.texts, self.handle_files, self.dataset_files
         words = self.prefilter.dataset_words
         dataset_names = _dataset_class_names(texts, handle_files | dataset_files, words)
+        loader_names = _dataset_class_names(texts, handle_files | dataset_files, ("DataLoader",))
         by_module = {f.module: f.path for f in self.by_path.values() if f.module}
         aliases = module_aliases((f.path, f.module) for f in self.by_path.values())
         by_module.update((alias, by_module[module]) for alias, module in aliases.items()
@@ -102,7 +103,7 @@ class Selection:
                 wanted |= {p for p in dataset_files | handle_files
                            if p not in facts and self._imported_by(p) & modules
                            and named.search(texts[p])}
-            callers = self._callers(facts, dataset_names) - set(facts)
+            callers = self._callers(facts, dataset_names, loader_names) - set(facts)
             wanted |= self._gate(callers, callers_needed, self._deferred_callers)
             if starts_needed:
                 wanted |= self._start_method_reach(facts, by_module)
@@ -167,7 +168,8 @@ class Selection:
             wanted |= unparsed & imported
         return wanted
 
-    def _callers(self, facts: dict[str, FileFacts], dataset_names: set[str]) -> set[str]:
+    def _callers(self, facts: dict[str, FileFacts], dataset_names: set[str],
+                 loader_names: set[str]) -> set[str]:
         """Files that may call a function whose parameter reaches a loader (`def val(net,
         dataset): DataLoader(dataset, ...)`): what they pass is the loader's dataset. A
         module-level function or a class is called only where its name can come from: its
@@ -175,7 +177,7 @@ class Selection:
         A function returning its parameter (`wrap(ds)`) matters only where what it returns
         meets a dataset or a loader: in a file naming one (`dataset_names`: the class graph's);
         elsewhere the value goes on to a callable or a factory another round follows."""
-        names = _caller_names(facts) - self._callers_searched
+        names = _caller_names(facts, loader_names) - self._callers_searched
         self._callers_searched |= names
         pattern = words_pattern({name for name, _, _ in names})
         if pattern is None:
@@ -431,7 +433,8 @@ def _loader_of_parameter(text: str) -> bool:
                for match in _LOADER_SELF_ARG.finditer(text))
 
 
-def _caller_names(facts: dict[str, FileFacts]) -> set[tuple[str, str, bool]]:
+def _caller_names(facts: dict[str, FileFacts], loader_names: set[str]
+                  ) -> set[tuple[str, str, bool]]:
     """(name, the file defining it, only returned) for the callables whose callers the linker
     needs: the functions (and methods: "" for the file, they are called on objects from
     anywhere) whose parameter reaches a loader's dataset or is returned (then True), and the
@@ -450,12 +453,12 @@ def _caller_names(facts: dict[str, FileFacts]) -> set[tuple[str, str, bool]]:
     for path, f in facts.items():
         for cls in f.classes:
             homes.setdefault(cls.qualname, set()).add(path)
-    found |= {(_short(name), home, False) for name in _keeping_classes(facts.values())
+    found |= {(_short(name), home, False) for name in _keeping_classes(facts.values(), loader_names)
               for home in homes[name]}
     return found
 
 
-def _keeping_classes(all_facts: Iterable[FileFacts]) -> set[str]:
+def _keeping_classes(all_facts: Iterable[FileFacts], loader_names: set[str]) -> set[str]:
     """Qualified names of the classes whose `__init__` keeps a parameter as an attribute that
     reaches a loader's dataset: the dataset itself or an argument inside it, or an argument
     of a callable that may hand it to a loader (`_loader_callables`, this round's keeping
@@ -463,11 +466,13 @@ def _keeping_classes(all_facts: Iterable[FileFacts]) -> set[str]:
     `DataLoader(self.train_set)` or `make_loader(wrap(self.train_set))`)."""
     every = list(all_facts)
     kept = {f"{c.qualname}.{attr}" for f in every for c in f.classes for _, attr in c.param_attrs}
-    direct = _kept_refs((r for f in every for loader in f.loaders for r in loader.datasets),
-                        kept)
+    loaders = [loader for f in every for loader in _loaders(f, loader_names)]
+    direct = _kept_refs((r for loader in loaders for r in loader.datasets), kept)
+    # a call of a project DataLoader subclass (`FastLoader(self.train_set)`): each argument
+    direct |= _kept_refs((r for loader in loaders for a in loader.args for r in a.refs), kept)
     sites = [site for f in every for site in f.calls
              if any(_kept_refs(a.refs, kept) for a in site.args)]
-    callables = _loader_callables(every)
+    callables = _loader_callables(every, loader_names)
     while True:
         passed = {t for site in sites if _short(site.target) in callables
                   for a in site.args for t in _kept_refs(a.refs, kept)}
@@ -491,11 +496,11 @@ def _kept_refs(refs: Iterable[DatasetRef], kept: set[str]) -> set[str]:
     return found
 
 
-def _loader_callables(every: list[FileFacts]) -> set[str]:
+def _loader_callables(every: list[FileFacts], loader_names: set[str]) -> set[str]:
     """Short names of the callables that may hand an argument to a loader: the functions and
     methods with a parameter that a loader's dataset is (or builds), and the functions
     passing a parameter of theirs on to one of those, transitively."""
-    names = {_short(r.target.split("#")[0]) for f in every for loader in f.loaders
+    names = {_short(r.target.split("#")[0]) for f in every for loader in _loaders(f, loader_names)
              for r in loader.datasets if r.kind in ("param", "built")}
     passing = [(_short(site.target), _short(r.target.split("#")[0])) for f in every
                for site in f.calls for a in site.args for r in a.refs if r.kind == "param"]
@@ -505,6 +510,13 @@ def _loader_callables(every: list[FileFacts]) -> set[str]:
         names |= {caller for callee, caller in passing if callee in names}
         changed = len(names) != before
     return names
+
+
+def _loaders(facts: FileFacts, loader_names: set[str]) -> list[LoaderCall]:
+    """The loaders of `facts` and the calls of classes that the class graph says may derive
+    from DataLoader (`loader_names`: `FastLoader(ds)`; the linker decides)."""
+    return [*facts.loaders,
+            *(c for c in facts.loader_candidates if _short(c.via) in loader_names)]
 
 
 def _short(name: str) -> str:
