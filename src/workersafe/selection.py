@@ -3,7 +3,10 @@ dataset word, then, until nothing is added, every file that could add to a findi
 
 Cheap text tests decide: a class graph from `class X(Base)` lines tells which classes may be
 datasets; files are parsed when they hold such a class and a handle, define something a parsed
-fact refers to, or name something a parsed fact is interested in."""
+fact refers to, or name something a parsed fact is interested in. A name is looked for only
+where it can come from: a function's or class's callers among the files that can import its
+module (import lines, followed through re-exports), so a script's own `train()` pulls nothing
+in."""
 
 from __future__ import annotations
 
