@@ -4,6 +4,7 @@ whole folder reports, `# expect-alone:` what checking one file on its own report
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,23 @@ def test_no_link_equals_alone(case: Case) -> None:
     result = Engine(_config(case), link=False).check_paths([str(case.path)])
     found = {(_rel(case, f.path), f.line, f.code) for f in result.findings}
     assert found == _expected(case, alone=True)
+
+
+_UNPARSED = re.compile(r"#\s*expect-unparsed:")
+UNPARSED_CASES = [c for c in CASES if any(_UNPARSED.search(p.read_text(encoding="utf-8"))
+                                          for p in _files(c))]
+
+
+def test_enough_unparsed_cases() -> None:
+    assert UNPARSED_CASES
+
+
+@pytest.mark.parametrize("case", UNPARSED_CASES, ids=str)
+def test_files_that_cannot_matter_are_not_parsed(case: Case) -> None:
+    """A file marked `# expect-unparsed:` cannot add to a finding (the marker says why): the
+    selection leaves it unparsed in repo mode."""
+    result = Engine(_config(case)).check_paths([str(case.path)])
+    parsed = {os.path.realpath(p) for p in result.facts}
+    marked = {os.path.realpath(p) for p in _files(case)
+              if _UNPARSED.search(p.read_text(encoding="utf-8"))}
+    assert parsed and not parsed & marked

@@ -88,7 +88,15 @@ def import_statements(text: str) -> list[tuple[int, str]]:
     pass over the whole text: `str.find` jumps from one `import` to the next. `import a.b as c,
     d` gives (0, "a.b") and (0, "d"); `from ..x import y` gives (2, "x"); `from . import y`
     (1, ""); `import_module("h5py")` (0, "h5py")."""
-    found: list[tuple[int, str]] = []
+    return [(level, name) for level, name, _ in import_lines(text, names=False)]
+
+
+def import_lines(text: str, names: bool = True
+                 ) -> list[tuple[int, str, Optional[tuple[str, ...]]]]:
+    """`import_statements` with the names each `from` import lists (which binds only those,
+    where `import a.b` binds `a`, and through it what `a` holds): None for an `import` (or an
+    import call), () when they are not all on the line (`from a import (`) or not asked for."""
+    found: list[tuple[int, str, Optional[tuple[str, ...]]]] = []
     position = text.find("import")
     while position != -1:
         start = text.rfind("\n", 0, position) + 1
@@ -102,15 +110,31 @@ def import_statements(text: str) -> list[tuple[int, str]]:
                 for part in line[7:].split(","):
                     words = part.split(None, 1)
                     if words:
-                        found.append((0, words[0]))
+                        found.append((0, words[0], None))
             elif line.startswith("from") and line[4:5].isspace():
                 words = line[5:].split(None, 1)
                 if words:
-                    found.append(_from_spec(words[0]))
+                    level, module = _from_spec(words[0])
+                    found.append((level, module, _imported_names(words[1:]) if names else ()))
         if "(" in line_text:
-            found.extend((0, m.group(1)) for m in _IMPORT_CALL.finditer(line_text))
+            found.extend((0, m.group(1), None) for m in _IMPORT_CALL.finditer(line_text))
         position = text.find("import", end)
     return found
+
+
+def _imported_names(rest: list[str]) -> tuple[str, ...]:
+    """The names of `import a, b as c` ending a `from` line; () unless all are there."""
+    if not rest or not rest[0].startswith("import") or not rest[0][6:7].isspace():
+        return ()
+    listed = rest[0][7:].split("#", 1)[0].strip()
+    if listed.startswith("("):
+        if ")" not in listed:
+            return ()
+        listed = listed[1:listed.index(")")]
+    if listed.endswith("\\"):
+        return ()
+    names = tuple(part.split(None, 1)[0] for part in listed.split(",") if part.strip())
+    return names if all(n.isidentifier() or n == "*" for n in names) else ()
 
 
 def _from_spec(spec: str) -> tuple[int, str]:
@@ -143,6 +167,9 @@ def _words_pattern(names: frozenset[str]) -> "WordMatcher | None":
     return WordMatcher(names) if names else None
 
 
+_FEW = 32
+
+
 class WordMatcher:
     """`\\b(?:a|b|...)\\b` for many names, without the regex: an alternation of a thousand
     class names makes `re` try each at every position (seconds on a large tree). A text's
@@ -153,14 +180,32 @@ class WordMatcher:
         others = sorted(names - self.words, key=lambda n: (-len(n), n))
         self.others = re.compile(r"\b(?:" + "|".join(map(re.escape, others)) + r")\b") \
             if others else None
+        # a few names: each looked for as a substring first (a scan in C per name), the
+        # text's words collected only when one is there (most texts name none)
+        self.few = tuple(sorted(self.words)) if len(names) <= _FEW else ()
+
+    def _absent(self, text: str) -> bool:
+        """None of the names is in `text` (a cheap test for a few names; False: maybe)."""
+        return bool(self.few) and not any(name in text for name in self.few)
 
     def search(self, text: str) -> Optional[str]:
         """A name found in `text`, or None."""
+        if self._absent(text):
+            return None
         found = self.words & _words_of(text)
         if found:
             return min(found)
         match = self.others.search(text) if self.others is not None else None
         return match.group() if match else None
+
+    def found(self, text: str) -> set[str]:
+        """Every name found in `text`."""
+        if self._absent(text):
+            return set()
+        found = set(self.words & _words_of(text))
+        if self.others is not None:
+            found.update(self.others.findall(text))
+        return found
 
 
 _WORD = re.compile(r"\w+")

@@ -3,16 +3,19 @@ dataset word, then, until nothing is added, every file that could add to a findi
 
 Cheap text tests decide: a class graph from `class X(Base)` lines tells which classes may be
 datasets; files are parsed when they hold such a class and a handle, define something a parsed
-fact refers to, or name something a parsed fact is interested in."""
+fact refers to, or name something a parsed fact is interested in. A name is looked for only
+where it can come from: a function's or class's callers among the files that can import its
+module (import lines, followed through re-exports), so a script's own `train()` pulls nothing
+in."""
 
 from __future__ import annotations
 
 import re
 from typing import Callable, Iterable, Optional
 
-from .discovery import SourceFile, module_aliases, module_of_import
-from .facts import FileFacts
-from .prefilter import Prefilter, class_bases, import_statements, words_pattern
+from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
+from .facts import DatasetRef, FileFacts, LoaderCall
+from .prefilter import Prefilter, class_bases, import_lines, import_statements, words_pattern
 
 # The engine's parser: files → their facts (cached, maybe parallel).
 ParseMany = Callable[[list[SourceFile]], dict[str, FileFacts]]
@@ -40,7 +43,18 @@ class Selection:
         self.dataset_files = {p for p, t in texts.items() if prefilter.mentions_dataset(t)}
         self.start_files = {p for p, t in texts.items() if _START_METHOD in t}
         self._imports: dict[str, set[str]] = {}
-        self._callers_searched: set[str] = set()
+        # (name, defining file, only returned) searched by the callers' round (`_caller_names`)
+        self._callers_searched: set[tuple[str, str, bool]] = set()
+        self._reach: dict[str, frozenset[str]] = {}  # `_reachers`
+        # from the import lines of the files read (`_index_imports`; how many were read): a
+        # module → the files importing names from it (`from a.b import f`: a.b); a module →
+        # the files importing it or one of its names (`import a.b`: a, a.b; `from a import b`:
+        # a.b), whatever is below it reached
+        self._names: dict[str, set[str]] = {}
+        self._below: dict[str, set[str]] = {}
+        self._indexed = -1
+        self._unread_reach: frozenset[str] = frozenset()
+        self._runs: dict[str, tuple[set[str], set[str]]] = {}  # `_spellings`
         self._scoped_seen: set[str] = set()  # files setting a start method in a function
         self._verdicts: tuple[set[str], set[str]] = (set(), set())
         # files the callers' round found before it was needed (`complete`)
@@ -70,6 +84,7 @@ class Selection:
         texts, handle_files, dataset_files = self.texts, self.handle_files, self.dataset_files
         words = self.prefilter.dataset_words
         dataset_names = _dataset_class_names(texts, handle_files | dataset_files, words)
+        loader_names = _dataset_class_names(texts, handle_files | dataset_files, ("DataLoader",))
         by_module = {f.module: f.path for f in self.by_path.values() if f.module}
         aliases = module_aliases((f.path, f.module) for f in self.by_path.values())
         by_module.update((alias, by_module[module]) for alias, module in aliases.items()
@@ -85,11 +100,13 @@ class Selection:
             pattern = words_pattern(_interesting_names(facts.values()))
             if pattern is not None:
                 wanted |= {p for p in dataset_files | handle_files if pattern.search(texts[p])}
-            modules = _interesting_modules(facts.values())
-            if modules:
+            modules, exported = _interesting_modules(facts.values())
+            named = words_pattern(exported)
+            if modules and named is not None:
                 wanted |= {p for p in dataset_files | handle_files
-                           if p not in facts and self._imported_by(p) & modules}
-            callers = self._callers(facts) - set(facts)
+                           if p not in facts and self._imported_by(p) & modules
+                           and named.search(texts[p])}
+            callers = self._callers(facts, dataset_names, loader_names) - set(facts)
             wanted |= self._gate(callers, callers_needed, self._deferred_callers)
             if starts_needed:
                 wanted |= self._start_method_reach(facts, by_module)
@@ -154,24 +171,119 @@ class Selection:
             wanted |= unparsed & imported
         return wanted
 
-    def _callers(self, facts: dict[str, FileFacts]) -> set[str]:
+    def _callers(self, facts: dict[str, FileFacts], dataset_names: set[str],
+                 loader_names: set[str]) -> set[str]:
         """Files that may call a function whose parameter reaches a loader (`def val(net,
-        dataset): DataLoader(dataset, ...)`): what they pass is the loader's dataset."""
-        names = {ref.target.split("#")[0].rpartition(".")[2]
-                 for f in facts.values() for loader in f.loaders for ref in loader.datasets
-                 if ref.kind in ("param", "built")}
-        names |= {ref.target.split("#")[0].rpartition(".")[2]
-                  for f in facts.values() for func in f.functions for ref in func.returns
-                  if ref.kind in ("param", "built")}
-        names |= _keeping_classes(facts.values())
-        pattern = words_pattern(names - self._callers_searched)
+        dataset): DataLoader(dataset, ...)`): what they pass is the loader's dataset. A
+        module-level function or a class is called only where its name can come from: its
+        own file and the files that import it (`_reachers`); a method anywhere its name is.
+        A function returning its parameter (`wrap(ds)`) matters only where what it returns
+        meets a dataset or a loader: in a file naming one (`dataset_names`: the class graph's);
+        elsewhere the value goes on to a callable or a factory another round follows."""
+        names = _caller_names(facts, loader_names) - self._callers_searched
         self._callers_searched |= names
+        pattern = words_pattern({name for name, _, _ in names})
         if pattern is None:
             return set()
-        found = {p for p, text in self.texts.items() if p not in facts and pattern.search(text)}
+        homes: dict[str, set[tuple[str, bool]]] = {}
+        for name, home, returned in names:
+            homes.setdefault(name, set()).add((home, returned))
+        naming = words_pattern(dataset_names)
+        loud = self.dataset_files | self.handle_files
+        scopes = {home for _, home, _ in names}
+        # the files that can reach a definition: only those are read for its name
+        candidates = set(self.texts) if "" in scopes else \
+            set().union(*(self._reachers(home) for home in scopes))
+        found = set()
+        for path in candidates:
+            if path in facts or path not in self.texts:  # not read: a warm run's quiet file
+                continue
+            text = self.texts[path]
+            here = [how for name in pattern.found(text) for how in homes[name]]
+            if not here:
+                continue
+            names_dataset = path in loud or (naming is not None and naming.search(text))
+            if any((not home or path in self._reachers(home)) and (names_dataset or not returned)
+                   for home, returned in here):
+                found.add(path)
         quiet, loud = self._verdicts  # a caller is read again next time, though it names
         quiet -= found  # no handle and no dataset
         loud |= found
+        return found
+
+    def _reachers(self, path: str) -> frozenset[str]:
+        """The files that may name what `path` defines: itself, the files importing it, or a
+        module above it on the way (`from a import b` for a/b/c.py: `b.c.f(ds)`), by any
+        spelling (`utils` for a script's sibling `examples/utils.py`), and, for re-exports,
+        whatever imports one of those, transitively (`from a import f` reaches a/b/c.py
+        when a/__init__.py imports it). `import a.x` binds `a`, so it reaches all below `a`.
+        From import lines, over-reaching (a spelling matches any run of a module's parts)
+        rather than missing. A file left unread (a warm run's quiet one) may re-export
+        anything: what reaches it is in every answer."""
+        if len(self.texts) != self._indexed:  # files read since: their imports count
+            self._index_imports()
+            unread = {p for p in self.by_path if p not in self.texts}
+            self._unread_reach = self._closure(unread) if unread else frozenset()
+        found = self._reach.get(path)
+        if found is None:
+            found = self._reach[path] = self._closure({path}) | self._unread_reach
+        return found
+
+    def _index_imports(self) -> None:
+        """`_names` and `_below` from the import lines of the files read."""
+        self._indexed = len(self.texts)
+        self._reach = {}
+        self._names, self._below = {}, {}
+        for read in list(self.texts):
+            file = self.by_path[read]
+            for level, name, names in import_lines(self.texts[read]):
+                module = module_of_import(file.module, file.is_package, level, name)
+                if names is None:  # `import a.b`: `a`, `a.b` and all below
+                    parts = module.split(".")
+                    keys = [".".join(parts[:cut]) for cut in range(1, len(parts) + 1)]
+                elif not names:  # names not on the line: the module or all below it
+                    keys = [module]
+                else:  # the module itself names what it holds, each name what is below
+                    self._names.setdefault(module, set()).add(read)
+                    keys = [f"{module}.{n}" if module else n for n in names if n != "*"]
+                for key in keys:
+                    self._below.setdefault(key, set()).add(read)
+
+    def _closure(self, seeds: set[str]) -> frozenset[str]:
+        """`seeds` and the files importing one of them (`_spellings`), transitively."""
+        closure, frontier = set(seeds), list(seeds)
+        while frontier:
+            current = frontier.pop()
+            runs, ends = self._spellings(current)
+            importers = [self._below.get(r, ()) for r in runs]
+            importers += [self._names.get(r, ()) for r in ends]
+            for importer in (i for group in importers for i in group):
+                if importer in closure:
+                    continue
+                done = self._reach.get(importer)
+                if done is not None:  # complete: whatever reaches it is in it
+                    closure |= done
+                else:
+                    closure.add(importer)
+                    frontier.append(importer)
+        return frozenset(closure)
+
+    def _spellings(self, path: str) -> tuple[set[str], set[str]]:
+        """Every run of consecutive parts of each name `path` may be imported by (its module,
+        the other spellings of discovery.module_spellings): `b`, `a.b`, `b.c` ... for `a.b.c`,
+        so a package above it and a spelling from another root match too; and the runs
+        ending with its last part (`c`, `b.c`, `a.b.c`): what names the module itself."""
+        found = self._runs.get(path)
+        if found is None:
+            file = self.by_path[path]
+            runs: set[str] = set()
+            ends: set[str] = set()
+            for spelling in {file.module, *module_spellings(path, file.module)}:
+                parts = spelling.split(".") if spelling else []
+                runs |= {".".join(parts[i:j]) for i in range(len(parts))
+                         for j in range(i + 1, len(parts) + 1)}
+                ends |= {".".join(parts[i:]) for i in range(len(parts))}
+            found = self._runs[path] = (runs, ends)
         return found
 
     def _imported_by(self, path: str) -> set[str]:
@@ -324,16 +436,94 @@ def _loader_of_parameter(text: str) -> bool:
                for match in _LOADER_SELF_ARG.finditer(text))
 
 
-def _keeping_classes(all_facts: Iterable[FileFacts]) -> set[str]:
-    """Names of the classes whose `__init__` keeps a parameter as an attribute that a
-    loader's dataset (or an argument of a call) is: their constructions pass the dataset
-    (`Trainer(ds)` for `DataLoader(self.train_set)`)."""
+def _caller_names(facts: dict[str, FileFacts], loader_names: set[str]
+                  ) -> set[tuple[str, str, bool]]:
+    """(name, the file defining it, only returned) for the callables whose callers the linker
+    needs: the functions (and methods: "" for the file, they are called on objects from
+    anywhere) whose parameter reaches a loader's dataset or is returned (then True), and the
+    classes keeping one."""
+    found: set[tuple[str, str, bool]] = set()
+    for path, f in facts.items():
+        functions = {func.qualname for func in f.functions}
+        refs = [(r, False) for loader in f.loaders for r in loader.datasets]
+        refs += [(r, True) for func in f.functions for r in func.returns]
+        for ref, returned in refs:
+            if ref.kind in ("param", "built"):
+                qualname = ref.target.split("#")[0]
+                home = path if qualname in functions else ""
+                found.add((_short(qualname), home, returned))
+    homes: dict[str, set[str]] = {}
+    for path, f in facts.items():
+        for cls in f.classes:
+            homes.setdefault(cls.qualname, set()).add(path)
+    found |= {(_short(name), home, False) for name in _keeping_classes(facts.values(), loader_names)
+              for home in homes[name]}
+    return found
+
+
+def _keeping_classes(all_facts: Iterable[FileFacts], loader_names: set[str]) -> set[str]:
+    """Qualified names of the classes whose `__init__` keeps a parameter as an attribute that
+    reaches a loader's dataset: the dataset itself or an argument inside it, or an argument
+    of a callable that may hand it to a loader (`_loader_callables`, this round's keeping
+    classes included). Their constructions pass the dataset (`Trainer(ds)` for
+    `DataLoader(self.train_set)` or `make_loader(wrap(self.train_set))`)."""
     every = list(all_facts)
     kept = {f"{c.qualname}.{attr}" for f in every for c in f.classes for _, attr in c.param_attrs}
-    refs = [r for f in every for loader in f.loaders for r in loader.datasets]
-    refs += [r for f in every for site in f.calls for a in site.args for r in a.refs]
-    return {r.target.rpartition(".")[0].rpartition(".")[2] for r in refs
-            if r.kind == "attr" and r.target in kept}
+    loaders = [loader for f in every for loader in _loaders(f, loader_names)]
+    direct = _kept_refs((r for loader in loaders for r in loader.datasets), kept)
+    # a call of a project DataLoader subclass (`FastLoader(self.train_set)`): each argument
+    direct |= _kept_refs((r for loader in loaders for a in loader.args for r in a.refs), kept)
+    sites = [site for f in every for site in f.calls
+             if any(_kept_refs(a.refs, kept) for a in site.args)]
+    callables = _loader_callables(every, loader_names)
+    while True:
+        passed = {t for site in sites if _short(site.target) in callables
+                  for a in site.args for t in _kept_refs(a.refs, kept)}
+        classes = {target.rpartition(".")[0] for target in direct | passed}
+        new = {_short(c) for c in classes} - callables
+        if not new:
+            return classes
+        callables |= new  # `Outer(self.train_set)` where Outer keeps it in turn
+
+
+def _kept_refs(refs: Iterable[DatasetRef], kept: set[str]) -> set[str]:
+    """The kept attributes (`<class>.<attr>`) among `refs` and the arguments inside them
+    (`wrap(self.train_set)`, `ConcatDataset([self.a, self.b])`)."""
+    found: set[str] = set()
+    stack = list(refs)
+    while stack:
+        ref = stack.pop()
+        if ref.kind == "attr" and ref.target in kept:
+            found.add(ref.target)
+        stack.extend(r for a in ref.arg_refs for r in a.refs)
+    return found
+
+
+def _loader_callables(every: list[FileFacts], loader_names: set[str]) -> set[str]:
+    """Short names of the callables that may hand an argument to a loader: the functions and
+    methods with a parameter that a loader's dataset is (or builds), and the functions
+    passing a parameter of theirs on to one of those, transitively."""
+    names = {_short(r.target.split("#")[0]) for f in every for loader in _loaders(f, loader_names)
+             for r in loader.datasets if r.kind in ("param", "built")}
+    passing = [(_short(site.target), _short(r.target.split("#")[0])) for f in every
+               for site in f.calls for a in site.args for r in a.refs if r.kind == "param"]
+    changed = True
+    while changed:
+        before = len(names)
+        names |= {caller for callee, caller in passing if callee in names}
+        changed = len(names) != before
+    return names
+
+
+def _loaders(facts: FileFacts, loader_names: set[str]) -> list[LoaderCall]:
+    """The loaders of `facts` and the calls of classes that the class graph says may derive
+    from DataLoader (`loader_names`: `FastLoader(ds)`; the linker decides)."""
+    return [*facts.loaders,
+            *(c for c in facts.loader_candidates if _short(c.via) in loader_names)]
+
+
+def _short(name: str) -> str:
+    return name.rpartition(".")[2]
 
 
 class _BaseWords(dict[str, bool]):
@@ -439,9 +629,12 @@ def _cache_reaching_names(every: list[FileFacts]) -> set[str]:
     return names
 
 
-def _interesting_modules(all_facts: Iterable[FileFacts]) -> set[str]:
+def _interesting_modules(all_facts: Iterable[FileFacts]) -> tuple[set[str], set[str]]:
     """Modules defining a handle holder, a module handle or a factory, and modules that
-    re-export one of those names (`from .remote import RemoteImages as Images`)."""
+    re-export one of those names (`from .remote import RemoteImages as Images`); and the
+    names an importer can use them by: those names, their aliases (`Images`) and what those
+    modules define (an importer naming none of them cannot use one: on pytorch_geometric,
+    `torch_geometric.data` re-exports `SQLiteDatabase`, and most files import it for `Data`)."""
     every = list(all_facts)
     names = _interesting_names(every)
     modules = {f.module for f in every if f.module and _interesting_names([f])}
@@ -449,15 +642,21 @@ def _interesting_modules(all_facts: Iterable[FileFacts]) -> set[str]:
     while changed:
         changed = False
         for facts in every:
-            if facts.module in modules or not facts.module:
+            if not facts.module:
                 continue
             for local, qualified in facts.imports:
                 source, _, imported = qualified.rpartition(".")
-                if imported in names and source in modules:
+                if imported in names and source in modules and \
+                        (facts.module not in modules or local not in names):
                     modules.add(facts.module)
+                    names.add(local)
                     changed = True
-                    break
-    return modules
+    # what such a module defines may use the names (`RetrievalDataset(entries, reader)`)
+    for facts in every:
+        if facts.module in modules:
+            names |= {c.name for c in facts.classes} | {f.name for f in facts.functions}
+            names |= {name for name, _ in facts.module_vars}
+    return modules, names
 
 
 def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[str],
