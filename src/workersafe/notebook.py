@@ -72,21 +72,23 @@ class Notebook:
     masked: list[str]  # token number → the original line it replaced
 
 
-def notebook_source(path: str, raw: bytes) -> Source:
-    """The joined code of a notebook as a Source (the engine and fixer read it like a file)."""
-    code = load(raw).code
+def notebook_source(path: str, raw: bytes, validate: bool = False) -> Source:
+    """The joined code of a notebook as a Source (the engine and fixer read it like a file).
+    Its structure is checked as far as reading the cells needs (`_check_cells`); nbformat's
+    whole schema only with `validate` (before a notebook is rewritten, `notebook_fix`): its
+    import and set-up cost more than analysing a tree's notebooks."""
+    code = load(raw, validate).code
     return Source(path, code.encode("utf-8"), code, "utf-8", False)
 
 
-def load(raw: bytes) -> Notebook:
-    """Parse and validate (nbformat), then join the code cells; SourceError when invalid."""
-    try:
-        text = raw.decode("utf-8-sig")
-        data = json.loads(text)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise SourceError(f"not a notebook (invalid JSON: {exc})") from None
+def load(raw: bytes, validate: bool = True) -> Notebook:
+    """Parse and check (with `validate`, against nbformat's schema too), then join the code
+    cells; SourceError when invalid."""
+    text, data = _json(raw)
     _check_shape(data)
-    _validate(text)
+    _check_cells(data)
+    if validate:
+        _validate(text)
     masked: list[str] = []
     python = _is_python(data)
     cells: dict[int, list[str]] = {}
@@ -156,6 +158,42 @@ def _check_shape(data: Any) -> None:
         raise SourceError(f"not a notebook (nbformat {version!r}; 4 expected)")
     if not isinstance(data.get("cells"), list):
         raise SourceError("not a notebook (no list of cells)")
+
+
+_CELL_KEYS = {"code": ("metadata", "source", "outputs", "execution_count"),
+              "markdown": ("metadata", "source"), "raw": ("metadata", "source")}
+
+
+def _check_cells(data: dict[str, Any]) -> None:
+    """nbformat 4's schema where it concerns what is read here: the notebook's metadata and
+    minor version, each cell's type, keys and source (a string or a list of strings)."""
+    if not isinstance(data.get("metadata"), dict):
+        raise SourceError("not a valid notebook: 'metadata' is a required object")
+    minor = data.get("nbformat_minor")
+    if not isinstance(minor, int) or isinstance(minor, bool):
+        raise SourceError("not a valid notebook: 'nbformat_minor' is a required integer")
+    for number, cell in enumerate(data["cells"], start=1):
+        kind = cell.get("cell_type") if isinstance(cell, dict) else None
+        keys = _CELL_KEYS.get(kind) if isinstance(kind, str) else None
+        if keys is None:
+            raise SourceError(f"not a valid notebook: cell {number} has no known cell_type")
+        missing = [key for key in keys if key not in cell]
+        if missing:
+            raise SourceError(f"not a valid notebook: cell {number} ({kind}) has no "
+                              f"{', '.join(repr(k) for k in missing)}")
+        source = cell["source"]
+        if not isinstance(source, str) and not (
+                isinstance(source, list) and all(isinstance(s, str) for s in source)):
+            raise SourceError(f"not a valid notebook: cell {number}'s source is not text")
+
+
+def _json(raw: bytes) -> tuple[str, Any]:
+    """The notebook's JSON text and its value; SourceError unless it is JSON."""
+    try:
+        text = raw.decode("utf-8-sig")
+        return text, json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SourceError(f"not a notebook (invalid JSON: {exc})") from None
 
 
 def _validate(text: str) -> None:
