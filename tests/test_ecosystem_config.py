@@ -176,7 +176,8 @@ def test_config_is_documented() -> None:
     for word in ("[tool.workersafe]", "setup.cfg", "tox.ini", ".flake8",
                  "workersafe-extra-handles", "workersafe-disable-handles",
                  "workersafe-dataset-bases", "target-version", "platform",
-                 "workersafe-target-version", "workersafe-platform", "requires-python"):
+                 "workersafe-target-version", "workersafe-platform", "requires-python",
+                 "line-length", "max-line-length"):
         assert word in text, word
 
 
@@ -284,3 +285,31 @@ def test_cli_known_codes_and_prefixes_are_accepted(tmp_path: Path, value: str) -
     for option in ("--select", "--ignore"):
         proc = workersafe("check", "--no-cache", option, value, ".", cwd=tmp_path)
         assert proc.returncode in (0, 1), proc.stderr
+
+
+# A loader whose last line has room for `worker_init_fn=open_worker_handles` at 99 columns and
+# 120, not at 88 or 79: the fix writes to the project's own line length.
+LONG_LOADER = (ROOT / "fixtures" / "fix" / "wire_long_multiline_call.py").read_text().replace(
+    ", drop_last=False)", ")")
+
+
+@pytest.mark.parametrize("files, limit", [
+    ({}, 99),
+    ({"pyproject.toml": "[tool.black]\n"}, 88),
+    ({"pyproject.toml": "[tool.ruff]\nline-length = 120\n"}, 120),
+    ({"setup.cfg": "[flake8]\nmax-line-length = 79\n"}, 79),
+    ({"pyproject.toml": "[tool.black]\n[tool.workersafe]\nline-length = 120\n"}, 120),
+], ids=["none", "black", "ruff-120", "flake8-79", "workersafe-over-black"])
+def test_fix_writes_lines_as_long_as_the_project_allows(
+        tmp_path: Path, files: dict[str, str], limit: int) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    path = tmp_path / "rows.py"
+    path.write_text(LONG_LOADER)
+    done = workersafe("fix", "--no-cache", "rows.py", cwd=tmp_path)
+    assert done.returncode == 0 and "WS101 fixed" in done.stdout, done.stdout + done.stderr
+    lines = path.read_text().splitlines()
+    added = [line for line in lines if line not in LONG_LOADER.splitlines()]
+    assert added and max(len(line) for line in added) <= limit, "\n".join(added)
+    wired = next(line for line in lines if "worker_init_fn=open_worker_handles" in line)
+    assert wired.lstrip().startswith("worker_init_fn=") == (limit < 100), wired

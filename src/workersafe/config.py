@@ -41,6 +41,8 @@ class Config:
     cache: bool = True
     target_version: str = ""  # "": from `requires-python`, else DEFAULT_TARGET
     platform: str = "linux"
+    # the longest line `fix` writes; 0: the formatter's (ruff, black, flake8), else 99
+    line_length: int = 0
     source: str = ""  # where the config came from, for messages
     notes: tuple[str, ...] = field(default=(), compare=False)  # warnings for the CLI to print
 
@@ -78,7 +80,7 @@ _KEYS = {
     "extend-exclude": "extend_exclude", "extra-handles": "extra_handles",
     "disable-handles": "disable_handles", "dataset-bases": "dataset_bases",
     "fix-strategy": "fix_strategy", "cache": "cache", "target-version": "target_version",
-    "platform": "platform",
+    "platform": "platform", "line-length": "line_length",
 }
 _CHOICES = {"fix_strategy": STRATEGIES, "target_version": TARGET_VERSIONS, "platform": PLATFORMS}
 
@@ -95,6 +97,10 @@ def from_mapping(data: Mapping[str, Any], source: str, base: Optional[Config] = 
 
 
 def _coerce(name: str, value: Any, source: str, key: str) -> Any:
+    if name == "line_length":
+        if not isinstance(value, int) or isinstance(value, bool) or not 40 <= value <= 400:
+            raise ConfigError(f"{source}: {key} must be a number of columns (40 to 400)")
+        return value
     if name == "cache":
         if not isinstance(value, bool):
             raise ConfigError(f"{source}: {key} must be true or false")
@@ -273,15 +279,57 @@ def discover_config(paths: Iterable[str]) -> Config:
        [flake8] section sets a `workersafe-*` option: the same options the plugin reads;
     3. else a `pyproject.toml` (without the table) marks the project root: defaults.
     The nearest directory that decides wins; nothing is merged across files."""
+    starts = []
     for path in list(paths) or ["."]:
         current = os.path.abspath(path if path != "-" else ".")
         if os.path.isfile(current) or not os.path.exists(current):
             current = os.path.dirname(current)
+        starts.append(current)
         for directory in ancestors(current):
             decided = _config_in(directory)
             if decided is not None:
-                return decided
-    return Config()
+                return _with_line_length(decided, current)
+    return _with_line_length(Config(), starts[0])
+
+
+def _with_line_length(config: Config, start: str) -> Config:
+    """The line length `fix` writes to, when not configured: the nearest formatter's."""
+    if config.line_length:
+        return config
+    for directory in ancestors(start):
+        found = formatter_line_length(directory)
+        if found:
+            return replace(config, line_length=found)
+    return config
+
+
+def formatter_line_length(directory: str) -> int:
+    """The line length the project's formatter or linter enforces in `directory`, 0 when none
+    is configured there: ruff's `line-length` (88 by default), black's (88), flake8's
+    `max-line-length` (79 by default) from the INI file flake8 would read."""
+    pyproject = os.path.join(directory, "pyproject.toml")
+    if os.path.isfile(pyproject):
+        try:
+            tool = load_pyproject_data(pyproject).get("tool", {})
+        except ConfigError:
+            tool = {}
+        for name in ("ruff", "black"):
+            section = tool.get(name) if isinstance(tool, dict) else None
+            if isinstance(section, dict):
+                length = section.get("line-length", 88)
+                return length if isinstance(length, int) and length > 0 else 88
+    ini = find_flake8_config(directory)
+    if ini is None:
+        return 0
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(ini, encoding="utf-8")
+        for key in ("max-line-length", "max_line_length"):
+            if parser.has_option("flake8", key):
+                return int(parser.get("flake8", key).strip())
+        return 79 if parser.has_section("flake8") else 0
+    except (configparser.Error, UnicodeDecodeError, ValueError):
+        return 0
 
 
 def _config_in(directory: str) -> Optional[Config]:

@@ -24,8 +24,9 @@ from .getstate import extended_getstate
 from .initplan import _assigned_attrs, _read_attrs, assigns_name, find_method
 from .plan import AttrPlan, Unfixable
 from .probes import probed_attrs
+from .style import max_line
 from .templates import (
-    BLANK, MAX_LINE, OPENER_NAME, getstate_method, lazy_property, open_method,
+    BLANK, OPENER_NAME, getstate_method, lazy_property, open_method,
 )
 
 
@@ -227,7 +228,7 @@ def drop_statement(stored: list[str]) -> cst.BaseStatement:
     process. Derived objects come first in `stored` (assigned left to right)."""
     code = " = ".join(f"self.{name}" for name in stored) + " = None"
     comment = "# one open per process: drop the old first"
-    if len(code) + len(comment) + 10 > MAX_LINE - 8:  # in a method: 8 columns of indent
+    if len(code) + len(comment) + 10 > max_line() - 8:  # in a method: 8 columns of indent
         return cst.parse_statement(f"{comment}\n{code}\n")
     return cst.parse_statement(f"{code}  {comment}\n")
 

@@ -32,12 +32,12 @@ from .cstutil import (
 from .handles import HandleNames
 from .initplan import find_method
 from .plan import Unfixable
+from .style import max_line
 from .probes import probed_attrs
 from .promise import handle_attrs
 from .templates import getstate_method
 
 PICKLING = ("__getstate__", "__reduce__", "__reduce_ex__")
-MAX_LINE = 99  # the longest `if` line the fix writes before it wraps the test
 
 
 @dataclass(frozen=True)
@@ -232,7 +232,7 @@ def _guarded_if(located: Located, node: cst.If, test: _Test, pid: str, span: Spa
     start = located.positions[node].start
     header = len(cst.Module([]).code_for_node(new_test)) + start.column + len("if :")
     tabs = "\t" in located.module.default_indent
-    if header > MAX_LINE and start.line == located.positions[node.test].end.line and not tabs:
+    if header > max_line() and start.line == located.positions[node.test].end.line and not tabs:
         # too long for one line: the process check continues on the next, in parentheses
         indent = cst.ParenthesizedWhitespace(
             first_line=cst.TrailingWhitespace(), empty_lines=[], indent=False,

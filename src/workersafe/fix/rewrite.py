@@ -38,6 +38,7 @@ from .nodememo import memo_scope
 from .outcome import Outcome
 from .plan import AttrPlan, Unfixable
 from .reopen import ReopenPlan, plan_reopen, rewrite_reopen
+from .style import line_length, max_line
 from .templates import (
     BLANK, OPENER_NAME, WORKER_INIT_NAME, WORKER_INIT_NEEDS, chains_previous, is_worker_init,
     statement, worker_init_function,
@@ -118,7 +119,9 @@ class Rewriter:
 
     def run(self) -> tuple[dict[str, bytes], list[Outcome]]:
         """The rewritten files (path → bytes, the changed ones) and every finding's outcome."""
-        with memo_scope():  # the planning asks the same of the same nodes many times
+        # the planning asks the same of the same nodes many times; lines as long as the
+        # project allows
+        with memo_scope(), line_length(self.engine.config.line_length):
             return self._run()
 
     def _run(self) -> tuple[dict[str, bytes], list[Outcome]]:
@@ -705,9 +708,6 @@ def _not_supported(kind: str) -> str:
     }.get(kind, "no automatic fix for this finding")
 
 
-MAX_LINE = 99
-
-
 def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
     """(column where the keyword's line continues, length of the line the keyword goes on:
     that of an existing worker_init_fn, else of the last argument), or (-1, -1) when
@@ -817,7 +817,7 @@ def _wired_call(call: cst.Call, references: list[cst.BaseExpression],
                                 == "worker_init_fn"))
         first_col, end_col = layout
         growth = len(_code(value)) - len(_code(existing.value))
-        if first_col >= 0 and index > 0 and end_col + growth > MAX_LINE:
+        if first_col >= 0 and index > 0 and end_col + growth > max_line():
             before = args[index - 1]
             args[index - 1] = before.with_changes(comma=cst.Comma(
                 whitespace_after=_aligned_newline(first_col)))
@@ -829,7 +829,7 @@ def _wired_call(call: cst.Call, references: list[cst.BaseExpression],
 def _wrapped_partial(value: cst.Call, column: int) -> cst.Call:
     """`partial(f, previous=g)` starting at `column`, its second argument on a line of its own
     (aligned with the first) when the whole would pass the line length."""
-    if column + len(_code(value)) + 1 <= MAX_LINE or len(value.args) != 2:
+    if column + len(_code(value)) + 1 <= max_line() or len(value.args) != 2:
         return value
     inner = column + len(_code(value.func)) + 1
     first = value.args[0].with_changes(comma=cst.Comma(whitespace_after=_aligned_newline(inner)))
@@ -863,7 +863,7 @@ def _append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression,
     elif isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
         separator = call.whitespace_before_args
     first_col, end_col = layout
-    if first_col >= 0 and end_col + len(keyword) + 3 + len(_code(value)) > MAX_LINE:
+    if first_col >= 0 and end_col + len(keyword) + 3 + len(_code(value)) > max_line():
         separator = _aligned_newline(first_col)
     new = new.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
     args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=separator),

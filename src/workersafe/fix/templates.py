@@ -2,31 +2,45 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Optional, Sequence
 
 import libcst as cst
 
 from .cstutil import as_statement, with_leading_lines
+from .style import max_line
 
 # The one opener of a class fixed with worker-init (all its handles), and the one worker init
 # of a script building DataLoaders, which calls the opener of every dataset it finds.
 OPENER_NAME = "open_handles"
 WORKER_INIT_NAME = "open_worker_handles"
-WORKER_INIT_DOC = "Reopen each dataset's handles in this worker (through Subset/ConcatDataset)."
+WORKER_INIT_DOC = "Reopen each dataset's handles in this worker (wrapped ones too)."
+# what earlier versions wrote (still recognised, and extended)
+OLD_WORKER_INIT_DOCS = (
+    "Reopen each dataset's handles in this worker (through Subset/ConcatDataset).",
+)
 BLANK = cst.EmptyLine(indent=False)
-MAX_LINE = 99
 
 
 def statement(code: str) -> cst.BaseStatement:
     return cst.parse_statement(code)
 
 
+def docstring(text: str, indent: int = 8) -> str:
+    """`text` as a docstring's contents at `indent` columns (a method's), wrapped to the
+    run's line length (`style.max_line`) when one line would be too long."""
+    if indent + len(text) + 6 <= max_line():
+        return text
+    lines = textwrap.wrap(text, width=max(max_line() - indent - 3, 20))
+    return ("\n" + " " * indent).join(lines)
+
+
 def open_method(name: str, body: Sequence[cst.BaseStatement],
-                docstring: str) -> cst.FunctionDef:
-    template = statement(f'def {name}(self):\n    """{docstring}"""\n    pass\n')
+                doc: str) -> cst.FunctionDef:
+    template = statement(f'def {name}(self):\n    """{docstring(doc)}"""\n    pass\n')
     assert isinstance(template, cst.FunctionDef)
-    doc = template.body.body[0]
-    return template.with_changes(body=template.body.with_changes(body=[doc, *body]))
+    first = template.body.body[0]
+    return template.with_changes(body=template.body.with_changes(body=[first, *body]))
 
 
 def drop_code(dropped: Sequence[str], state: str = "state", indent: str = "") -> str:
@@ -49,7 +63,7 @@ def getstate_method(dropped: Sequence[str], base: bool = False, reset: Sequence[
     returned = [f"return {{k: v for k, v in {source}.items() if {test}}}",
                 f"return {{k: v for k, v in {source}.items()\n        if {test}}}"]
     body = next((r for r in returned if not reset and dropped
-                 and max(len(line) for line in r.splitlines()) <= MAX_LINE - 8), "")
+                 and max(len(line) for line in r.splitlines()) <= max_line() - 8), "")
     if not body:  # state built statement by statement
         body = "".join([f"state = {source if base else 'self.__dict__.copy()'}\n",
                         *(f'state["{n}"] = None\n' for n in reset),
@@ -65,11 +79,12 @@ def lazy_property(attr: str, private: str, pid_attr: str, opener: str,
                   body: Optional[Sequence[cst.BaseStatement]] = None) -> cst.BaseStatement:
     """The property opening `attr` once per process: by calling `opener` (which opens every
     attribute of its group), or by running `body` itself."""
+    property_doc = f"This process's {attr}, opened on first use."
     code = (
         "class _:\n"
         "    @property\n"
         f"    def {attr}(self):\n"
-        f'        """This process\'s {attr}, opened on first use."""\n'
+        f'        """{docstring(property_doc)}"""\n'
         f'        if self.__dict__.get("{pid_attr}") != os.getpid():\n'
         f"            self.{opener}()\n"
         f"            self.{pid_attr} = os.getpid()\n"
@@ -109,14 +124,14 @@ def worker_init_function(name: str, imported: Sequence[str] = (), chained: bool 
         f'    """{WORKER_INIT_DOC}"""\n'
         f"{imports}"
         + ("    if previous is not None:\n        previous(worker_id)\n" if chained else "")
-        + "    datasets = [get_worker_info().dataset]\n"
-        "    for dataset in datasets:  # grows with the datasets each one wraps\n"
+        + "    found = [get_worker_info().dataset]\n"
+        "    for dataset in found:  # grows with the datasets each one wraps\n"
         f'        if hasattr(dataset, "{OPENER_NAME}"):\n'
         f"            dataset.{OPENER_NAME}()\n"
         '        for value in getattr(dataset, "__dict__", {}).values():\n'
-        "            for inner in value if isinstance(value, (list, tuple)) else [value]:\n"
-        "                if isinstance(inner, Dataset) and all(inner is not d for d in datasets):\n"
-        "                    datasets.append(inner)\n"
+        "            for d in value if isinstance(value, (list, tuple)) else [value]:\n"
+        "                if isinstance(d, Dataset) and all(d is not f for f in found):\n"
+        "                    found.append(d)\n"
     )
     return statement(code)
 
@@ -130,7 +145,7 @@ def is_worker_init(node: cst.CSTNode) -> bool:
         return False
     doc = first.body[0]
     return isinstance(doc, cst.Expr) and isinstance(doc.value, cst.SimpleString) \
-        and doc.value.evaluated_value == WORKER_INIT_DOC
+        and doc.value.evaluated_value in (WORKER_INIT_DOC, *OLD_WORKER_INIT_DOCS)
 
 
 def chains_previous(node: cst.FunctionDef) -> bool:
@@ -140,13 +155,14 @@ def chains_previous(node: cst.FunctionDef) -> bool:
 
 def module_accessor(function: str, private: str, pid_name: str, handle: str,
                     body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    accessor_doc = f"This process's {handle}, created on first use (workersafe)."
     code = (
         f"{private} = None\n"
         f"{pid_name} = None\n"
         "\n"
         "\n"
         f"def {function}():\n"
-        f'    """This process\'s {handle}, created on first use (workersafe)."""\n'
+        f'    """{docstring(accessor_doc, 4)}"""\n'
         f"    global {private}, {pid_name}\n"
         f"    if {pid_name} != os.getpid():\n"
         "        pass\n"
