@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 from collections import deque
 from contextlib import contextmanager
@@ -105,8 +104,9 @@ def _abandon(pool: ProcessPoolExecutor) -> None:
     for process in processes:
         if process.is_alive():
             process.terminate()
-    if sys.version_info < (3, 11):
-        _drain(getattr(pool, "_call_queue", None))
+    # the pool's feeder may be blocked writing a batch into the pipe only the stopped workers
+    # read: its manager thread then waits for it (3.11+), or the exit does (older)
+    _drain(getattr(pool, "_call_queue", None))
     manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False)
     if manager is not None:
@@ -116,9 +116,9 @@ def _abandon(pool: ProcessPoolExecutor) -> None:
 
 
 def _drain(queue: object) -> None:
-    """Before Python 3.11 the pool's exit waits for its feeder thread, which can be blocked
-    writing a batch into a pipe that only the terminated workers read: the exit then hangs.
-    Read the pipe empty in a daemon thread, so the feeder can finish."""
+    """The pool's feeder thread can be blocked writing a batch into a pipe that only the
+    terminated workers read; the pool's manager thread (3.11+) or the exit (before 3.11) then
+    waits for it. Read the pipe empty in a daemon thread, so the feeder can finish."""
     reader = getattr(queue, "_reader", None)
     if reader is None:
         return
