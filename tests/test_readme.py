@@ -89,3 +89,14 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def test_readme_says_how_to_install_run_and_test() -> None:
+    """The install command and the two commands (run it; run the tests) are in the README's
+    console blocks, as written: one edit that regenerated the blocks emptied them unnoticed."""
+    text = README.read_text(encoding="utf-8")
+    blocks = re.findall(r"^```console\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
+    commands = [line.split("#")[0].strip() for block in blocks for line in block.splitlines()]
+    for command in ('pip install -e .', "workersafe check .", "python -m pytest"):
+        assert command in commands, f"README.md shows no `{command}`"
+    assert all(block.strip() for block in blocks), "an empty console block in README.md"
