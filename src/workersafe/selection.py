@@ -620,6 +620,8 @@ def _cache_reaching_names(every: list[FileFacts]) -> set[str]:
     names = {h.name for f in every for h in f.module_handles}
     names |= {h.filled_by.rpartition(".")[2] for f in every for h in f.module_handles
               if h.filled_by}
+    # a helper class keeping one in a class-level cache (`ZipReader.zip_bank`) is read by name
+    names |= {c.name for f in every for c in f.classes if c.class_caches}
     functions = [fn for f in every for fn in f.functions if fn.globals_read]
     changed = bool(functions)
     while changed:
