@@ -319,7 +319,8 @@ class Evaluator:
             return [DatasetRef("call", f"{registry}.build", texts=_texts(call),
                                key_params=tuple(k for k in self._key_params(call) if k[0] == 0))]
         passed = tuple(self.arg_refs(call)) \
-            if (short[:1].isupper() or name == OWN_CLASS) and call.args else ()
+            if (short[:1].isupper() or name == OWN_CLASS) and (call.args or call.keywords) \
+            else ()
         unknown = any(type(a) is ast.Starred for a in call.args) \
             or any(k.arg is None for k in call.keywords)
         attr_args = tuple(self._attr_args(call)) \

@@ -150,7 +150,7 @@ class ValueFlow(Hierarchy):
             owner_name, _, method = target.rpartition(".")
             if owner_name in self.classes:  # `Frames.from_config(cfg)`, `self._build(s)`
                 return [_In(node=("method", owner_name, method))]
-            return []
+            return self._var_classes_called(ref, target, facts)
         if kind == "name":
             found = self._module_attr(self.resolve(ref.target, facts))
             return [_In(node=("var", found[0].path, found[1]))] if found is not None else []
@@ -163,6 +163,26 @@ class ValueFlow(Hierarchy):
             owner_name, _, attr = ref.target.rpartition(".")
             return [_In(node=("attr", owner_name, attr))] if owner_name in self.classes else []
         return []
+
+    def _var_classes_called(self, ref: DatasetRef, target: str, facts: FileFacts) -> list[_In]:
+        """A call of a module variable another module defines as classes (`DatasetMapTrain =
+        {"VQA": VQADataset, ...}`, then `DatasetMapTrain[name](reader=r)`; an alias `Data =
+        VQADataset`): each class it names, built with this call's arguments. Only names the
+        variable is bound to, one level: what else it holds decides nothing."""
+        found = self._module_attr(target)
+        if found is None:
+            return []
+        home, name = found
+        out: list[_In] = []
+        for each in dict(home.module_vars).get(name, ()):
+            self._work += 1
+            cls = self.classes.get(self.resolve(each.target, home)) \
+                if each.kind == "name" else None
+            if cls is not None:
+                made = dataclasses.replace(ref, target=cls.qualname)
+                self._read_in(made, facts)
+                out.append(_In(item=(cls, made)))
+        return out
 
     def _chosen(self, function: FunctionFacts, ref: DatasetRef
                 ) -> Optional[list[DatasetRef]]:
