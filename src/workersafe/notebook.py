@@ -249,8 +249,18 @@ def _masked_lines(lines: list[str], masked: list[str]) -> list[str]:
     after a backslash continuation (`("a"\n % b)` is Python)."""
     out = []
     scanner = _Scanner()
+    magic_lead = None  # a masked magic ending in `\` goes on (`out = !cmd \`): its indentation
     for line in lines:
-        out.append(_mask_line(line, masked) if scanner.at_statement_start else line)
+        if magic_lead is not None:  # the rest of the magic: masked where the magic starts
+            out.append(magic_lead + _mask(line, masked, indent=False))
+            if not line.rstrip("\r\n").endswith("\\"):
+                magic_lead = None
+            continue
+        new = _mask_line(line, masked) if scanner.at_statement_start else line
+        out.append(new)
+        if new is not line and line.rstrip("\r\n").endswith("\\"):
+            magic_lead = line[: len(line) - len(line.lstrip())]
+            continue
         scanner.feed(line)
     return out
 
