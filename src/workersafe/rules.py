@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterator, Optional
 
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, LoaderCall,
-                    Span)
+                    MethodFacts, Span)
 from .findings import Finding, FixPlan
 from .link import PICKLING_METHODS, SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
 from .registry import Registry
@@ -396,6 +396,24 @@ def _parent_fillers(view: ClassView) -> list[tuple[str, set[str]]]:
             if root in view.methods]
 
 
+def _parent_runs(project: Project, view: ClassView
+                 ) -> Iterator[tuple[str, str, ClassFacts, MethodFacts]]:
+    """(root, name, owner, method) for each method the parent runs (`_parent_fillers`), and
+    the bases' own methods construction runs too (`super().__init__()`), which the effective
+    methods by name hide."""
+    for root, ran in _parent_fillers(view):
+        for name in ran:
+            owner, method = view.methods[name]
+            yield root, name, owner, method
+    for qualname, name in sorted(view.init_run):
+        base = project.classes.get(qualname)
+        hidden = base.method(name) if base is not None else None
+        effective = view.methods.get(name)
+        if base is not None and hidden is not None and (effective is None
+                                                        or effective[0] is not base):
+            yield "__init__", name, base, hidden
+
+
 def _cache_candidates(project: Project, registry: Registry, view: ClassView
                       ) -> Iterator[tuple[Candidate, bool, str, str]]:
     """A process-global handle cache (`_CACHE[path] = zipfile.ZipFile(path)` in a function)
@@ -404,24 +422,25 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
     never fills is filled per process: safe."""
     filled: dict[str, str] = {}  # filling function → the parent method that first calls it
     own = frozenset(member.qualname for member in view.chain)  # its caches: WS103
-    for root, ran in _parent_fillers(view):
-        for name in ran:
-            owner, method = view.methods[name]
-            home = project.class_file[owner.qualname]
-            names = method.globals_read
-            if name == "__init__":  # a function it only keeps or passes on is not run
-                kept = {n for _, n in owner.init_callables}
-                names = tuple(n for n in names if n not in kept)
-            for func in project.calls_through(names, home, own)[1]:
-                filled.setdefault(func, root)
+    held = _cache_classes_kept(project, view)
+    for root, name, owner, method in _parent_runs(project, view):
+        home = project.class_file[owner.qualname]
+        names = method.globals_read
+        if name == "__init__":  # a function it only keeps or passes on is not run
+            kept = {n for _, n in owner.init_callables}
+            names = tuple(n for n in names if n not in kept)
+        names += tuple(q for attr in method.attrs_read for q in held.get(attr, ()))
+        for func in project.calls_through(names, home, own)[1]:
+            filled.setdefault(func, root)
     if not filled:
         return
     seen: set[tuple[str, str]] = set()
     mro = view.chain
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
-        reads = list(project.calls_through(method.globals_read,
-                                           project.class_file[owner.qualname], own)[0])
+        names = method.globals_read + tuple(q for attr in method.attrs_read
+                                            for q in held.get(attr, ()))
+        reads = list(project.calls_through(names, project.class_file[owner.qualname], own)[0])
         for called in method.self_calls:  # `self.loader(p)`: the functions it may be
             if called not in view.methods:
                 for func, home in _callable_attr(mro, called, project):
@@ -449,6 +468,29 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
                                                     (handle.name,)),
                              not htype.fork_safe)
             yield cand, True, handle.name, "module"
+
+
+def _cache_classes_kept(project: Project, view: ClassView) -> dict[str, list[str]]:
+    """The helper classes with a class-level cache the dataset keeps as a class, not an
+    instance, by attribute (`self.reader = ZipReader`, or `self.reader =
+    build_file_reader(fmt)` for a function returning `_READERS[fmt]`): reading the attribute
+    reads the class (`self.reader.fetch_file(p)`, the cache `ZipReader.reader_cache`)."""
+    out: dict[str, list[str]] = {}
+    for member in view.chain:
+        home = project.class_file[member.qualname]
+        for attr, refs in member.attr_refs:
+            for ref in refs:
+                named = [(ref.target, home)] if ref.kind == "name" else []
+                func = project.functions.get(project.resolve(ref.target, home)) \
+                    if ref.kind == "call" else None
+                if func is not None:  # one call deep: the classes it returns
+                    inside = project.by_module.get(func.qualname.rpartition(".")[0], home)
+                    named = [(r.target, inside) for r in func.returns if r.kind == "name"]
+                for target, facts in named:
+                    cls = project.classes.get(project.resolve(target, facts))
+                    if cls is not None and cls.class_caches:
+                        out.setdefault(attr, []).append(cls.qualname)
+    return out
 
 
 def _callable_attr(mro: list[ClassFacts], attr: str, project: Project

@@ -10,6 +10,7 @@ in."""
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Callable, Iterable, Optional
 
@@ -620,8 +621,16 @@ def _cache_reaching_names(every: list[FileFacts]) -> set[str]:
     names = {h.name for f in every for h in f.module_handles}
     names |= {h.filled_by.rpartition(".")[2] for f in every for h in f.module_handles
               if h.filled_by}
-    # a helper class keeping one in a class-level cache (`ZipReader.zip_bank`) is read by name
-    names |= {c.name for f in every for c in f.classes if c.class_caches}
+    # a helper class keeping one in a class-level cache (`ZipReader.zip_bank`) is read by name,
+    # or through a variable or function naming it (`_READERS = {"zip": ZipReader}`)
+    caching = {c.name for f in every for c in f.classes if c.class_caches}
+    if caching:
+        names |= caching
+        names |= {n for f in every for n, refs in f.module_vars
+                  if any(r.target.rsplit(".", 1)[-1] in caching for r in refs)}
+        names |= {fn.name for f in every for fn in f.functions
+                  if any(r.kind == "name" and r.target.rsplit(".", 1)[-1] in caching
+                         for r in fn.returns)}
     functions = [fn for f in every for fn in f.functions if fn.globals_read]
     changed = bool(functions)
     while changed:
@@ -664,16 +673,30 @@ def _interesting_modules(all_facts: Iterable[FileFacts]) -> tuple[set[str], set[
 def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[str],
                                      by_module: dict[str, str], imported_by: ImportedBy
                                      ) -> set[str]:
-    """A dataset file importing from a handle file: the handle may be a module-level one."""
+    """A dataset file importing from a handle file: the handle may be a module-level one.
+    A handle file a package of its folder re-exports (`from .file_readers import
+    build_file_reader` in datasets/, file_readers/__init__.py importing `.zip_reader`) may
+    hold a helper class's cache: it and the package, whose names then decide (not the
+    importer itself: it may name only what holds nothing)."""
     handle_modules = {m: p for m, p in by_module.items() if p in handle_only}
     if not handle_modules:
         return set()
     found: set[str] = set()
     for path in dataset_only:
+        folder = os.path.dirname(path)
         for imported in imported_by(path):
             target = _module_file(imported, handle_modules)
             if target is not None:
                 found |= {path, target}
+                continue
+            package = by_module.get(imported, "")
+            if not folder or os.path.basename(package) != "__init__.py" \
+                    or os.path.dirname(os.path.dirname(package)) != folder:
+                continue
+            for inner in imported_by(package):
+                target = _module_file(inner, handle_modules)
+                if target is not None:
+                    found |= {package, target}
     return found
 
 
