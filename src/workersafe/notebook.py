@@ -103,7 +103,10 @@ def load(raw: bytes, validate: bool = True) -> Notebook:
         for number, lines in cells.items():
             error = _cell_error("".join(lines))
             if error is not None:
-                errors[number] = error
+                if _cell_error(_without_leading_indent(lines)) is None:
+                    error = None  # IPython runs it (below): left out, its columns would move
+                else:
+                    errors[number] = error
                 cells[number] = [_mask(line, masked, indent=False) for line in lines]
         code = _joined(cells, errors)
     return Notebook(raw, data, code, masked)
@@ -118,6 +121,16 @@ def _joined(cells: Mapping[int, list[str]],
             number, *error[:2], " ".join(error[2].split())))
         out.extend(lines)
     return "".join(out)
+
+
+def _without_leading_indent(lines: list[str]) -> str:
+    """The cell as IPython runs it when its first line is indented (` x.shape`): that
+    indentation removed from every line starting with it (IPython's `leading_indent`)."""
+    first = lines[0] if lines else ""
+    space = first[: len(first) - len(first.lstrip(" \t"))]
+    if not space:
+        return "".join(lines)
+    return "".join(line[len(space):] if line.startswith(space) else line for line in lines)
 
 
 def _cell_error(text: str) -> Optional[tuple[int, int, str]]:
