@@ -90,11 +90,21 @@ class Hierarchy(Names):
     def _kept_param(self, cls: ClassFacts, attr: str) -> Optional[tuple[ClassFacts, str]]:
         """The class whose `__init__` `cls` runs and its parameter ("<class>.__init__#<index>#
         <name>") kept as `self.<attr>`; None when no parameter is kept there."""
-        init_owner = next((m for m in self.mro(cls) if m.method("__init__") is not None), None)
-        if init_owner is None:
+        owners = [m for m in self.mro(cls) if m.method("__init__") is not None]
+        if not owners:
             return None
+        init_owner = owners[0]
         params = init_owner.init_params
         param = next((p for p, a in init_owner.param_attrs if a == attr and p in params), None)
+        if param is None and len(owners) > 1 and init_owner.base_init is not None:
+            # kept by the base's `__init__`, given this one's parameter as it is
+            # (`super().__init__(dataset=dataset)`, the base keeping `self._dataset = dataset`)
+            base = owners[1]
+            kept = next((p for p, a in base.param_attrs
+                         if a == attr and p in base.init_params), None)
+            slots = {kept, f"#{base.init_params.index(kept)}"} if kept is not None else set()
+            source = next((src for slot, src in init_owner.base_init.args if slot in slots), "")
+            param = source[2:] if source.startswith("p:") and source[2:] in params else None
         if param is None:
             return None
         return init_owner, f"{init_owner.qualname}.__init__#{params.index(param)}#{param}"
