@@ -688,6 +688,9 @@ class FactWalker:
         state = self.state
         cls, method = state.current_class(), state.current_method()
         attr = self_attr(receiver)
+        if attr is None and type(receiver) is ast.Subscript \
+                and not self.ev.is_identity(receiver.slice):  # `self.lmdbs[t].append(DS(p))`
+            attr = self_attr(receiver.value)
         for arg in call_args(node):
             handle = self.ev.handle_of(arg.value)
             if handle is not None:
