@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Optional
 
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
 from .facts import DatasetRef, FileFacts, LoaderCall
-from .prefilter import Prefilter, class_bases, import_lines, import_statements, words_pattern
+from .prefilter import ImportLines, Prefilter, class_bases, import_lines, words_pattern
 
 # The engine's parser: files → their facts (cached, maybe parallel).
 ParseMany = Callable[[list[SourceFile]], dict[str, FileFacts]]
@@ -37,7 +37,9 @@ class Selection:
         self.prefilter = prefilter
         self.by_path = by_path
         self.texts = texts  # may read a file left unread when asked for it (engine._Texts)
-        self.handle_files = {p for p, t in texts.items() if prefilter.mentions_handle(t)}
+        self._lines: dict[str, ImportLines] = {}  # `_import_lines`
+        self.handle_files = {p for p, t in texts.items()
+                             if prefilter.mentions_handle(t, self._import_lines(p))}
         self.handle_files |= _handle_subclass_files(texts, self.handle_files,
                                                     prefilter.registry.short_names())
         self.dataset_files = {p for p, t in texts.items() if prefilter.mentions_dataset(t)}
@@ -236,7 +238,7 @@ class Selection:
         self._names, self._below = {}, {}
         for read in list(self.texts):
             file = self.by_path[read]
-            for level, name, names in import_lines(self.texts[read]):
+            for level, name, names in self._import_lines(read):
                 module = module_of_import(file.module, file.is_package, level, name)
                 if names is None:  # `import a.b`: `a`, `a.b` and all below
                     parts = module.split(".")
@@ -252,11 +254,17 @@ class Selection:
     def _closure(self, seeds: set[str]) -> frozenset[str]:
         """`seeds` and the files importing one of them (`_spellings`), transitively."""
         closure, frontier = set(seeds), list(seeds)
+        # each group of importers is gone through once: all of it is in `closure` after
+        # (`b` is a run of most modules of a package `a.b`)
+        runs_seen: set[str] = set()
+        ends_seen: set[str] = set()
         while frontier:
             current = frontier.pop()
             runs, ends = self._spellings(current)
-            importers = [self._below.get(r, ()) for r in runs]
-            importers += [self._names.get(r, ()) for r in ends]
+            importers = [self._below.get(r, ()) for r in runs - runs_seen]
+            importers += [self._names.get(r, ()) for r in ends - ends_seen]
+            runs_seen |= runs
+            ends_seen |= ends
             for importer in (i for group in importers for i in group):
                 if importer in closure:
                     continue
@@ -288,8 +296,17 @@ class Selection:
 
     def _imported_by(self, path: str) -> set[str]:
         if path not in self._imports:
-            self._imports[path] = _imported_modules(self.texts[path], self.by_path[path])
+            file = self.by_path[path]
+            self._imports[path] = {module_of_import(file.module, file.is_package, level, name)
+                                   for level, name, _ in self._import_lines(path)}
         return self._imports[path]
+
+    def _import_lines(self, path: str) -> ImportLines:
+        """The import lines of a file read, found once (the prefilter and the rounds ask)."""
+        found = self._lines.get(path)
+        if found is None:
+            found = self._lines[path] = import_lines(self.texts[path])
+        return found
 
 
 def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
@@ -673,11 +690,6 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
             if target is not None:
                 found |= {path, target}
     return found
-
-
-def _imported_modules(text: str, file: SourceFile) -> set[str]:
-    return {module_of_import(file.module, file.is_package, level, name)
-            for level, name in import_statements(text)}
 
 
 def _import_chains(starts: set[str], targets: set[str], imported_by: ImportedBy,
