@@ -47,6 +47,7 @@ class Selection:
         self._imports: dict[str, set[str]] = {}
         # (name, defining file, only returned) searched by the callers' round (`_caller_names`)
         self._callers_searched: set[tuple[str, str, bool]] = set()
+        self._calls: dict[str, _Calls] = {}  # each parsed file's, for `_caller_names`
         self._reach: dict[str, frozenset[str]] = {}  # `_reachers`
         # from the import lines of the files read (`_index_imports`; how many were read): a
         # module → the files importing names from it (`from a.b import f`: a.b); a module →
@@ -182,7 +183,7 @@ class Selection:
         A function returning its parameter (`wrap(ds)`) matters only where what it returns
         meets a dataset or a loader: in a file naming one (`dataset_names`: the class graph's);
         elsewhere the value goes on to a callable or a factory another round follows."""
-        names = _caller_names(facts, loader_names) - self._callers_searched
+        names = _caller_names(facts, loader_names, self._calls) - self._callers_searched
         self._callers_searched |= names
         pattern = words_pattern({name for name, _, _ in names})
         if pattern is None:
@@ -453,8 +454,8 @@ def _loader_of_parameter(text: str) -> bool:
                for match in _LOADER_SELF_ARG.finditer(text))
 
 
-def _caller_names(facts: dict[str, FileFacts], loader_names: set[str]
-                  ) -> set[tuple[str, str, bool]]:
+def _caller_names(facts: dict[str, FileFacts], loader_names: set[str],
+                  calls: Optional[dict[str, _Calls]] = None) -> set[tuple[str, str, bool]]:
     """(name, the file defining it, only returned) for the callables whose callers the linker
     needs: the functions (and methods: "" for the file, they are called on objects from
     anywhere) whose parameter reaches a loader's dataset or is returned (then True), and the
@@ -473,29 +474,37 @@ def _caller_names(facts: dict[str, FileFacts], loader_names: set[str]
     for path, f in facts.items():
         for cls in f.classes:
             homes.setdefault(cls.qualname, set()).add(path)
-    found |= {(_short(name), home, False) for name in _keeping_classes(facts.values(), loader_names)
+    calls = {} if calls is None else calls
+    for path, f in facts.items():
+        if path not in calls:
+            calls[path] = _Calls(f)
+    indexes = [calls[path] for path in facts]
+    found |= {(_short(name), home, False)
+              for name in _keeping_classes(facts.values(), loader_names, indexes)
               for home in homes[name]}
     return found
 
 
-def _keeping_classes(all_facts: Iterable[FileFacts], loader_names: set[str]) -> set[str]:
+def _keeping_classes(all_facts: Iterable[FileFacts], loader_names: set[str],
+                     calls: Optional[Iterable[_Calls]] = None) -> set[str]:
     """Qualified names of the classes whose `__init__` keeps a parameter as an attribute that
     reaches a loader's dataset: the dataset itself or an argument inside it, or an argument
     of a callable that may hand it to a loader (`_loader_callables`, this round's keeping
     classes included). Their constructions pass the dataset (`Trainer(ds)` for
-    `DataLoader(self.train_set)` or `make_loader(wrap(self.train_set))`)."""
+    `DataLoader(self.train_set)` or `make_loader(wrap(self.train_set))`). `calls`: each
+    file's `_Calls`, when kept from a round before."""
     every = list(all_facts)
+    indexes = list(calls) if calls is not None else [_Calls(f) for f in every]
     kept = {f"{c.qualname}.{attr}" for f in every for c in f.classes for _, attr in c.param_attrs}
     loaders = [loader for f in every for loader in _loaders(f, loader_names)]
     direct = _kept_refs((r for loader in loaders for r in loader.datasets), kept)
     # a call of a project DataLoader subclass (`FastLoader(self.train_set)`): each argument
     direct |= _kept_refs((r for loader in loaders for a in loader.args for r in a.refs), kept)
-    sites = [site for f in every for site in f.calls
-             if any(_kept_refs(a.refs, kept) for a in site.args)]
-    callables = _loader_callables(every, loader_names)
+    sites = [(callee, found) for index in indexes for callee, attrs in index.attr_sites
+             for found in [attrs & kept] if found]
+    callables = _loader_callables(every, loader_names, indexes)
     while True:
-        passed = {t for site in sites if _short(site.target) in callables
-                  for a in site.args for t in _kept_refs(a.refs, kept)}
+        passed = {t for callee, found in sites if callee in callables for t in found}
         classes = {target.rpartition(".")[0] for target in direct | passed}
         new = {_short(c) for c in classes} - callables
         if not new:
@@ -503,27 +512,47 @@ def _keeping_classes(all_facts: Iterable[FileFacts], loader_names: set[str]) -> 
         callables |= new  # `Outer(self.train_set)` where Outer keeps it in turn
 
 
-def _kept_refs(refs: Iterable[DatasetRef], kept: set[str]) -> set[str]:
-    """The kept attributes (`<class>.<attr>`) among `refs` and the arguments inside them
-    (`wrap(self.train_set)`, `ConcatDataset([self.a, self.b])`)."""
+class _Calls:
+    """What the callers' round reads of a file's call sites, found once (the rounds ask again
+    of every file parsed): (the callee's short name, the attributes its arguments read,
+    nested calls' arguments included) for each call reading one, and (callee, caller) for
+    each argument that is a parameter of the function making the call."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.attr_sites = tuple((_short(site.target), attrs) for site in facts.calls
+                                for attrs in [_attr_refs(r for a in site.args for r in a.refs)]
+                                if attrs)
+        self.passing = tuple((_short(site.target), _short(r.target.split("#")[0]))
+                             for site in facts.calls for a in site.args for r in a.refs
+                             if r.kind == "param")
+
+
+def _attr_refs(refs: Iterable[DatasetRef]) -> frozenset[str]:
+    """The attributes (`<class>.<attr>`) among `refs` and the arguments inside them."""
     found: set[str] = set()
     stack = list(refs)
     while stack:
         ref = stack.pop()
-        if ref.kind == "attr" and ref.target in kept:
+        if ref.kind == "attr":
             found.add(ref.target)
         stack.extend(r for a in ref.arg_refs for r in a.refs)
-    return found
+    return frozenset(found)
 
 
-def _loader_callables(every: list[FileFacts], loader_names: set[str]) -> set[str]:
+def _kept_refs(refs: Iterable[DatasetRef], kept: set[str]) -> set[str]:
+    """The kept attributes (`<class>.<attr>`) among `refs` and the arguments inside them
+    (`wrap(self.train_set)`, `ConcatDataset([self.a, self.b])`)."""
+    return set(_attr_refs(refs) & kept)
+
+
+def _loader_callables(every: list[FileFacts], loader_names: set[str],
+                      calls: list[_Calls]) -> set[str]:
     """Short names of the callables that may hand an argument to a loader: the functions and
     methods with a parameter that a loader's dataset is (or builds), and the functions
     passing a parameter of theirs on to one of those, transitively."""
     names = {_short(r.target.split("#")[0]) for f in every for loader in _loaders(f, loader_names)
              for r in loader.datasets if r.kind in ("param", "built")}
-    passing = [(_short(site.target), _short(r.target.split("#")[0])) for f in every
-               for site in f.calls for a in site.args for r in a.refs if r.kind == "param"]
+    passing = [pair for index in calls for pair in index.passing]
     changed = True
     while changed:
         before = len(names)
