@@ -97,13 +97,14 @@ class Selection:
         wanted |= _dataset_files_importing_handles(
             dataset_files - handle_files, handle_files, by_module, self._imported_by)
         wanted |= {p for p in dataset_files - handle_files if _loader_of_parameter(texts[p])}
+        interesting_alone: dict[int, bool] = {}  # by id: `facts` holds every one while here
         while True:
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
                                       handle_files)
             pattern = words_pattern(_interesting_names(facts.values()))
             if pattern is not None:
                 wanted |= {p for p in dataset_files | handle_files if pattern.search(texts[p])}
-            modules, exported = _interesting_modules(facts.values())
+            modules, exported = _interesting_modules(facts.values(), interesting_alone)
             named = words_pattern(exported)
             if modules and named is not None:
                 wanted |= {p for p in dataset_files | handle_files
@@ -675,7 +676,8 @@ def _cache_reaching_names(every: list[FileFacts]) -> set[str]:
     return names
 
 
-def _interesting_modules(all_facts: Iterable[FileFacts]) -> tuple[set[str], set[str]]:
+def _interesting_modules(all_facts: Iterable[FileFacts],
+                         alone: Optional[dict[int, bool]] = None) -> tuple[set[str], set[str]]:
     """Modules defining a handle holder, a module handle or a factory, and modules that
     re-export one of those names (`from .remote import RemoteImages as Images`); and the
     names an importer can use them by: those names, their aliases (`Images`) and what those
@@ -683,7 +685,11 @@ def _interesting_modules(all_facts: Iterable[FileFacts]) -> tuple[set[str], set[
     `torch_geometric.data` re-exports `SQLiteDatabase`, and most files import it for `Data`)."""
     every = list(all_facts)
     names = _interesting_names(every)
-    modules = {f.module for f in every if f.module and _interesting_names([f])}
+    alone = {} if alone is None else alone  # a file's own verdict: asked again every round
+    for facts in every:
+        if id(facts) not in alone:
+            alone[id(facts)] = bool(_interesting_names([facts]))
+    modules = {f.module for f in every if f.module and alone[id(f)]}
     changed = True
     while changed:
         changed = False
