@@ -15,7 +15,7 @@ from .facts import FileFacts, Span
 from .findings import Finding
 from .link import Project
 from .noqa import NoqaFilter, file_is_ignored
-from .prefilter import Prefilter
+from .prefilter import Prefilter, forget_words
 from .rules import evaluate
 from .rules import may_find as may_find_in
 from .ruletable import UNREADABLE
@@ -228,7 +228,10 @@ class Engine:
                 nothing.add(len(parsed))
             return found
 
-        selection.complete(facts, parse_more, may_find)
+        try:
+            selection.complete(facts, parse_more, may_find)
+        finally:
+            forget_words()  # the texts' words, kept across the rounds: not past the run
         return facts, verdicts
 
     def _parse_many(self, files: list[SourceFile], texts: dict[str, str], stats: Stats
