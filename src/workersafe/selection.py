@@ -443,16 +443,20 @@ def _loader_of_parameter(text: str) -> bool:
     callers say what it is."""
     if "DataLoader(" not in text:
         return False
+    tried: set[str] = set()  # a test file builds many loaders of the same name
     for match in _LOADER_FIRST_ARG.finditer(text):
         name = match.group(1)
+        if name in tried:
+            continue
+        tried.add(name)
         if re.search(rf"def \w+\([^)]*\b{name}\b", text):
             return True
         # a loop variable over a parameter: `for ds in datasets:`, `for k, ds in d.items()`
         for loop in re.finditer(rf"\bfor\s+(?:\w+\s*,\s*)?{name}\s+in\s+(\w+)", text):
             if re.search(rf"def \w+\([^)]*\b{loop.group(1)}\b", text):
                 return True
-    return any(re.search(rf"self\.{match.group(1)}\s*=\s*\w+\s*$", text, re.M)
-               for match in _LOADER_SELF_ARG.finditer(text))
+    attrs = dict.fromkeys(match.group(1) for match in _LOADER_SELF_ARG.finditer(text))
+    return any(re.search(rf"self\.{attr}\s*=\s*\w+\s*$", text, re.M) for attr in attrs)
 
 
 def _caller_names(facts: dict[str, FileFacts], loader_names: set[str],
