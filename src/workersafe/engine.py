@@ -15,7 +15,7 @@ from .facts import FileFacts, Span
 from .findings import Finding
 from .link import Project
 from .noqa import NoqaFilter, file_is_ignored
-from .prefilter import Prefilter
+from .prefilter import Prefilter, forget_words
 from .rules import evaluate
 from .rules import may_find as may_find_in
 from .ruletable import UNREADABLE
@@ -214,15 +214,24 @@ class Engine:
             return self._parse_many(more, texts, stats)
 
         linked: list[tuple[int, Project]] = []  # the facts only grow: linked once per size
+        nothing: set[int] = set()  # sizes at which no class of any kind could make a finding
 
         def may_find(parsed: dict[str, FileFacts], every_class: bool) -> bool:
+            if len(parsed) in nothing:  # then neither can a dataset's
+                return False
             if not linked or linked[-1][0] != len(parsed):
                 good = [f for f in parsed.values() if not f.error]
                 linked[:] = [(len(parsed), Project(good, self.config.all_dataset_bases(),
                                                    self.config.start_methods(), self.registry))]
-            return may_find_in(linked[-1][1], self.registry, every_class)
+            found = may_find_in(linked[-1][1], self.registry, every_class)
+            if every_class and not found:
+                nothing.add(len(parsed))
+            return found
 
-        selection.complete(facts, parse_more, may_find)
+        try:
+            selection.complete(facts, parse_more, may_find)
+        finally:
+            forget_words()  # the texts' words, kept across the rounds: not past the run
         return facts, verdicts
 
     def _parse_many(self, files: list[SourceFile], texts: dict[str, str], stats: Stats

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from .frameworks import framework_loader_words
 from .registry import Registry
@@ -37,11 +37,14 @@ class Prefilter:
         """The words whose mention (ending an identifier) may make a dataset or a loader."""
         return DATASET_WORDS + self.extra_dataset_words
 
-    def mentions_handle(self, text: str) -> bool:
-        """The file imports a handle module and names one of its constructors."""
-        roots = imported_roots(text)
-        return any((root in roots or (root in text and _reexported(root).search(text)))
-                   and any(short in text for short in shorts)
+    def mentions_handle(self, text: str, imports: Optional[ImportLines] = None) -> bool:
+        """The file imports a handle module and names one of its constructors. `imports`:
+        the text's `import_lines`, when the caller has them."""
+        if imports is None:
+            imports = import_lines(text, names=False)
+        roots = {name.split(".", 1)[0] for level, name, _ in imports if not level and name}
+        roots |= _reexported_names(text)  # one scan for every root, not one per root
+        return any(root in roots and any(short in text for short in shorts)
                    for root, shorts in self._pairs)
 
     @cached_property
@@ -66,11 +69,16 @@ class Prefilter:
         return self.mentions_dataset(text) and self.mentions_handle(text)
 
 
-@lru_cache(maxsize=None)
-def _reexported(root: str) -> "re.Pattern[str]":
-    """`from .compat import lmdb`: the library imported by its own name from a module of the
-    project (re-exported there; the analysis reads it as the library)."""
-    return re.compile(r"from\s+\.+\w[\w.]*\s+import\s+\(?[\w\s,]*\b" + re.escape(root) + r"\b")
+# `from .compat import lmdb`: a library imported by its own name from a module of the project
+# (re-exported there; the analysis reads it as the library). Group 1: the names listed.
+_REEXPORT = re.compile(r"from\s+\.+\w[\w.]*\s+import\s+\(?([\w\s,]*)")
+
+
+def _reexported_names(text: str) -> set[str]:
+    """The words listed by the relative `from` imports of `text` (over lines, in parentheses)."""
+    if "from" not in text:
+        return set()
+    return {word for match in _REEXPORT.finditer(text) for word in _WORD.findall(match.group(1))}
 
 
 # `importlib.import_module("h5py")`, `__import__("lmdb")`, `optional_import("lmdb")`: a call
@@ -91,12 +99,14 @@ def import_statements(text: str) -> list[tuple[int, str]]:
     return [(level, name) for level, name, _ in import_lines(text, names=False)]
 
 
-def import_lines(text: str, names: bool = True
-                 ) -> list[tuple[int, str, Optional[tuple[str, ...]]]]:
+ImportLines = list[tuple[int, str, Optional[tuple[str, ...]]]]
+
+
+def import_lines(text: str, names: bool = True) -> ImportLines:
     """`import_statements` with the names each `from` import lists (which binds only those,
     where `import a.b` binds `a`, and through it what `a` holds): None for an `import` (or an
     import call), () when they are not all on the line (`from a import (`) or not asked for."""
-    found: list[tuple[int, str, Optional[tuple[str, ...]]]] = []
+    found: ImportLines = []
     position = text.find("import")
     while position != -1:
         start = text.rfind("\n", 0, position) + 1
@@ -167,7 +177,7 @@ def _words_pattern(names: frozenset[str]) -> "WordMatcher | None":
     return WordMatcher(names) if names else None
 
 
-_FEW = 32
+_FEW = 8
 
 
 class WordMatcher:
@@ -177,6 +187,7 @@ class WordMatcher:
 
     def __init__(self, names: frozenset[str]) -> None:
         self.words = frozenset(n for n in names if _WORD.fullmatch(n))
+        self.ascii_words = frozenset(n.encode() for n in self.words if n.isascii())
         others = sorted(names - self.words, key=lambda n: (-len(n), n))
         self.others = re.compile(r"\b(?:" + "|".join(map(re.escape, others)) + r")\b") \
             if others else None
@@ -186,13 +197,18 @@ class WordMatcher:
 
     def _absent(self, text: str) -> bool:
         """None of the names is in `text` (a cheap test for a few names; False: maybe)."""
-        return bool(self.few) and not any(name in text for name in self.few)
+        return bool(self.few) and text not in _WORDS and not any(name in text for name in self.few)
+
+    def _found_words(self, text: str) -> set[str]:
+        if text.isascii():  # most texts: their words split in C, as bytes
+            return {w.decode() for w in self.ascii_words & _words_of(text)}
+        return set(self.words & _words_of(text))
 
     def search(self, text: str) -> Optional[str]:
         """A name found in `text`, or None."""
         if self._absent(text):
             return None
-        found = self.words & _words_of(text)
+        found = self._found_words(text)
         if found:
             return min(found)
         match = self.others.search(text) if self.others is not None else None
@@ -202,15 +218,36 @@ class WordMatcher:
         """Every name found in `text`."""
         if self._absent(text):
             return set()
-        found = set(self.words & _words_of(text))
+        found = self._found_words(text)
         if self.others is not None:
             found.update(self.others.findall(text))
         return found
 
 
 _WORD = re.compile(r"\w+")
+# bytes other than ASCII letters, digits and `_` → a space: an ASCII text's `\w+` words are
+# then `bytes.split()`'s, several times faster than `_WORD.findall`
+_NOT_WORD = bytes(b if chr(b).isalnum() and b < 128 or b == ord("_") else ord(" ")
+                  for b in range(256))
+# text → its words (bytes for an ASCII text, else str): the closure's rounds ask for the same
+# texts again; emptied after each run (`forget_words`) and when it grows past `_WORDS_KEPT`
+_WORDS: dict[str, frozenset[Any]] = {}
+_WORDS_KEPT = 16384
 
 
-@lru_cache(maxsize=4096)  # the closure's rounds ask for the same texts again
-def _words_of(text: str) -> frozenset[str]:
-    return frozenset(_WORD.findall(text))
+def forget_words() -> None:
+    """Let the words of the texts of a run go (~15 MB for a tree of 1,300 files)."""
+    _WORDS.clear()
+
+
+def _words_of(text: str) -> frozenset[Any]:
+    found = _WORDS.get(text)
+    if found is None:
+        if len(_WORDS) >= _WORDS_KEPT:
+            _WORDS.clear()
+        if text.isascii():
+            found = frozenset(text.encode().translate(_NOT_WORD).split())
+        else:
+            found = frozenset(_WORD.findall(text))
+        _WORDS[text] = found
+    return found

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Optional
 
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
 from .facts import DatasetRef, FileFacts, LoaderCall
-from .prefilter import Prefilter, class_bases, import_lines, import_statements, words_pattern
+from .prefilter import ImportLines, Prefilter, class_bases, import_lines, words_pattern
 
 # The engine's parser: files → their facts (cached, maybe parallel).
 ParseMany = Callable[[list[SourceFile]], dict[str, FileFacts]]
@@ -38,7 +38,9 @@ class Selection:
         self.prefilter = prefilter
         self.by_path = by_path
         self.texts = texts  # may read a file left unread when asked for it (engine._Texts)
-        self.handle_files = {p for p, t in texts.items() if prefilter.mentions_handle(t)}
+        self._lines: dict[str, ImportLines] = {}  # `_import_lines`
+        self.handle_files = {p for p, t in texts.items()
+                             if prefilter.mentions_handle(t, self._import_lines(p))}
         self.handle_files |= _handle_subclass_files(texts, self.handle_files,
                                                     prefilter.registry.short_names())
         self.dataset_files = {p for p, t in texts.items() if prefilter.mentions_dataset(t)}
@@ -46,6 +48,7 @@ class Selection:
         self._imports: dict[str, set[str]] = {}
         # (name, defining file, only returned) searched by the callers' round (`_caller_names`)
         self._callers_searched: set[tuple[str, str, bool]] = set()
+        self._calls: dict[str, _Calls] = {}  # each parsed file's, for `_caller_names`
         self._reach: dict[str, frozenset[str]] = {}  # `_reachers`
         # from the import lines of the files read (`_index_imports`; how many were read): a
         # module → the files importing names from it (`from a.b import f`: a.b); a module →
@@ -95,13 +98,14 @@ class Selection:
         wanted |= _dataset_files_importing_handles(
             dataset_files - handle_files, handle_files, by_module, self._imported_by)
         wanted |= {p for p in dataset_files - handle_files if _loader_of_parameter(texts[p])}
+        interesting_alone: dict[int, bool] = {}  # by id: `facts` holds every one while here
         while True:
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
                                       handle_files)
             pattern = words_pattern(_interesting_names(facts.values()))
             if pattern is not None:
                 wanted |= {p for p in dataset_files | handle_files if pattern.search(texts[p])}
-            modules, exported = _interesting_modules(facts.values())
+            modules, exported = _interesting_modules(facts.values(), interesting_alone)
             named = words_pattern(exported)
             if modules and named is not None:
                 wanted |= {p for p in dataset_files | handle_files
@@ -181,7 +185,7 @@ class Selection:
         A function returning its parameter (`wrap(ds)`) matters only where what it returns
         meets a dataset or a loader: in a file naming one (`dataset_names`: the class graph's);
         elsewhere the value goes on to a callable or a factory another round follows."""
-        names = _caller_names(facts, loader_names) - self._callers_searched
+        names = _caller_names(facts, loader_names, self._calls) - self._callers_searched
         self._callers_searched |= names
         pattern = words_pattern({name for name, _, _ in names})
         if pattern is None:
@@ -237,7 +241,7 @@ class Selection:
         self._names, self._below = {}, {}
         for read in list(self.texts):
             file = self.by_path[read]
-            for level, name, names in import_lines(self.texts[read]):
+            for level, name, names in self._import_lines(read):
                 module = module_of_import(file.module, file.is_package, level, name)
                 if names is None:  # `import a.b`: `a`, `a.b` and all below
                     parts = module.split(".")
@@ -253,11 +257,17 @@ class Selection:
     def _closure(self, seeds: set[str]) -> frozenset[str]:
         """`seeds` and the files importing one of them (`_spellings`), transitively."""
         closure, frontier = set(seeds), list(seeds)
+        # each group of importers is gone through once: all of it is in `closure` after
+        # (`b` is a run of most modules of a package `a.b`)
+        runs_seen: set[str] = set()
+        ends_seen: set[str] = set()
         while frontier:
             current = frontier.pop()
             runs, ends = self._spellings(current)
-            importers = [self._below.get(r, ()) for r in runs]
-            importers += [self._names.get(r, ()) for r in ends]
+            importers = [self._below.get(r, ()) for r in runs - runs_seen]
+            importers += [self._names.get(r, ()) for r in ends - ends_seen]
+            runs_seen |= runs
+            ends_seen |= ends
             for importer in (i for group in importers for i in group):
                 if importer in closure:
                     continue
@@ -289,8 +299,17 @@ class Selection:
 
     def _imported_by(self, path: str) -> set[str]:
         if path not in self._imports:
-            self._imports[path] = _imported_modules(self.texts[path], self.by_path[path])
+            file = self.by_path[path]
+            self._imports[path] = {module_of_import(file.module, file.is_package, level, name)
+                                   for level, name, _ in self._import_lines(path)}
         return self._imports[path]
+
+    def _import_lines(self, path: str) -> ImportLines:
+        """The import lines of a file read, found once (the prefilter and the rounds ask)."""
+        found = self._lines.get(path)
+        if found is None:
+            found = self._lines[path] = import_lines(self.texts[path])
+        return found
 
 
 def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
@@ -425,20 +444,24 @@ def _loader_of_parameter(text: str) -> bool:
     callers say what it is."""
     if "DataLoader(" not in text:
         return False
+    tried: set[str] = set()  # a test file builds many loaders of the same name
     for match in _LOADER_FIRST_ARG.finditer(text):
         name = match.group(1)
+        if name in tried:
+            continue
+        tried.add(name)
         if re.search(rf"def \w+\([^)]*\b{name}\b", text):
             return True
         # a loop variable over a parameter: `for ds in datasets:`, `for k, ds in d.items()`
         for loop in re.finditer(rf"\bfor\s+(?:\w+\s*,\s*)?{name}\s+in\s+(\w+)", text):
             if re.search(rf"def \w+\([^)]*\b{loop.group(1)}\b", text):
                 return True
-    return any(re.search(rf"self\.{match.group(1)}\s*=\s*\w+\s*$", text, re.M)
-               for match in _LOADER_SELF_ARG.finditer(text))
+    attrs = dict.fromkeys(match.group(1) for match in _LOADER_SELF_ARG.finditer(text))
+    return any(re.search(rf"self\.{attr}\s*=\s*\w+\s*$", text, re.M) for attr in attrs)
 
 
-def _caller_names(facts: dict[str, FileFacts], loader_names: set[str]
-                  ) -> set[tuple[str, str, bool]]:
+def _caller_names(facts: dict[str, FileFacts], loader_names: set[str],
+                  calls: Optional[dict[str, _Calls]] = None) -> set[tuple[str, str, bool]]:
     """(name, the file defining it, only returned) for the callables whose callers the linker
     needs: the functions (and methods: "" for the file, they are called on objects from
     anywhere) whose parameter reaches a loader's dataset or is returned (then True), and the
@@ -457,29 +480,37 @@ def _caller_names(facts: dict[str, FileFacts], loader_names: set[str]
     for path, f in facts.items():
         for cls in f.classes:
             homes.setdefault(cls.qualname, set()).add(path)
-    found |= {(_short(name), home, False) for name in _keeping_classes(facts.values(), loader_names)
+    calls = {} if calls is None else calls
+    for path, f in facts.items():
+        if path not in calls:
+            calls[path] = _Calls(f)
+    indexes = [calls[path] for path in facts]
+    found |= {(_short(name), home, False)
+              for name in _keeping_classes(facts.values(), loader_names, indexes)
               for home in homes[name]}
     return found
 
 
-def _keeping_classes(all_facts: Iterable[FileFacts], loader_names: set[str]) -> set[str]:
+def _keeping_classes(all_facts: Iterable[FileFacts], loader_names: set[str],
+                     calls: Optional[Iterable[_Calls]] = None) -> set[str]:
     """Qualified names of the classes whose `__init__` keeps a parameter as an attribute that
     reaches a loader's dataset: the dataset itself or an argument inside it, or an argument
     of a callable that may hand it to a loader (`_loader_callables`, this round's keeping
     classes included). Their constructions pass the dataset (`Trainer(ds)` for
-    `DataLoader(self.train_set)` or `make_loader(wrap(self.train_set))`)."""
+    `DataLoader(self.train_set)` or `make_loader(wrap(self.train_set))`). `calls`: each
+    file's `_Calls`, when kept from a round before."""
     every = list(all_facts)
+    indexes = list(calls) if calls is not None else [_Calls(f) for f in every]
     kept = {f"{c.qualname}.{attr}" for f in every for c in f.classes for _, attr in c.param_attrs}
     loaders = [loader for f in every for loader in _loaders(f, loader_names)]
     direct = _kept_refs((r for loader in loaders for r in loader.datasets), kept)
     # a call of a project DataLoader subclass (`FastLoader(self.train_set)`): each argument
     direct |= _kept_refs((r for loader in loaders for a in loader.args for r in a.refs), kept)
-    sites = [site for f in every for site in f.calls
-             if any(_kept_refs(a.refs, kept) for a in site.args)]
-    callables = _loader_callables(every, loader_names)
+    sites = [(callee, found) for index in indexes for callee, attrs in index.attr_sites
+             for found in [attrs & kept] if found]
+    callables = _loader_callables(every, loader_names, indexes)
     while True:
-        passed = {t for site in sites if _short(site.target) in callables
-                  for a in site.args for t in _kept_refs(a.refs, kept)}
+        passed = {t for callee, found in sites if callee in callables for t in found}
         classes = {target.rpartition(".")[0] for target in direct | passed}
         new = {_short(c) for c in classes} - callables
         if not new:
@@ -487,27 +518,47 @@ def _keeping_classes(all_facts: Iterable[FileFacts], loader_names: set[str]) -> 
         callables |= new  # `Outer(self.train_set)` where Outer keeps it in turn
 
 
-def _kept_refs(refs: Iterable[DatasetRef], kept: set[str]) -> set[str]:
-    """The kept attributes (`<class>.<attr>`) among `refs` and the arguments inside them
-    (`wrap(self.train_set)`, `ConcatDataset([self.a, self.b])`)."""
+class _Calls:
+    """What the callers' round reads of a file's call sites, found once (the rounds ask again
+    of every file parsed): (the callee's short name, the attributes its arguments read,
+    nested calls' arguments included) for each call reading one, and (callee, caller) for
+    each argument that is a parameter of the function making the call."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.attr_sites = tuple((_short(site.target), attrs) for site in facts.calls
+                                for attrs in [_attr_refs(r for a in site.args for r in a.refs)]
+                                if attrs)
+        self.passing = tuple((_short(site.target), _short(r.target.split("#")[0]))
+                             for site in facts.calls for a in site.args for r in a.refs
+                             if r.kind == "param")
+
+
+def _attr_refs(refs: Iterable[DatasetRef]) -> frozenset[str]:
+    """The attributes (`<class>.<attr>`) among `refs` and the arguments inside them."""
     found: set[str] = set()
     stack = list(refs)
     while stack:
         ref = stack.pop()
-        if ref.kind == "attr" and ref.target in kept:
+        if ref.kind == "attr":
             found.add(ref.target)
         stack.extend(r for a in ref.arg_refs for r in a.refs)
-    return found
+    return frozenset(found)
 
 
-def _loader_callables(every: list[FileFacts], loader_names: set[str]) -> set[str]:
+def _kept_refs(refs: Iterable[DatasetRef], kept: set[str]) -> set[str]:
+    """The kept attributes (`<class>.<attr>`) among `refs` and the arguments inside them
+    (`wrap(self.train_set)`, `ConcatDataset([self.a, self.b])`)."""
+    return set(_attr_refs(refs) & kept)
+
+
+def _loader_callables(every: list[FileFacts], loader_names: set[str],
+                      calls: list[_Calls]) -> set[str]:
     """Short names of the callables that may hand an argument to a loader: the functions and
     methods with a parameter that a loader's dataset is (or builds), and the functions
     passing a parameter of theirs on to one of those, transitively."""
     names = {_short(r.target.split("#")[0]) for f in every for loader in _loaders(f, loader_names)
              for r in loader.datasets if r.kind in ("param", "built")}
-    passing = [(_short(site.target), _short(r.target.split("#")[0])) for f in every
-               for site in f.calls for a in site.args for r in a.refs if r.kind == "param"]
+    passing = [pair for index in calls for pair in index.passing]
     changed = True
     while changed:
         before = len(names)
@@ -640,7 +691,8 @@ def _cache_reaching_names(every: list[FileFacts]) -> set[str]:
     return names
 
 
-def _interesting_modules(all_facts: Iterable[FileFacts]) -> tuple[set[str], set[str]]:
+def _interesting_modules(all_facts: Iterable[FileFacts],
+                         alone: Optional[dict[int, bool]] = None) -> tuple[set[str], set[str]]:
     """Modules defining a handle holder, a module handle or a factory, and modules that
     re-export one of those names (`from .remote import RemoteImages as Images`); and the
     names an importer can use them by: those names, their aliases (`Images`) and what those
@@ -648,7 +700,11 @@ def _interesting_modules(all_facts: Iterable[FileFacts]) -> tuple[set[str], set[
     `torch_geometric.data` re-exports `SQLiteDatabase`, and most files import it for `Data`)."""
     every = list(all_facts)
     names = _interesting_names(every)
-    modules = {f.module for f in every if f.module and _interesting_names([f])}
+    alone = {} if alone is None else alone  # a file's own verdict: asked again every round
+    for facts in every:
+        if id(facts) not in alone:
+            alone[id(facts)] = bool(_interesting_names([facts]))
+    modules = {f.module for f in every if f.module and alone[id(f)]}
     changed = True
     while changed:
         changed = False
@@ -698,11 +754,6 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
                 if target is not None:
                     found |= {package, target}
     return found
-
-
-def _imported_modules(text: str, file: SourceFile) -> set[str]:
-    return {module_of_import(file.module, file.is_package, level, name)
-            for level, name in import_statements(text)}
 
 
 def _import_chains(starts: set[str], targets: set[str], imported_by: ImportedBy,
