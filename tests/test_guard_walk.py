@@ -271,6 +271,27 @@ def test_the_script_runs_as_python_would_run_it(tmp_path: Path) -> None:
     assert failed.stderr.rstrip().endswith("ValueError: boom")
 
 
+def test_argv_and_sys_path_are_as_python_gives_them(tmp_path: Path) -> None:
+    """A relative script path through a symbolic link: `sys.argv[0]` as typed (not made
+    absolute), `sys.path[0]` the folder of the real file, `__main__`'s attributes."""
+    pytest.importorskip("torch")
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "helper_mod.py").write_text("VALUE = 7\n")
+    (real / "script.py").write_text(
+        "import sys, helper_mod\n"
+        "print(sys.argv, sys.path[0], __file__, __package__, __spec__,\n"
+        "      type(__loader__).__name__, helper_mod.VALUE)\n")
+    (tmp_path / "link.py").symlink_to(real / "script.py")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    outputs = [subprocess.run([*prefix, "link.py", "-x", "--", "1"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120, check=True).stdout
+               for prefix in ([sys.executable],
+                              [sys.executable, "-m", "workersafe", "guard", "--"])]
+    assert outputs[0].startswith("['link.py', '-x', '--', '1'] " + str(real)), outputs[0]
+    assert outputs[1] == outputs[0]
+
+
 class HolderOfHolder:
     """A holder object rebuilt by the opener the worker_init_fn calls: everything under the
     attribute is new in each worker."""

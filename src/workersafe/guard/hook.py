@@ -17,7 +17,7 @@ from typing import IO, Any, Callable, Optional
 from .report import GuardFinding
 from .table import TypeTable
 from .walk import DEFAULT_BUDGET, Hit, walk
-from .where import set_at, shown
+from .where import UNSEEN, Static, shown, static_info
 
 FORMATS = ("text", "json")
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -74,10 +74,11 @@ class Guard:
             return []
         method = start_method(loader)
         pickled = method != "fork"
-        roots: list[tuple[Any, str]] = [(loader.dataset, "loader.dataset")]
-        if pickled:
-            roots += [(loader.collate_fn, "loader.collate_fn"),
-                      (loader.worker_init_fn, "loader.worker_init_fn")]
+        # what runs in the workers: the dataset, the collate function (a callable object
+        # holding a session, under fork too) and the worker_init_fn
+        roots: list[tuple[Any, str]] = [(loader.dataset, "loader.dataset"),
+                                        (loader.collate_fn, "loader.collate_fn"),
+                                        (loader.worker_init_fn, "loader.worker_init_fn")]
         try:
             result = walk(roots, self.table, pickled=pickled,
                           worker_init_fn=None if pickled else loader.worker_init_fn,
@@ -94,15 +95,17 @@ class Guard:
         return [self._finding(hit, workers, method, site) for hit in result.hits]
 
     def _finding(self, hit: Hit, workers: int, method: str, site: str) -> GuardFinding:
-        where = None
+        static: Optional[Static] = None  # None: not looked up (a plain object; `static=False`)
         if self.static and hit.match is not None:
             module = hit.path.rsplit(".", 1)[0] if hit.where == "module" else ""
-            where = set_at(hit.holder_type, module, hit.attr)
+            static = static_info(hit.holder_type, module, hit.attr)
+        known = static or UNSEEN
         return GuardFinding(
             code=hit.code, path=hit.path, handle=hit.match.row.name if hit.match else "",
             type_name=hit.type_name, derived=bool(hit.match and hit.match.derived),
             detail=hit.state.detail, workers=workers, start_method=method, loader=site,
-            set_at=where)
+            set_at=known.set_at, fix=None if static is None else
+            (True if known.fixable else known.note or False))
 
     def reset(self) -> None:
         """Forget what was reported (each finding is reported once per guard)."""

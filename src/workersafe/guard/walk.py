@@ -6,6 +6,7 @@ or a `str` costs one type test. Pure Python: no torch here."""
 
 from __future__ import annotations
 
+import collections
 import functools
 import io
 import os
@@ -134,6 +135,8 @@ class _Walk:
                 self.mapping(obj, path, owners, where)
             elif kind is set or kind is frozenset:
                 self.sequence(list(obj), path + "{}", owners, where, indexed=False)
+            elif kind is collections.deque:  # a pool of connections handed out in turn
+                self.sequence(list(obj), path, owners, where)
             elif kind is types.MethodType or (kind is types.BuiltinMethodType and not
                                               isinstance(obj.__self__, types.ModuleType)):
                 # a bound method keeps its object alive (`self.fetch = session.get`)
@@ -196,6 +199,11 @@ class _Walk:
                     value = getattr(obj, name, _MISSING)
                     if value is not _MISSING:
                         state[name] = value
+        if not self.pickled and kind not in self.classes_seen:
+            # pushed first, so popped last: an object both held and global is named by its
+            # attribute path
+            self.classes_seen.add(kind)
+            self.class_level(kind, path)
         if isinstance(state, dict):
             atomic = ATOMIC
             self.items += len(state)
@@ -204,9 +212,6 @@ class _Walk:
                     self.push(value, f"{path}.{name}", (*owners, (kind, str(name))), where)
         elif state is not None:
             self.push(state, path, owners, where)
-        if not self.pickled and kind not in self.classes_seen:
-            self.classes_seen.add(kind)
-            self.class_level(kind, path)
 
     def class_level(self, kind: type, path: str) -> None:
         """Under fork, the class body's handles and the module globals the class's methods
@@ -227,6 +232,8 @@ class _Walk:
         row = found.row
         state = probe(row.runtime_probe, obj)
         name = type_name(type(obj))
+        if name.startswith("builtins.") and found.name:
+            name = found.name  # lmdb's C types: `lmdb.Environment`, not `builtins.Environment`
         if self.pickled:
             if not row.picklable:  # pickling it fails, open or closed
                 self.hits.append(_hit("WS201", path, where, name, found, state, owners))
