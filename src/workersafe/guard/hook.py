@@ -42,15 +42,15 @@ def start_method(loader: Any) -> str:
     return str(multiprocessing.get_start_method())
 
 
-def _loader_site() -> str:
+def _loader_site() -> tuple[str, int]:
     """The first frame outside torch and the guard: where the loop over the loader is."""
     frame: Optional[FrameType] = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
         if not name.startswith(_HERE) and f"{os.sep}torch{os.sep}" not in name:
-            return f"{shown(name)}:{frame.f_lineno}"
+            return name, frame.f_lineno
         frame = frame.f_back
-    return "?"
+    return "?", 0
 
 
 @dataclass
@@ -94,16 +94,19 @@ class Guard:
         site = _loader_site()
         return [self._finding(hit, workers, method, site) for hit in result.hits]
 
-    def _finding(self, hit: Hit, workers: int, method: str, site: str) -> GuardFinding:
+    def _finding(self, hit: Hit, workers: int, method: str, site: tuple[str, int]
+                 ) -> GuardFinding:
         static: Optional[Static] = None  # None: not looked up (a plain object; `static=False`)
         if self.static and hit.match is not None:
             module = hit.path.rsplit(".", 1)[0] if hit.where == "module" else ""
-            static = static_info(hit.holder_type, module, hit.attr)
+            # the class's file linked with the loader's: confirmed codes, the loader wired
+            static = static_info(hit.holder_type, module, hit.attr, site[0])
         known = static or UNSEEN
         return GuardFinding(
             code=hit.code, path=hit.path, handle=hit.match.row.name if hit.match else "",
             type_name=hit.type_name, derived=bool(hit.match and hit.match.derived),
-            detail=hit.state.detail, workers=workers, start_method=method, loader=site,
+            detail=hit.state.detail, workers=workers, start_method=method,
+            loader=f"{shown(site[0])}:{site[1]}" if site[1] else site[0],
             set_at=known.set_at, fix=None if static is None else
             (True if known.fixable else known.note or False))
 

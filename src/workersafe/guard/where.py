@@ -26,14 +26,15 @@ UNSEEN = Static(None, False)
 
 
 @functools.lru_cache(maxsize=64)
-def _analysis(path: str) -> tuple[tuple[Finding, ...], dict[FindingKey, str]]:
-    """The file's findings, and for each the fixer's verdict ("" fixed, else why not)."""
+def _analysis(paths: tuple[str, ...]) -> tuple[tuple[Finding, ...], dict[FindingKey, str]]:
+    """The files' findings (linked), and for each the fixer's verdict ("" fixed, else why
+    not)."""
     from ..config import Config
     from ..engine import Engine
 
     try:
         engine = Engine(Config(), jobs=1)
-        result = engine.check_paths([path])
+        result = engine.check_paths(list(paths))
     except Exception:  # noqa: BLE001 - a courtesy: never fail the guard over it
         return (), {}
     verdicts: dict[FindingKey, str] = {}
@@ -61,9 +62,11 @@ def shown(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def static_info(holder: Optional[type], module: str, attr: str) -> Static:
+def static_info(holder: Optional[type], module: str, attr: str, loader_file: str = ""
+                ) -> Static:
     """The statement the engine reports for `attr` of `holder` (or for the module global
-    `attr` of `module`) and the fixer's verdict on it; `UNSEEN` when the engine reports none."""
+    `attr` of `module`) and the fixer's verdict on it; `UNSEEN` when the engine reports none.
+    The class's file is linked with `loader_file` (where the loader started), if another."""
     if not attr:
         return UNSEEN
     try:
@@ -76,8 +79,14 @@ def static_info(holder: Optional[type], module: str, attr: str) -> Static:
     if not path or not os.path.isfile(path):
         return UNSEEN
     qualname = holder.__qualname__ if holder is not None else ""
-    findings, verdicts = _analysis(os.path.abspath(path))
+    path = os.path.abspath(path)
+    paths = [path]
+    if loader_file and os.path.isfile(loader_file) and os.path.abspath(loader_file) != path:
+        paths.append(os.path.abspath(loader_file))
+    findings, verdicts = _analysis(tuple(paths))
     for finding in findings:
+        if finding.path != path:
+            continue
         plan = finding.plan
         if plan is None or attr not in plan.holding_attrs:
             continue
