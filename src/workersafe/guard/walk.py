@@ -185,6 +185,11 @@ class _Walk:
             if reduce is not object.__reduce_ex__ or \
                     getattr(kind, "__reduce__", None) is not object.__reduce__:
                 return  # pickled its own way: the class decides what survives
+            if "<locals>" in kind.__qualname__:  # pickled by reference: a worker cannot find it
+                self.hits.append(_hit("WS201", path, where, type_name(kind), None,
+                                      State(True, "an object of a class defined in a function"),
+                                      owners))
+                return
             if _own_getstate(kind):
                 try:
                     state = obj.__getstate__()
