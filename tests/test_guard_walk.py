@@ -290,6 +290,12 @@ def test_argv_and_sys_path_are_as_python_gives_them(tmp_path: Path) -> None:
                               [sys.executable, "-m", "workersafe", "guard", "--"])]
     assert outputs[0].startswith("['link.py', '-x', '--', '1'] " + str(real)), outputs[0]
     assert outputs[1] == outputs[0]
+    (tmp_path / "broken.py").write_text("x = 1\ny = (\n")
+    errors = [subprocess.run([*prefix, "broken.py"], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=120) for prefix in (
+        [sys.executable], [sys.executable, "-m", "workersafe", "guard", "--"])]
+    assert [e.returncode for e in errors] == [1, 1]
+    assert errors[1].stderr == errors[0].stderr  # a syntax error: no frame of ours shown
 
 
 class HolderOfHolder:

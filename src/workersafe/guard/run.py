@@ -5,6 +5,7 @@ guard installed."""
 
 from __future__ import annotations
 
+import builtins
 import importlib.machinery
 import os
 import runpy
@@ -33,7 +34,7 @@ def _script_traceback(tb: Optional[TracebackType], script: str) -> Optional[Trac
     start = tb
     while start is not None and os.path.abspath(start.tb_frame.f_code.co_filename) != script:
         start = start.tb_next
-    return start or tb
+    return start
 
 
 def _is_zip(path: str) -> bool:
@@ -52,7 +53,7 @@ def _run_file(path: str) -> None:
     main = types.ModuleType("__main__")
     main.__dict__.update(__file__=path, __cached__=None, __package__=None, __spec__=None,
                          __loader__=importlib.machinery.SourceFileLoader("__main__", path),
-                         __builtins__=__builtins__)
+                         __builtins__=builtins)
     saved = sys.modules.get("__main__")
     sys.modules["__main__"] = main
     try:
