@@ -435,3 +435,38 @@ def test_tar_archives_and_sockets_open_and_closed(tmp_path: Path) -> None:
     left.close()
     right.close()
     assert found(Box(tar=tar, sock=left)) == set()
+
+
+STDIN_PROGRAM = '''\
+import workersafe.guard
+from torch.utils.data import DataLoader, Dataset
+
+workersafe.guard.install(strict=True, static=False)
+
+
+class Squares(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        return index * index
+
+
+loader = DataLoader(Squares(), batch_size=2, num_workers=1, multiprocessing_context="spawn")
+try:
+    next(iter(loader))
+except workersafe.guard.GuardError as exc:
+    print(exc)
+'''
+
+
+def test_a_class_of_a_main_with_no_file_will_not_reach_spawn_workers() -> None:
+    """A notebook's or `python -`'s `__main__` cannot be run again by a spawn worker, so its
+    classes do not unpickle there (the worker dies: "exited unexpectedly"): WS201, before."""
+    pytest.importorskip("torch")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    done = subprocess.run([sys.executable, "-"], input=STDIN_PROGRAM, env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    stopped = "stopped before any worker started: WS201 loader.dataset"
+    assert done.stdout.strip().endswith(stopped), done.stdout + done.stderr
+    assert "a class of a `__main__` with no file" in done.stderr

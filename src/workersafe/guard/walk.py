@@ -95,6 +95,7 @@ class _Walk:
         self.items = 0
         self.truncated = False
         self.pid = os.getpid()
+        self.main_file = _main_importable()
         # (object, path, owners, where); owners: the (class, attribute) pairs from the root
         # down to it (`loader.dataset.reader.envs[0]`: (Dataset, "reader"), (Reader, "envs"))
         self.stack: list[tuple[Any, str, Owners, Where]] = []
@@ -185,10 +186,13 @@ class _Walk:
             if reduce is not object.__reduce_ex__ or \
                     getattr(kind, "__reduce__", None) is not object.__reduce__:
                 return  # pickled its own way: the class decides what survives
-            if "<locals>" in kind.__qualname__:  # pickled by reference: a worker cannot find it
+            # pickled by reference (module and name): a worker that cannot find it fails
+            lost = "a class defined in a function" if "<locals>" in kind.__qualname__ else \
+                "a class of a `__main__` with no file (a notebook, `python -`)" if \
+                kind.__module__ == "__main__" and not self.main_file else ""
+            if lost:
                 self.hits.append(_hit("WS201", path, where, type_name(kind), None,
-                                      State(True, "an object of a class defined in a function"),
-                                      owners))
+                                      State(True, f"an object of {lost}"), owners))
                 return
             if _own_getstate(kind):
                 try:
@@ -295,6 +299,16 @@ def _slots(kind: type) -> tuple[str, ...]:
                 names.append(name)
     _SLOTS_CACHE[kind] = tuple(names)
     return _SLOTS_CACHE[kind]
+
+
+def _main_importable() -> bool:
+    """A spawn worker can run `__main__` again (a script's file, or `python -m` a module): the
+    classes defined there unpickle."""
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None):
+        return True
+    file = getattr(main, "__file__", None)
+    return isinstance(file, str) and os.path.isfile(file)
 
 
 def _own_getstate(kind: type) -> bool:
