@@ -10,6 +10,7 @@ import collections
 import functools
 import io
 import os
+import pickle
 import sys
 import threading
 import types
@@ -185,7 +186,8 @@ class _Walk:
             reduce = getattr(kind, "__reduce_ex__", None)
             if reduce is not object.__reduce_ex__ or \
                     getattr(kind, "__reduce__", None) is not object.__reduce__:
-                return  # pickled its own way: the class decides what survives
+                self.reduced(obj, kind, path, owners, where)  # pickled its own way
+                return
             # pickled by reference (module and name): a worker that cannot find it fails
             lost = "a class defined in a function" if "<locals>" in kind.__qualname__ else \
                 "a class of a `__main__` with no file (a notebook, `python -`)" if \
@@ -218,6 +220,30 @@ class _Walk:
             self.items += len(state)
             for name, value in reversed(list(state.items())):  # popped in attribute order
                 if type(value) not in atomic:
+                    self.push(value, f"{path}.{name}", (*owners, (kind, str(name))), where)
+        elif state is not None:
+            self.push(state, path, owners, where)
+
+    def reduced(self, obj: Any, kind: type, path: str, owners: Owners, where: Where) -> None:
+        """What the class's own `__reduce_ex__`/`__reduce__` gives pickling (a
+        `SimpleNamespace`: its attributes; a class reopening from its path: the path only),
+        walked as pickling will; raising there is pickling failing."""
+        try:
+            reduced = obj.__reduce_ex__(pickle.DEFAULT_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - what pickling will raise
+            self.hits.append(_hit("WS201", path, where, type_name(kind), None,
+                                  State(True, f"pickling it raises {type(exc).__name__}"),
+                                  owners))
+            return
+        if not isinstance(reduced, tuple):
+            return  # a global's name: pickled by reference
+        if len(reduced) > 1 and isinstance(reduced[1], tuple):
+            self.sequence(reduced[1], path, owners, where, indexed=False)
+        state = reduced[2] if len(reduced) > 2 else None
+        if isinstance(state, dict):
+            self.items += len(state)
+            for name, value in reversed(list(state.items())):
+                if type(value) not in ATOMIC:
                     self.push(value, f"{path}.{name}", (*owners, (kind, str(name))), where)
         elif state is not None:
             self.push(state, path, owners, where)
