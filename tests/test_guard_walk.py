@@ -271,6 +271,33 @@ def test_the_script_runs_as_python_would_run_it(tmp_path: Path) -> None:
     assert failed.stderr.rstrip().endswith("ValueError: boom")
 
 
+def test_argv_and_sys_path_are_as_python_gives_them(tmp_path: Path) -> None:
+    """A relative script path through a symbolic link: `sys.argv[0]` as typed (not made
+    absolute), `sys.path[0]` the folder of the real file, `__main__`'s attributes."""
+    pytest.importorskip("torch")
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "helper_mod.py").write_text("VALUE = 7\n")
+    (real / "script.py").write_text(
+        "import sys, helper_mod\n"
+        "print(sys.argv, sys.path[0], __file__, __package__, __spec__,\n"
+        "      type(__loader__).__name__, helper_mod.VALUE)\n")
+    (tmp_path / "link.py").symlink_to(real / "script.py")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    outputs = [subprocess.run([*prefix, "link.py", "-x", "--", "1"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120, check=True).stdout
+               for prefix in ([sys.executable],
+                              [sys.executable, "-m", "workersafe", "guard", "--"])]
+    assert outputs[0].startswith("['link.py', '-x', '--', '1'] " + str(real)), outputs[0]
+    assert outputs[1] == outputs[0]
+    (tmp_path / "broken.py").write_text("x = 1\ny = (\n")
+    errors = [subprocess.run([*prefix, "broken.py"], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=120) for prefix in (
+        [sys.executable], [sys.executable, "-m", "workersafe", "guard", "--"])]
+    assert [e.returncode for e in errors] == [1, 1]
+    assert errors[1].stderr == errors[0].stderr  # a syntax error: no frame of ours shown
+
+
 class HolderOfHolder:
     """A holder object rebuilt by the opener the worker_init_fn calls: everything under the
     attribute is new in each worker."""
@@ -408,3 +435,38 @@ def test_tar_archives_and_sockets_open_and_closed(tmp_path: Path) -> None:
     left.close()
     right.close()
     assert found(Box(tar=tar, sock=left)) == set()
+
+
+STDIN_PROGRAM = '''\
+import workersafe.guard
+from torch.utils.data import DataLoader, Dataset
+
+workersafe.guard.install(strict=True, static=False)
+
+
+class Squares(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        return index * index
+
+
+loader = DataLoader(Squares(), batch_size=2, num_workers=1, multiprocessing_context="spawn")
+try:
+    next(iter(loader))
+except workersafe.guard.GuardError as exc:
+    print(exc)
+'''
+
+
+def test_a_class_of_a_main_with_no_file_will_not_reach_spawn_workers() -> None:
+    """A notebook's or `python -`'s `__main__` cannot be run again by a spawn worker, so its
+    classes do not unpickle there (the worker dies: "exited unexpectedly"): WS201, before."""
+    pytest.importorskip("torch")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    done = subprocess.run([sys.executable, "-"], input=STDIN_PROGRAM, env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    stopped = "stopped before any worker started: WS201 loader.dataset"
+    assert done.stdout.strip().endswith(stopped), done.stdout + done.stderr
+    assert "a class of a `__main__` with no file" in done.stderr

@@ -56,9 +56,16 @@ def to_fix(path: Path) -> bool:
     return "# fix: yes" in path.read_text(encoding="utf-8")
 
 
+def not_fixable(path: Path) -> bool:
+    """`# fix: no`: the fixer refuses the case (or the linter does not see it), so the guard
+    must not promise `workersafe fix rewrites this`."""
+    return "# fix: no" in path.read_text(encoding="utf-8")
+
+
 EXPECTED = {path.stem: expectations(path) for path in CASES}
 CAUGHT = [p for p in CASES if any(EXPECTED[p.stem].values())]
 FIXED = [p for p in CASES if to_fix(p)]
+REFUSED = {p.stem for p in CASES if not_fixable(p)}
 
 
 def test_every_case_is_well_formed() -> None:
@@ -67,6 +74,7 @@ def test_every_case_is_well_formed() -> None:
     assert CAUGHT and len(CAUGHT) < len(CASES)
     for path in FIXED:
         assert path in CAUGHT, f"{path.name}: `# fix: yes` on a case expecting nothing"
+        assert path.stem not in REFUSED, f"{path.name}: both `# fix: yes` and `# fix: no`"
 
 
 class Runs:
@@ -170,7 +178,13 @@ def test_reported_once_and_the_program_goes_on(runs: Runs, context: str, case: s
             or "guard_driver.py" in finding["loader"]
         assert finding["path"] in finding["message"]
         if finding["code"] != "WS201" or finding["handle"]:
-            assert finding["handle"] and finding["fixable"]
+            assert finding["handle"]
+        # "`workersafe fix` rewrites this" only where the fixer does (planned in memory)
+        if case in {p.stem for p in FIXED}:
+            assert finding["fixable"], finding
+        elif case in REFUSED:
+            assert not finding["fixable"], finding
+            assert finding["not_fixable_because"] or finding["set_at"] is None, finding
     if not expected:
         assert result["error"] is None and result["samples"] > 0
 

@@ -35,6 +35,14 @@ def names_of(code: types.CodeType) -> frozenset[str]:
 
 
 @functools.lru_cache(maxsize=4096)
+def globals_of(code: types.CodeType) -> frozenset[str]:
+    """Global names the code (and the functions it defines) reads: not its attribute names
+    (`self.store` is no read of a global `store`)."""
+    return frozenset(str(ins.argval) for c in _codes(code) for ins in dis.get_instructions(c)
+                     if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
+
+
+@functools.lru_cache(maxsize=4096)
 def stores_of(code: types.CodeType) -> frozenset[str]:
     """Attributes the code assigns (`x.attr = ...`) and names it passes to `setattr`."""
     found = set()
@@ -208,10 +216,9 @@ def globals_read(kind: type) -> tuple[tuple[str, str], ...]:
     seen_pairs: set[tuple[str, str]] = set()
     while todo:
         code, namespace, module_name, depth = todo.pop()
-        names = names_of(code)
-        if names & PROCESS_NAMES:
+        if names_of(code) & PROCESS_NAMES:
             continue
-        for name in names:
+        for name in globals_of(code):
             if name not in namespace:
                 continue
             value = namespace[name]

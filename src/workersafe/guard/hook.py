@@ -17,7 +17,7 @@ from typing import IO, Any, Callable, Optional
 from .report import GuardFinding
 from .table import TypeTable
 from .walk import DEFAULT_BUDGET, Hit, walk
-from .where import set_at, shown
+from .where import UNSEEN, Static, shown, static_info
 
 FORMATS = ("text", "json")
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -42,15 +42,15 @@ def start_method(loader: Any) -> str:
     return str(multiprocessing.get_start_method())
 
 
-def _loader_site() -> str:
+def _loader_site() -> tuple[str, int]:
     """The first frame outside torch and the guard: where the loop over the loader is."""
     frame: Optional[FrameType] = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
         if not name.startswith(_HERE) and f"{os.sep}torch{os.sep}" not in name:
-            return f"{shown(name)}:{frame.f_lineno}"
+            return name, frame.f_lineno
         frame = frame.f_back
-    return "?"
+    return "?", 0
 
 
 @dataclass
@@ -74,10 +74,11 @@ class Guard:
             return []
         method = start_method(loader)
         pickled = method != "fork"
-        roots: list[tuple[Any, str]] = [(loader.dataset, "loader.dataset")]
-        if pickled:
-            roots += [(loader.collate_fn, "loader.collate_fn"),
-                      (loader.worker_init_fn, "loader.worker_init_fn")]
+        # what runs in the workers: the dataset, the collate function (a callable object
+        # holding a session, under fork too) and the worker_init_fn
+        roots: list[tuple[Any, str]] = [(loader.dataset, "loader.dataset"),
+                                        (loader.collate_fn, "loader.collate_fn"),
+                                        (loader.worker_init_fn, "loader.worker_init_fn")]
         try:
             result = walk(roots, self.table, pickled=pickled,
                           worker_init_fn=None if pickled else loader.worker_init_fn,
@@ -93,16 +94,21 @@ class Guard:
         site = _loader_site()
         return [self._finding(hit, workers, method, site) for hit in result.hits]
 
-    def _finding(self, hit: Hit, workers: int, method: str, site: str) -> GuardFinding:
-        where = None
+    def _finding(self, hit: Hit, workers: int, method: str, site: tuple[str, int]
+                 ) -> GuardFinding:
+        static: Optional[Static] = None  # None: not looked up (a plain object; `static=False`)
         if self.static and hit.match is not None:
             module = hit.path.rsplit(".", 1)[0] if hit.where == "module" else ""
-            where = set_at(hit.holder_type, module, hit.attr)
+            # the class's file linked with the loader's: confirmed codes, the loader wired
+            static = static_info(hit.holder_type, module, hit.attr, site[0])
+        known = static or UNSEEN
         return GuardFinding(
             code=hit.code, path=hit.path, handle=hit.match.row.name if hit.match else "",
             type_name=hit.type_name, derived=bool(hit.match and hit.match.derived),
-            detail=hit.state.detail, workers=workers, start_method=method, loader=site,
-            set_at=where)
+            detail=hit.state.detail, workers=workers, start_method=method,
+            loader=f"{shown(site[0])}:{site[1]}" if site[1] else site[0],
+            set_at=known.set_at, fix=None if static is None else
+            (True if known.fixable else known.note or False))
 
     def reset(self) -> None:
         """Forget what was reported (each finding is reported once per guard)."""

@@ -11,6 +11,7 @@ from typing import Any, Optional
 from ..ruletable import BY_CODE
 
 FIXABLE = "`workersafe fix` rewrites this"
+UNSEEN = "the linter does not see this statically: open it per worker by hand"
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,9 @@ class GuardFinding:
     start_method: str
     loader: str  # where the loader started: `train.py:42`
     set_at: Optional[str] = None  # `ds.py:12` when the static analysis of the file knows it
+    # the fixer's verdict on the statement at `set_at` (planned and verified in memory): True
+    # it rewrites it, a string why not, False the linter does not see it, None not asked
+    fix: "bool | str | None" = None
 
     @property
     def summary(self) -> str:
@@ -50,13 +54,29 @@ class GuardFinding:
                      f"start method {self.start_method})")
         if self.set_at:
             lines.append(f"    set at {self.set_at}")
-        lines.append(f"    {self.summary} {FIXABLE if self.fixable else ''}".rstrip())
+        lines.append(f"    {self.summary} {self.fix_text}".rstrip())
         return "\n".join(lines)
 
     @property
+    def fix_text(self) -> str:
+        if self.fixable:
+            return FIXABLE
+        if not self.handle or self.fix is None:
+            return ""
+        if isinstance(self.fix, str):
+            return f"`workersafe fix` cannot rewrite this: {self.fix}"
+        return f"({UNSEEN}, `workersafe rule {self.code}`)"
+
+    @property
     def fixable(self) -> bool:
+        """`workersafe fix` rewrites it: the fixer said so for the statement the linter
+        reports (not asked: the rule has a fix)."""
+        if not self.handle:
+            return False
+        if self.fix is not None:
+            return self.fix is True
         rule = BY_CODE.get(self.code)
-        return bool(rule and rule.fix and self.handle)
+        return bool(rule and rule.fix)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +84,7 @@ class GuardFinding:
             "type": self.type_name, "derived": self.derived, "detail": self.detail,
             "num_workers": self.workers, "start_method": self.start_method,
             "loader": self.loader, "set_at": self.set_at, "fixable": self.fixable,
+            "not_fixable_because": self.fix if isinstance(self.fix, str) else None,
             "message": self.text().splitlines()[0].removeprefix("workersafe guard: "),
         }
 

@@ -1,13 +1,17 @@
 """`workersafe guard -- SCRIPT [ARGS...]`: run SCRIPT as `__main__` exactly as
-`python SCRIPT ARGS` would (`sys.argv`, `sys.path[0]` the script's folder, its exit code,
-its traceback), with the guard installed."""
+`python SCRIPT ARGS` would (`sys.argv[0]` as typed, `sys.path[0]` the script's real folder
+(symbolic links resolved), `__main__`'s attributes, its exit code, its traceback), with the
+guard installed."""
 
 from __future__ import annotations
 
+import builtins
+import importlib.machinery
 import os
 import runpy
 import sys
 import traceback
+import types
 from types import TracebackType
 from typing import IO, Optional
 
@@ -30,7 +34,33 @@ def _script_traceback(tb: Optional[TracebackType], script: str) -> Optional[Trac
     start = tb
     while start is not None and os.path.abspath(start.tb_frame.f_code.co_filename) != script:
         start = start.tb_next
-    return start or tb
+    return start
+
+
+def _is_zip(path: str) -> bool:
+    import zipfile
+
+    return zipfile.is_zipfile(path)
+
+
+def _run_file(path: str) -> None:
+    """Run the file as `python` runs a script: a fresh `__main__` module (`__file__` absolute,
+    `__spec__` and `__package__` None, a source loader) in `sys.modules` while it runs;
+    `sys.argv` left as it is (runpy would set `sys.argv[0]` to the absolute path)."""
+    with open(path, "rb") as handle:
+        source = handle.read()
+    code = compile(source, path, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __cached__=None, __package__=None, __spec__=None,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", path),
+                         __builtins__=builtins)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
 
 
 def run_script(script: str, args: list[str], strict: bool = False, format: str = "text",
@@ -49,13 +79,19 @@ def run_script(script: str, args: list[str], strict: bool = False, format: str =
         return EXIT_ERROR
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [script, *args]
-    folder = os.path.dirname(path)
+    # python puts the folder of the script's real file first (a directory or zip archive with
+    # a `__main__.py`: itself)
+    folder = os.path.dirname(os.path.realpath(path)) if os.path.isfile(path) and \
+        not _is_zip(path) else path
     if sys.path:
         sys.path[0] = folder
     else:
         sys.path.insert(0, folder)
     try:
-        runpy.run_path(path, run_name="__main__")
+        if folder == path:
+            runpy.run_path(script, run_name="__main__")  # sets sys.argv[0] to what it is given
+        else:
+            _run_file(path)
         code = 0
     except SystemExit as exc:
         code = _exit_code(exc.code)

@@ -18,6 +18,7 @@ class Match:
 
     row: HandleType
     derived: bool
+    name: str = ""  # the registry's `module.Class` (a C type may call its module `builtins`)
 
 
 def resolve(name: str) -> Optional[type]:
@@ -55,7 +56,7 @@ class TypeTable:
         for name, (row, derived) in self.names.items():
             cls = resolve(name)
             if cls is not None:
-                classes.setdefault(cls, Match(row, derived))
+                classes.setdefault(cls, Match(row, derived, name))
         if classes.keys() != self._classes.keys():
             self._classes = classes
             self._by_type = {}

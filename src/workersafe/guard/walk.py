@@ -6,9 +6,11 @@ or a `str` costs one type test. Pure Python: no torch here."""
 
 from __future__ import annotations
 
+import collections
 import functools
 import io
 import os
+import pickle
 import sys
 import threading
 import types
@@ -94,6 +96,7 @@ class _Walk:
         self.items = 0
         self.truncated = False
         self.pid = os.getpid()
+        self.main_file = _main_importable()
         # (object, path, owners, where); owners: the (class, attribute) pairs from the root
         # down to it (`loader.dataset.reader.envs[0]`: (Dataset, "reader"), (Reader, "envs"))
         self.stack: list[tuple[Any, str, Owners, Where]] = []
@@ -134,6 +137,8 @@ class _Walk:
                 self.mapping(obj, path, owners, where)
             elif kind is set or kind is frozenset:
                 self.sequence(list(obj), path + "{}", owners, where, indexed=False)
+            elif kind is collections.deque:  # a pool of connections handed out in turn
+                self.sequence(list(obj), path, owners, where)
             elif kind is types.MethodType or (kind is types.BuiltinMethodType and not
                                               isinstance(obj.__self__, types.ModuleType)):
                 # a bound method keeps its object alive (`self.fetch = session.get`)
@@ -181,7 +186,16 @@ class _Walk:
             reduce = getattr(kind, "__reduce_ex__", None)
             if reduce is not object.__reduce_ex__ or \
                     getattr(kind, "__reduce__", None) is not object.__reduce__:
-                return  # pickled its own way: the class decides what survives
+                self.reduced(obj, kind, path, owners, where)  # pickled its own way
+                return
+            # pickled by reference (module and name): a worker that cannot find it fails
+            lost = "a class defined in a function" if "<locals>" in kind.__qualname__ else \
+                "a class of a `__main__` with no file (a notebook, `python -`)" if \
+                kind.__module__ == "__main__" and not self.main_file else ""
+            if lost:
+                self.hits.append(_hit("WS201", path, where, type_name(kind), None,
+                                      State(True, f"an object of {lost}"), owners))
+                return
             if _own_getstate(kind):
                 try:
                     state = obj.__getstate__()
@@ -196,6 +210,11 @@ class _Walk:
                     value = getattr(obj, name, _MISSING)
                     if value is not _MISSING:
                         state[name] = value
+        if not self.pickled and kind not in self.classes_seen:
+            # pushed first, so popped last: an object both held and global is named by its
+            # attribute path
+            self.classes_seen.add(kind)
+            self.class_level(kind, path)
         if isinstance(state, dict):
             atomic = ATOMIC
             self.items += len(state)
@@ -204,9 +223,30 @@ class _Walk:
                     self.push(value, f"{path}.{name}", (*owners, (kind, str(name))), where)
         elif state is not None:
             self.push(state, path, owners, where)
-        if not self.pickled and kind not in self.classes_seen:
-            self.classes_seen.add(kind)
-            self.class_level(kind, path)
+
+    def reduced(self, obj: Any, kind: type, path: str, owners: Owners, where: Where) -> None:
+        """What the class's own `__reduce_ex__`/`__reduce__` gives pickling (a
+        `SimpleNamespace`: its attributes; a class reopening from its path: the path only),
+        walked as pickling will; raising there is pickling failing."""
+        try:
+            reduced = obj.__reduce_ex__(pickle.DEFAULT_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - what pickling will raise
+            self.hits.append(_hit("WS201", path, where, type_name(kind), None,
+                                  State(True, f"pickling it raises {type(exc).__name__}"),
+                                  owners))
+            return
+        if not isinstance(reduced, tuple):
+            return  # a global's name: pickled by reference
+        if len(reduced) > 1 and isinstance(reduced[1], tuple):
+            self.sequence(reduced[1], path, owners, where, indexed=False)
+        state = reduced[2] if len(reduced) > 2 else None
+        if isinstance(state, dict):
+            self.items += len(state)
+            for name, value in reversed(list(state.items())):
+                if type(value) not in ATOMIC:
+                    self.push(value, f"{path}.{name}", (*owners, (kind, str(name))), where)
+        elif state is not None:
+            self.push(state, path, owners, where)
 
     def class_level(self, kind: type, path: str) -> None:
         """Under fork, the class body's handles and the module globals the class's methods
@@ -227,6 +267,8 @@ class _Walk:
         row = found.row
         state = probe(row.runtime_probe, obj)
         name = type_name(type(obj))
+        if name.startswith("builtins.") and found.name:
+            name = found.name  # lmdb's C types: `lmdb.Environment`, not `builtins.Environment`
         if self.pickled:
             if not row.picklable:  # pickling it fails, open or closed
                 self.hits.append(_hit("WS201", path, where, name, found, state, owners))
@@ -283,6 +325,16 @@ def _slots(kind: type) -> tuple[str, ...]:
                 names.append(name)
     _SLOTS_CACHE[kind] = tuple(names)
     return _SLOTS_CACHE[kind]
+
+
+def _main_importable() -> bool:
+    """A spawn worker can run `__main__` again (a script's file, or `python -m` a module): the
+    classes defined there unpickle."""
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None):
+        return True
+    file = getattr(main, "__file__", None)
+    return isinstance(file, str) and os.path.isfile(file)
 
 
 def _own_getstate(kind: type) -> bool:
