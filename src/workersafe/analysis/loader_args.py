@@ -15,7 +15,7 @@ from ..facts import DatasetRef, LoaderCall
 from ..frameworks import FrameworkLoader
 from ..torchnames import PARTIAL
 from .values import (
-    Evaluator, bool_value, call_args, dict_literal, int_value, is_name, is_none, self_attr,
+    Evaluator, bool_value, dict_literal, int_value, is_name, is_none, self_attr,
     string,
 )
 
@@ -97,7 +97,7 @@ def loader_arguments(call: ast.Call, ev: Evaluator,
     arguments past `positional` are `<rest>#<index>` when `rest` names them."""
     args: dict[str, ast.expr] = {}
     position = 0
-    for arg in call_args(call):
+    for arg in ev.args(call):
         if arg.star == "**":
             args.update(_kwargs_of(arg.value, ev, workers))
         elif arg.star:
@@ -156,7 +156,7 @@ def read_context(node: Optional[ast.expr], ev: Evaluator) -> str:
 def worker_init_names(node: ast.expr, ev: Evaluator) -> tuple[str, ...]:
     """`fn`, or `partial(fn, ..., previous=other)` → every function that will run."""
     if type(node) is ast.Call and ev.state.q(node.func) in PARTIAL:
-        args = call_args(node)
+        args = ev.args(node)
         if args:
             names = worker_init_names(args[0].value, ev)
             for arg in args[1:]:  # chained functions: partial(fn, previous=seed)

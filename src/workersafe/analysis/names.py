@@ -11,6 +11,11 @@ from ..torchnames import TORCH_DATA, TORCH_STAR_NAMES
 
 def dotted(node: ast.AST) -> Optional[str]:
     """`a.b.c` → "a.b.c"; `Dataset[int]` → "Dataset"; anything else → None."""
+    kind = type(node)
+    if kind is ast.Name:  # (most callees: `f`, `mod.f`)
+        return node.id  # type: ignore[attr-defined, no-any-return]
+    if kind is ast.Attribute and type(node.value) is ast.Name:  # type: ignore[attr-defined]
+        return f"{node.value.id}.{node.attr}"  # type: ignore[attr-defined]
     parts: list[str] = []
     while type(node) is ast.Attribute:
         parts.append(node.attr)

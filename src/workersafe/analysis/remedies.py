@@ -16,7 +16,6 @@ statements; each method's nodes only in a class that spells a process call.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -50,8 +49,6 @@ _CLAUSES: tuple[type, ...] = tuple(getattr(ast, name) for name in (
     "withitem", "excepthandler", "match_case") if hasattr(ast, name))
 _LOOKS = frozenset({"isinstance", "hasattr", "getattr", "type", "print", "repr", "id", "len"})
 
-# The words a lazy accessor's test or fallback spells (_unset_tests, _or_self).
-_LAZY_WORDS = re.compile(r"None|\bnot\b|\bor\b")
 # Nodes with no node under them that `expression` acts on (names, constants).
 _LEAVES = frozenset({ast.Name, ast.Constant})
 
@@ -93,6 +90,7 @@ class _Remedies:
         state.module_handles = walker_state.module_handles
         self.state = state
         self.ev = Evaluator(state, ev.positions)
+        self.ev.share_args(ev)
         # no fact of this pass reads a process identity (the walk's own evaluator does): a
         # binding's `identity` is never asked here, so it is not computed
         self.ev.identity_possible = False
@@ -395,7 +393,7 @@ class _ClassReader:
         nodes = {id(m): subtree(m) for m in methods} if self._may_check_process(node) else {}
         self._process_values(methods, nodes)
         for method in methods:
-            self.method(method, nodes.get(id(method), []))
+            self.method(method, nodes.get(id(method), []), uses)
         return RemedyClass(self.cls.qualname, tuple(self.init_none),
                            tuple(sorted(self.init_set - {a.attr for a in self.init_none})),
                            tuple(self.lazy), tuple(sorted(self.param_attrs & uses.indexed)),
@@ -417,9 +415,9 @@ class _ClassReader:
         lines = owner.positions.lines[node.lineno - 1:node.end_lineno]
         return any(word in line for line in lines for word in PROCESS_WORDS)
 
-    def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST]
-               ) -> None:
-        if node.name != "__init__" and not self._may_open_lazily(node):
+    def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST],
+               uses: SelfUses) -> None:
+        if node.name != "__init__" and node.name not in uses.lazy:
             return  # (outside `__init__`, `block` records lazy accessors only)
         state = self.owner.state
         func = FunctionState(node.name, f"{self.cls.qualname}.{node.name}", False, False,
@@ -435,12 +433,6 @@ class _ClassReader:
             self.block(node.name, node.body, params, checked)
         finally:
             state.pop(2)
-
-    def _may_open_lazily(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
-        """Whether the method's lines spell what a lazy accessor's test or fallback does
-        (`self.x is None`, `not self.x`, `not hasattr(...)`, `self.x or ...`)."""
-        lines = self.owner.positions.lines[node.lineno - 1:node.end_lineno]
-        return _LAZY_WORDS.search("\n".join(lines)) is not None
 
     def block(self, method: str, body: list[ast.stmt], params: set[str], checked: bool) -> None:
         ev = self.owner.ev

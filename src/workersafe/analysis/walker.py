@@ -22,7 +22,7 @@ from .state import (
     ClassState, Env, Frame, FunctionState, Handle, MethodState, State,
 )
 from .values import (
-    Evaluator, argument, call_args, elements, first_arg, int_value, is_name, is_none, is_self,
+    Evaluator, argument, elements, first_arg, int_value, is_name, is_none, is_self,
     is_super, presence, self_attr, string,
 )
 
@@ -53,6 +53,8 @@ _LIBRARY_ROOTS = frozenset({
 })
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NAME, _CONSTANT = ast.Name, ast.Constant
+# The tests that may check an attribute of self is unset (remedies._unset_tests).
+_MAYBE_UNSET = frozenset({ast.Compare, ast.UnaryOp, ast.BoolOp})
 # Loader names a star import may bring in (a project package re-exporting torch's)
 _STAR_LOADER_NAMES = frozenset({"DataLoader"})
 
@@ -67,6 +69,9 @@ class SelfUses:
     # is None:`, `a if self.x else b`) or falling back from it (`self.x or b`), nested code
     # included (annotations are not walked)
     presence: set[str] = dataclasses.field(default_factory=set)
+    # the methods that may hold a lazy accessor (remedies._unset_tests, _or_self): an `if`
+    # whose test compares, negates or combines, an assignment of `a or b` (nested code included)
+    lazy: set[str] = dataclasses.field(default_factory=set)
 
 
 class FactWalker:
@@ -302,9 +307,11 @@ class FactWalker:
     # --- pid guards -------------------------------------------------------------------------
 
     def visit_If(self, node: ast.If) -> None:
-        if self._uses_method and self._self_uses is not None \
-                and presence(node.test)[0] is not None:
-            self._self_uses.presence.add(self._uses_method)
+        if self._uses_method and self._self_uses is not None:
+            if type(node.test) in _MAYBE_UNSET:
+                self._self_uses.lazy.add(self._uses_method)
+            if presence(node.test)[0] is not None:
+                self._self_uses.presence.add(self._uses_method)
         guarded = self.ev.is_identity(node.test)
         self.state.pid_guard_depth += guarded
         self.walk(node.test)
@@ -482,6 +489,8 @@ class FactWalker:
     # --- statements -------------------------------------------------------------------------
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        if type(node.value) is ast.BoolOp and self._uses_method and self._self_uses is not None:
+            self._self_uses.lazy.add(self._uses_method)
         for target in node.targets:
             self._mark_store(target)
         for target in node.targets:
@@ -688,7 +697,7 @@ class FactWalker:
         state = self.state
         cls, method = state.current_class(), state.current_method()
         attr = self_attr(receiver)
-        for arg in call_args(node):
+        for arg in self.ev.args(node):
             handle = self.ev.handle_of(arg.value)
             if handle is not None:
                 if attr is not None and cls is not None and method is not None:
