@@ -62,7 +62,9 @@ class Env:
         self._ref_names: dict[str, None] = {}  # names bound to datasets, in order of first bind
 
     def assign(self, name: str, value: Value) -> None:
-        binding = self.bindings.setdefault(name, Binding())
+        binding = self.bindings.get(name)
+        if binding is None:
+            binding = self.bindings[name] = Binding()
         # assigned twice: not a constant
         binding.int_value = None if binding.assigned else value.int_value
         binding.assigned = True
@@ -77,7 +79,9 @@ class Env:
     def assign_refs(self, name: str, refs: list[DatasetRef]) -> None:
         """Add what the name may be: the union over its assignments (both branches of an
         `if`, each `append`), not the last one in source order."""
-        binding = self.bindings.setdefault(name, Binding())
+        binding = self.bindings.get(name)
+        if binding is None:
+            binding = self.bindings[name] = Binding()
         if binding.refs is None:
             binding.refs = list(refs)
         else:
