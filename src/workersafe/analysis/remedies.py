@@ -47,9 +47,13 @@ WRAPPER_ATTRS = frozenset({"dataset", "datasets"})
 # (`ast.match_case` exists from Python 3.10).
 _CLAUSES: tuple[type, ...] = tuple(getattr(ast, name) for name in (
     "withitem", "excepthandler", "match_case") if hasattr(ast, name))
+# The statements that hold statements (the others hold none under them).
+_COMPOUND = frozenset(getattr(ast, name) for name in (
+    "FunctionDef", "AsyncFunctionDef", "ClassDef", "For", "AsyncFor", "While", "If", "With",
+    "AsyncWith", "Match", "Try", "TryStar") if hasattr(ast, name))
 _LOOKS = frozenset({"isinstance", "hasattr", "getattr", "type", "print", "repr", "id", "len"})
 
-# Nodes with no node under them that `expression` acts on (names, constants).
+# Nodes that `expression` does nothing with (names, constants: the most frequent).
 _LEAVES = frozenset({ast.Name, ast.Constant})
 
 # What a name is bound to, as far as these facts care.
@@ -252,20 +256,11 @@ class _Remedies:
     # --- expressions --------------------------------------------------------------------
 
     def expression(self, expr: ast.expr) -> None:
-        # exact types (`ast` makes no subclasses of its node types): the test runs per node;
-        # nodes in nodes.subtree's order (into_lambdas=False), each handled as it is reached
-        stack: list[ast.AST] = [expr]
-        pop, push = stack.pop, stack.extend
+        # exact types (`ast` makes no subclasses of its node types): the test runs per node
         leaves = _LEAVES
-        while stack:
-            node = pop()
+        for node in subtree(expr, into_lambdas=False):  # (the handlers change no node)
             if type(node) in leaves:
-                continue  # (the most frequent nodes: nothing under them, nothing to do)
-            if type(node) is not ast.Lambda:
-                children = child_nodes(node)
-                if children:
-                    children.reverse()
-                    push(children)
+                continue  # (the most frequent nodes: nothing to do)
             if type(node) is ast.Call:
                 self.call(node)
             elif type(node) is ast.Attribute:
@@ -467,6 +462,8 @@ class _ClassReader:
                     attr = self_attr(target)
                     if attr and _or_self(stmt.value, attr):
                         self._lazy(method, attr, [stmt], checked)
+            if type(stmt) not in _COMPOUND:
+                continue  # (no statement under it)
             for child in child_nodes(stmt):
                 if isinstance(child, ast.stmt):
                     self.block(method, [child], params, checked)

@@ -162,6 +162,7 @@ class Evaluator:
         # id() of a call → its arguments (`args`): asked by several hooks and evaluations;
         # shared with other evaluators of the same tree (`share_args`)
         self._args: dict[int, list[Arg]] = {}
+        self._refs: dict[tuple[str, str], DatasetRef] = {}  # (_ref)
 
     def args(self, call: ast.Call) -> list[Arg]:
         """`call_args(call)`, computed once per call node (do not change the list)."""
@@ -273,16 +274,23 @@ class Evaluator:
             if bound is not None:
                 return bound
             qualified = self.state.q(expr)
-            return [DatasetRef("name", qualified)] if qualified and "." in qualified else []
+            return [self._ref("name", qualified)] if qualified and "." in qualified else []
         if kind is ast.Constant:
             return []
         how = _REFS_OF.get(kind)
         return how(self, expr) if how is not None else []
 
+    def _ref(self, kind: str, target: str) -> DatasetRef:
+        """`DatasetRef(kind, target)`, made once per file (it is frozen: one object serves)."""
+        found = self._refs.get((kind, target))
+        if found is None:
+            found = self._refs[kind, target] = DatasetRef(kind, target)
+        return found
+
     def _refs_of_attribute(self, expr: ast.Attribute) -> list[DatasetRef]:
         cls = self.state.current_class()
         if is_self(expr.value) and cls is not None:
-            return [DatasetRef("attr", f"{cls.qualname}.{expr.attr}")]
+            return [self._ref("attr", f"{cls.qualname}.{expr.attr}")]
         return []
 
     def _refs_of_value(self, expr: ast.Subscript | ast.Starred) -> list[DatasetRef]:
