@@ -8,7 +8,9 @@ import ast
 from dataclasses import replace
 from typing import Any, Callable, Iterable, NamedTuple, Optional
 
-from ..facts import LOOKUP_VERBS, OWN_CLASS, ArgRef, AttrArg, DatasetRef, HandleArg, HandleSite
+from ..facts import (
+    LOOKUP_VERBS, OWN_CLASS, ArgRef, AttrArg, DatasetRef, HandleArg, HandleSite, RefKind,
+)
 from ..registry import DERIVED_CALLABLE_SUFFIXES
 from ..torchnames import GET_CONTEXT, PROCESS_IDENTITY, WRAPPERS
 from .nodes import child_nodes
@@ -162,7 +164,7 @@ class Evaluator:
         # id() of a call → its arguments (`args`): asked by several hooks and evaluations;
         # shared with other evaluators of the same tree (`share_args`)
         self._args: dict[int, list[Arg]] = {}
-        self._refs: dict[tuple[str, str], DatasetRef] = {}  # (_ref)
+        self._refs: dict[tuple[str, str, int], DatasetRef] = {}  # (_ref)
 
     def args(self, call: ast.Call) -> list[Arg]:
         """`call_args(call)`, computed once per call node (do not change the list)."""
@@ -280,11 +282,13 @@ class Evaluator:
         how = _REFS_OF.get(kind)
         return how(self, expr) if how is not None else []
 
-    def _ref(self, kind: str, target: str) -> DatasetRef:
-        """`DatasetRef(kind, target)`, made once per file (it is frozen: one object serves)."""
-        found = self._refs.get((kind, target))
+    def _ref(self, kind: RefKind, target: str, positional: int = -1) -> DatasetRef:
+        """`DatasetRef(kind, target, positional=positional)`, made once per file (it is frozen:
+        one object serves)."""
+        found = self._refs.get((kind, target, positional))
         if found is None:
-            found = self._refs[kind, target] = DatasetRef(kind, target)
+            found = self._refs[kind, target, positional] = DatasetRef(kind, target,
+                                                                      positional=positional)
         return found
 
     def _refs_of_attribute(self, expr: ast.Attribute) -> list[DatasetRef]:
@@ -358,18 +362,21 @@ class Evaluator:
         if registry:  # mmcv's `build_from_cfg(cfg, DATASETS)`: `DATASETS.build(cfg)`
             return [DatasetRef("call", f"{registry}.build", texts=_texts(call, self.args(call)),
                                key_params=tuple(k for k in self._key_params(call) if k[0] == 0))]
-        passed = tuple(self.arg_refs(call)) \
-            if (short[:1].isupper() or name == OWN_CLASS) and call.args else ()
-        unknown = any(type(a) is ast.Starred for a in call.args) \
-            or any(k.arg is None for k in call.keywords)
-        attr_args = tuple(self._attr_args(call)) \
-            if short[:1].isupper() or name == OWN_CLASS else ()
+        if not call.args and not call.keywords:  # `f()`: what the lines below make of it
+            return [self._ref("call", name, 0)]
+        class_like = short[:1].isupper() or name == OWN_CLASS
+        passed = tuple(self.arg_refs(call)) if class_like and call.args else ()
+        unknown = False  # `*args` or `**kwargs` given
+        for given in self.args(call):
+            if given.star:
+                unknown = True
+                break
+        attr_args = tuple(self._attr_args(call)) if class_like else ()
         return [DatasetRef("call", name, tuple(self._handle_args(call)), passed,
                            -1 if unknown else len(call.args),
-                           tuple(k.arg for k in call.keywords if k.arg),
+                           tuple([k.arg for k in call.keywords if k.arg]),
                            attr_args=attr_args,
-                           texts=() if short[:1].isupper() or name == OWN_CLASS
-                           else _texts(call, self.args(call)),
+                           texts=() if class_like else _texts(call, self.args(call)),
                            key_params=self._key_params(call)
                            if short.startswith(LOOKUP_VERBS) else ())]
 
