@@ -105,8 +105,9 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
                     tuple(sorted(m.globals_read)),
                     tuple(sorted(m.guarded_attrs)), tuple(sorted(m.guarded_calls)),
                     m.calls_super_init,
-                    tuple(e for e in m.effects if e.partition(":")[2] not in failing.get(m.name, ())
-                          or not e.startswith("close:")),
+                    tuple(e for e in m.effects if e.partition(":")[2] not in failing[m.name]
+                          or not e.startswith("close:")) if m.name in failing
+                    else tuple(m.effects),
                     site(m.returns_handle) if m.returns_handle is not None else None,
                     m.returns_call, tuple(m.returns))
         for m in cls.methods

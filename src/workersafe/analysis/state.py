@@ -312,9 +312,13 @@ class State:
 
     def _refresh(self) -> None:
         frames = self.frames
-        functions = [f for f in frames if isinstance(f, FunctionState)]
-        self._function = functions[-1] if functions else None
-        self._outer = functions[0] if functions else None
+        inner = outer = None
+        for frame in frames:
+            if type(frame) is FunctionState:
+                inner = frame
+                if outer is None:
+                    outer = frame
+        self._function, self._outer = inner, outer
         last = frames[-1] if frames else None
         self._method = last.method if isinstance(last, FunctionState) else None
         owner = frames[-2] if len(frames) >= 2 and isinstance(last, FunctionState) else None
