@@ -121,6 +121,8 @@ class _Remedies:
         self._qualified: dict[int, Optional[str]] = {}
 
     def q(self, node: ast.AST) -> Optional[str]:
+        if type(node) is ast.Name:
+            return self.state.qualify(node.id)
         key = id(node)
         if key in self._qualified:
             return self._qualified[key]
