@@ -20,6 +20,8 @@ from .state import Handle, State, Value
 _BUILTINS = frozenset({"list", "tuple", "dict", "set", "len", "range", "print", "iter", "next",
                        "sorted", "enumerate", "zip", "map", "filter", "open", "super", "type",
                        "isinstance", "getattr", "str", "int", "float"})
+# (no suffix holds a dot: a name ends in one exactly when its last part does)
+assert not any("." in suffix for suffix in DERIVED_CALLABLE_SUFFIXES)
 _SEQUENCES = (ast.List, ast.Tuple, ast.Set)
 # `.items()` / `.values()` of a dict of datasets, `.copy()` of a list of them: the same datasets
 _SAME_ELEMENTS = frozenset({"items", "values", "copy"})
@@ -38,13 +40,17 @@ class Arg(NamedTuple):
     value: ast.expr
 
 
+_NEW_TUPLE = tuple.__new__
+
+
 def call_args(call: ast.Call) -> list[Arg]:
     """The arguments of a call in source order (ast keeps positional and keyword apart)."""
-    args = [Arg(None, "*", a.value) if type(a) is ast.Starred else Arg(None, "", a)
+    new, arg = _NEW_TUPLE, Arg  # (`Arg(...)` without its Python-level `__new__`: one per call)
+    args = [new(arg, (None, "*", a.value)) if type(a) is ast.Starred else new(arg, (None, "", a))
             for a in call.args]
     if not call.keywords:
         return args
-    keywords = [Arg(k.arg, "" if k.arg else "**", k.value) for k in call.keywords]
+    keywords = [new(arg, (k.arg, "" if k.arg else "**", k.value)) for k in call.keywords]
     if not any(a.star for a in args) or not args:
         return args + keywords
     return sorted(args + keywords, key=lambda a: (a.value.lineno, a.value.col_offset))
@@ -244,7 +250,7 @@ class Evaluator:
             base = self.handle_of(func.value)
             if base is not None and func.attr in self.registry.derived_methods(base.handle):
                 return base.as_derived()
-        if name is not None and name.rsplit(".", 1)[-1].endswith(DERIVED_CALLABLE_SUFFIXES):
+        if name is not None and name.endswith(DERIVED_CALLABLE_SUFFIXES):  # (its last part's)
             for arg in self.args(call):
                 base = self.handle_of(arg.value)
                 if base is not None:

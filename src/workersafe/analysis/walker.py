@@ -445,11 +445,12 @@ class FactWalker:
             value = node.value
             if node.attr in self.config_attrs and self_attr(value) is not None:
                 method.config_reads.add(id(value))
-            cls = self.state.current_class()
-            if is_self(value) or is_name(value, cls.name if cls else ""):
-                method.attrs_read.add(node.attr)
-                if id(node) not in method.config_reads:
-                    method.attrs_used.add(node.attr)
+            if isinstance(value, ast.Name):  # `self.x`, `cls.x`, `<its class>.x`
+                cls = self.state.current_class()
+                if value.id in ("self", "cls") or (cls is not None and value.id == cls.name):
+                    method.attrs_read.add(node.attr)
+                    if id(node) not in method.config_reads:
+                        method.attrs_used.add(node.attr)
         self.walk(node.value)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
