@@ -120,10 +120,12 @@ def imported_by_call(node: ast.AST) -> Optional[str]:
         node = node.value
     if type(node) is not ast.Call or not node.args:
         return None
+    first = node.args[0]
+    if type(first) is not ast.Constant or type(first.value) is not str:
+        return None  # (most calls: before the callee's name is built)
     callee = dotted(node.func)
     last = callee.rpartition(".")[2] if callee else ""
-    first = node.args[0]
-    if "import" not in last or type(first) is not ast.Constant or type(first.value) is not str:
+    if "import" not in last:
         return None
     module = first.value
     if not all(part.isidentifier() for part in module.split(".")):
