@@ -554,15 +554,13 @@ class FactWalker:
         name = self.state.q(node.func)
         outer = self._outer_function()
         if name in LOADERS:
-            loader = read_loader(node, self.ev)
-            self._add_loader(loader, outer)
+            self.loaders.append(read_loader(node, self.ev, _qualname(outer)))
         elif name is not None and name.rpartition(".")[2] in LOADER_LAST_PARTS and (
                 row := framework_loader(name, self.state.scope.all_star_modules())) is not None:
-            self._add_loader(read_framework_loader(node, row, self.ev), outer)
+            self.loaders.append(read_framework_loader(node, row, self.ev, _qualname(outer)))
         elif name in _STAR_LOADER_NAMES and any(self.state.scope.all_star_modules()):
             # `DataLoader` from `from utils import *`: the linker decides (LoaderCall.star_name)
-            loader = dataclasses.replace(read_loader(node, self.ev), star_name=name)
-            self._add_loader(loader, outer)
+            self.loaders.append(read_loader(node, self.ev, _qualname(outer), star_name=name))
         elif name in SET_START_METHOD and (node.args or node.keywords):
             method = string(first_arg(node)) or "?"
             if outer is None:
@@ -580,8 +578,8 @@ class FactWalker:
                     self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
                     if name not in self.function_names \
                             and name.rpartition(".")[2][:1].isupper():  # a class: a DataLoader?
-                        self._add_loader(read_candidate_loader(node, name, self.ev), outer,
-                                         self.loader_candidates)
+                        self.loader_candidates.append(
+                            read_candidate_loader(node, name, self.ev, _qualname(outer)))
             elif type(node.func) is ast.Attribute and (node.args or node.keywords):
                 self._method_site(node, node.func)
         if type(node.func) is ast.Attribute:
@@ -591,11 +589,6 @@ class FactWalker:
         self.walk_all(node.args)
         for keyword in node.keywords:
             self.walk(keyword.value)
-
-    def _add_loader(self, loader: LoaderCall, outer: Optional[FunctionState],
-                    sink: Optional[list[LoaderCall]] = None) -> None:
-        (self.loaders if sink is None else sink).append(
-            loader if outer is None else dataclasses.replace(loader, function=outer.qualname))
 
     def _outer_function(self) -> Optional[FunctionState]:
         """The outermost function (or method) the walk is in: what a call inside it runs for."""
@@ -954,6 +947,11 @@ def _alternative_names(value: ast.expr) -> Iterator[str]:
         assert isinstance(value, ast.BoolOp)
         for operand in value.values:
             yield from _alternative_names(operand)
+
+
+def _qualname(function: Optional[FunctionState]) -> str:
+    """What LoaderCall.function says of a call in `function` ("": module level)."""
+    return function.qualname if function is not None else ""
 
 
 def _decorator_callee(node: ast.expr) -> ast.expr:
