@@ -60,6 +60,15 @@ def test_physical_lines_split_like_python() -> None:
         assert "".join(physical_lines(sample)) == sample
 
 
+def test_positions_split_lines_as_physical_lines() -> None:
+    """analysis.positions splits a text without \r its own faster way: the same lines."""
+    from workersafe.analysis.positions import Positions
+
+    for sample in ("", "\n", "\n\n", "a", "a\n", "a\n\nb", "a\x0cb\x85c\u2028d\ne", SAMPLE,
+                   "x\r\ny\rz\n"):
+        assert Positions(sample).lines == physical_lines(sample), sample
+
+
 def test_noqa_after_a_form_feed_line_is_honoured() -> None:
     """The CLI looked for `# noqa` one line too far down after a \\x0c or \\u2028 (flake8 did
     not): the two front ends disagreed."""

@@ -31,14 +31,18 @@ def extract_facts(tree: ast.Module, text: str, path: str, module_name: str, is_p
                   registry: Registry) -> FileFacts:
     """The facts of one module; `text` is the source `tree` was parsed from (for positions)."""
     walker = FactWalker(path, module_name, is_package, registry, Positions(text))
-    walker.ev.identity_possible = any(word in text for word in IDENTITY_WORDS)
+    spelled = {word for word in _WORDS if word in text}  # (each word searched for once)
+    walker.ev.identity_possible = not spelled.isdisjoint(IDENTITY_WORDS)
     walker.walk(tree)
     facts = _facts(walker, {walker.state.qual(n.name): n for n in tree.body
                             if isinstance(n, ast.ClassDef)})
     remedies = remedy_facts(tree, walker.state, walker.ev, walker.classes, walker.self_uses,
-                            any(word in text for word in PROCESS_WORDS),
-                            "get_worker_info" in text)
+                            not spelled.isdisjoint(PROCESS_WORDS), "get_worker_info" in spelled)
     return dataclasses.replace(facts, remedies=remedies)
+
+
+# The words whose presence in the text decides what the passes look for.
+_WORDS = frozenset((*IDENTITY_WORDS, *PROCESS_WORDS, "get_worker_info"))
 
 
 def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = None
@@ -54,7 +58,8 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
     # per module-level class, what its `__init__` may keep as a callable (read twice below)
     callables = {qual: init_callables(node, walker.super_init_defs)
                  for qual, node in class_nodes.items()}
-    readers = _cache_readers(walker, callables)
+    reads: dict[int, tuple[set[str], set[str]]] = {}  # per function node (_reads)
+    readers = _cache_readers(walker, callables, reads)
     return FileFacts(
         path=walker.path, module=walker.module_name,
         imports=tuple(sorted(state.module_scope.names.items())),
@@ -62,7 +67,7 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
         classes=tuple(_class_facts(c, walker, class_nodes.get(c.qualname),
                                    callables.get(c.qualname, ()))
                       for c in walker.classes),
-        functions=tuple(_function_facts(f, walker, f.name in readers)
+        functions=tuple(_function_facts(f, walker, f.name in readers, reads)
                         for f in walker.functions),
         loaders=tuple(walker.loaders),
         loader_candidates=tuple(walker.loader_candidates),
@@ -100,8 +105,9 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
                     tuple(sorted(m.globals_read)),
                     tuple(sorted(m.guarded_attrs)), tuple(sorted(m.guarded_calls)),
                     m.calls_super_init,
-                    tuple(e for e in m.effects if e.partition(":")[2] not in failing.get(m.name, ())
-                          or not e.startswith("close:")),
+                    tuple(e for e in m.effects if e.partition(":")[2] not in failing[m.name]
+                          or not e.startswith("close:")) if m.name in failing
+                    else tuple(m.effects),
                     site(m.returns_handle) if m.returns_handle is not None else None,
                     m.returns_call, tuple(m.returns))
         for m in cls.methods
@@ -149,8 +155,8 @@ def _cached_properties(node: Optional[ast.ClassDef], methods: tuple[MethodFacts,
     return [(m, calls[m.name]) for m in methods if m.name in calls and m.returns]
 
 
-def _cache_readers(walker: FactWalker, callables: dict[str, tuple[tuple[str, str], ...]]
-                   ) -> set[str]:
+def _cache_readers(walker: FactWalker, callables: dict[str, tuple[tuple[str, str], ...]],
+                   reads: dict[int, tuple[set[str], set[str]]]) -> set[str]:
     """The module functions whose names read matter: they matter only for a process-global
     handle cache or a module-level handle (a function reading it, or calling one that does).
     In a file that has one, every function; elsewhere the helpers a class method calls
@@ -169,27 +175,33 @@ def _cache_readers(walker: FactWalker, callables: dict[str, tuple[tuple[str, str
     while frontier:
         node = by_name[frontier.pop()].node
         assert node is not None
-        for read in _names_read(node):
+        for read in _reads(node, reads)[0]:
             if read in by_name and read not in wanted:
                 wanted.add(read)
                 frontier.append(read)
     return wanted
 
 
-def _names_read(node: ast.AST) -> set[str]:
-    return {n.id for n in subtree(node) if type(n) is ast.Name}
+def _reads(node: ast.AST, known: dict[int, tuple[set[str], set[str]]]
+           ) -> tuple[set[str], set[str]]:
+    """(every name a function spells, the names it reads that are not its own: read, and
+    neither a parameter nor bound inside it (unless declared `global`), nested scopes counted
+    as its own); `known`: what was found so far, by id() of the function's node."""
+    found = known.get(id(node))
+    if found is None:
+        found = known[id(node)] = _names_and_globals(node)
+    return found
 
 
-def _globals_read(node: ast.AST) -> set[str]:
-    """The names a function reads that are not its own: read, and neither a parameter nor
-    bound inside it (unless declared `global`), nested scopes counted as its own."""
+def _names_and_globals(node: ast.AST) -> tuple[set[str], set[str]]:
     read: set[str] = set()
+    stored: set[str] = set()
     local: set[str] = set()
     declared: set[str] = set()
     binders = _BINDERS
     for sub in subtree(node):  # (not ast.walk: a third of the cost, the same sets)
         if isinstance(sub, ast.Name):
-            (read if isinstance(sub.ctx, ast.Load) else local).add(sub.id)
+            (read if isinstance(sub.ctx, ast.Load) else stored).add(sub.id)
         elif type(sub) not in binders:
             continue  # (most nodes: one test)
         elif isinstance(sub, ast.arg):
@@ -201,10 +213,10 @@ def _globals_read(node: ast.AST) -> set[str]:
             local.add(sub.name)
         elif isinstance(sub, (ast.Import, ast.ImportFrom)):
             local.update((a.asname or a.name).partition(".")[0] for a in sub.names)
-    return read - (local - declared)
+    return read | stored, read - ((local | stored) - declared)
 
 
-# The node types other than names that `_globals_read` reads.
+# The node types other than names that `_names_and_globals` reads.
 _BINDERS = frozenset({ast.arg, ast.Global, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                       ast.Import, ast.ImportFrom})
 
@@ -224,12 +236,12 @@ def _failing_closes(cls: ClassState, node: Optional[ast.ClassDef], closers: froz
     return out
 
 
-def _function_facts(func: FunctionState, walker: FactWalker, keep_reads: bool
-                    ) -> FunctionFacts:
+def _function_facts(func: FunctionState, walker: FactWalker, keep_reads: bool,
+                    known: dict[int, tuple[set[str], set[str]]]) -> FunctionFacts:
     returned = func.returned_handle
     reads: tuple[str, ...] = ()
     if keep_reads and func.node is not None:
-        reads = tuple(sorted(_globals_read(func.node)))
+        reads = tuple(sorted(_reads(func.node, known)[1]))
     return FunctionFacts(func.name, func.qualname, tuple(func.returns),
                          tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)),
                          walker.ev.site(returned) if returned and not returned.closed else None,

@@ -8,14 +8,13 @@ datasets, with the framework's default worker count when none is given."""
 from __future__ import annotations
 
 import ast
-import dataclasses
 from typing import Optional
 
-from ..facts import DatasetRef, LoaderCall
+from ..facts import ArgRef, DatasetRef, LoaderCall
 from ..frameworks import FrameworkLoader
 from ..torchnames import PARTIAL
 from .values import (
-    Evaluator, bool_value, call_args, dict_literal, int_value, is_name, is_none, self_attr,
+    Evaluator, bool_value, dict_literal, int_value, is_name, is_none, self_attr,
     string,
 )
 
@@ -23,23 +22,29 @@ from .values import (
 LOADER_POSITIONAL = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")
 
 
-def read_loader(call: ast.Call, ev: Evaluator) -> LoaderCall:
+def read_loader(call: ast.Call, ev: Evaluator, function: str = "", star_name: str = "",
+                via: str = "", every_arg: tuple[ArgRef, ...] = ()) -> LoaderCall:
+    """`function`: the function holding the call (LoaderCall.function); `star_name`, `via`,
+    `every_arg`: LoaderCall.star_name, .via and .args."""
     args = loader_arguments(call, ev)
     dataset = args.get("dataset")
     refs = ev.refs_of(dataset) if dataset is not None else []
     return _loader_call(call, args, refs, read_num_workers(args.get("num_workers"), ev),
-                        args.get("num_workers"), ev)
+                        args.get("num_workers"), ev, function=function, star_name=star_name,
+                        via=via, every_arg=every_arg)
 
 
-def read_candidate_loader(call: ast.Call, name: str, ev: Evaluator) -> LoaderCall:
+def read_candidate_loader(call: ast.Call, name: str, ev: Evaluator, function: str = ""
+                          ) -> LoaderCall:
     """A call of a project class read as a DataLoader call (`FastDataLoader(ds, num_workers=4)`),
     with every argument kept: the linker keeps it if the class subclasses torch's DataLoader,
     mapping the arguments through its `__init__`."""
-    return dataclasses.replace(read_loader(call, ev), via=name,
-                               args=tuple(ev.arg_refs(call, every=True)))
+    return read_loader(call, ev, function, via=name,
+                       every_arg=tuple(ev.arg_refs(call, every=True)))
 
 
-def read_framework_loader(call: ast.Call, row: FrameworkLoader, ev: Evaluator) -> LoaderCall:
+def read_framework_loader(call: ast.Call, row: FrameworkLoader, ev: Evaluator,
+                          function: str = "") -> LoaderCall:
     """A framework call read as a DataLoader of each dataset it is given; the loader keywords
     it passes on (`persistent_workers`, `multiprocessing_context`, `worker_init_fn`) as such."""
     args = loader_arguments(call, ev, row.positional, row.workers,
@@ -50,12 +55,14 @@ def read_framework_loader(call: ast.Call, row: FrameworkLoader, ev: Evaluator) -
     node = args.get(row.workers)
     workers = read_num_workers(node, ev) if node is not None \
         else (row.default_workers, row.default_text)
-    return _loader_call(call, args, refs, workers, node, ev, framework=row.name)
+    return _loader_call(call, args, refs, workers, node, ev, framework=row.name,
+                        function=function)
 
 
 def _loader_call(call: ast.Call, args: dict[str, ast.expr], refs: list[DatasetRef],
                  workers: tuple[Optional[int], str], workers_node: Optional[ast.expr],
-                 ev: Evaluator, framework: str = "") -> LoaderCall:
+                 ev: Evaluator, framework: str = "", function: str = "", star_name: str = "",
+                 via: str = "", every_arg: tuple[ArgRef, ...] = ()) -> LoaderCall:
     persistent_node = args.get("persistent_workers")
     persistent = bool_value(persistent_node) if persistent_node is not None else False
     context = read_context(args.get("multiprocessing_context"), ev)
@@ -63,7 +70,8 @@ def _loader_call(call: ast.Call, args: dict[str, ast.expr], refs: list[DatasetRe
     worker_inits = worker_init_names(init_node, ev) if init_node is not None else ()
     return LoaderCall(ev.positions.span(call), tuple(refs), workers[0], workers[1], persistent,
                       context, worker_inits, num_workers_param=_param_of(workers_node, ev),
-                      num_workers_attr=_attr_of(workers_node, ev), framework=framework)
+                      num_workers_attr=_attr_of(workers_node, ev), framework=framework,
+                      function=function, star_name=star_name, via=via, args=every_arg)
 
 
 def _param_of(node: Optional[ast.expr], ev: Evaluator) -> str:
@@ -97,7 +105,7 @@ def loader_arguments(call: ast.Call, ev: Evaluator,
     arguments past `positional` are `<rest>#<index>` when `rest` names them."""
     args: dict[str, ast.expr] = {}
     position = 0
-    for arg in call_args(call):
+    for arg in ev.args(call):
         if arg.star == "**":
             args.update(_kwargs_of(arg.value, ev, workers))
         elif arg.star:
@@ -156,7 +164,7 @@ def read_context(node: Optional[ast.expr], ev: Evaluator) -> str:
 def worker_init_names(node: ast.expr, ev: Evaluator) -> tuple[str, ...]:
     """`fn`, or `partial(fn, ..., previous=other)` → every function that will run."""
     if type(node) is ast.Call and ev.state.q(node.func) in PARTIAL:
-        args = call_args(node)
+        args = ev.args(node)
         if args:
             names = worker_init_names(args[0].value, ev)
             for arg in args[1:]:  # chained functions: partial(fn, previous=seed)

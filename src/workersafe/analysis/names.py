@@ -11,6 +11,11 @@ from ..torchnames import TORCH_DATA, TORCH_STAR_NAMES
 
 def dotted(node: ast.AST) -> Optional[str]:
     """`a.b.c` → "a.b.c"; `Dataset[int]` → "Dataset"; anything else → None."""
+    kind = type(node)
+    if kind is ast.Name:  # (most callees: `f`, `mod.f`)
+        return node.id  # type: ignore[attr-defined, no-any-return]
+    if kind is ast.Attribute and type(node.value) is ast.Name:  # type: ignore[attr-defined]
+        return f"{node.value.id}.{node.attr}"  # type: ignore[attr-defined]
     parts: list[str] = []
     while type(node) is ast.Attribute:
         parts.append(node.attr)
@@ -115,10 +120,12 @@ def imported_by_call(node: ast.AST) -> Optional[str]:
         node = node.value
     if type(node) is not ast.Call or not node.args:
         return None
+    first = node.args[0]
+    if type(first) is not ast.Constant or type(first.value) is not str:
+        return None  # (most calls: before the callee's name is built)
     callee = dotted(node.func)
     last = callee.rpartition(".")[2] if callee else ""
-    first = node.args[0]
-    if "import" not in last or type(first) is not ast.Constant or type(first.value) is not str:
+    if "import" not in last:
         return None
     module = first.value
     if not all(part.isidentifier() for part in module.split(".")):

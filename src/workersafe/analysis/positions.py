@@ -24,7 +24,7 @@ class Positions:
     @property
     def lines(self) -> list[str]:
         if self._lines is None:
-            self._lines = physical_lines(self.text)
+            self._lines = _lines(self.text)
         return self._lines
 
     def span(self, node: ast.expr | ast.stmt) -> Span:
@@ -59,3 +59,16 @@ class Positions:
         parts.extend(lines[line:end_line - 1])
         parts.append(lines[end_line - 1].encode("utf-8")[:end_col].decode("utf-8", "replace"))
         return "".join(parts)
+
+
+def _lines(text: str) -> list[str]:
+    """`source.physical_lines(text)`; without a \r in the text, `str.split` (a regex's
+    `findall` costs more than the rest of a file's positions)."""
+    if "\r" in text:
+        return physical_lines(text)
+    lines = text.split("\n")
+    last = lines.pop()
+    lines = [line + "\n" for line in lines]
+    if last:
+        lines.append(last)
+    return lines

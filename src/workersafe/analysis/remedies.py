@@ -16,7 +16,6 @@ statements; each method's nodes only in a class that spells a process call.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -48,11 +47,13 @@ WRAPPER_ATTRS = frozenset({"dataset", "datasets"})
 # (`ast.match_case` exists from Python 3.10).
 _CLAUSES: tuple[type, ...] = tuple(getattr(ast, name) for name in (
     "withitem", "excepthandler", "match_case") if hasattr(ast, name))
+# The statements that hold statements (the others hold none under them).
+_COMPOUND = frozenset(getattr(ast, name) for name in (
+    "FunctionDef", "AsyncFunctionDef", "ClassDef", "For", "AsyncFor", "While", "If", "With",
+    "AsyncWith", "Match", "Try", "TryStar") if hasattr(ast, name))
 _LOOKS = frozenset({"isinstance", "hasattr", "getattr", "type", "print", "repr", "id", "len"})
 
-# The words a lazy accessor's test or fallback spells (_unset_tests, _or_self).
-_LAZY_WORDS = re.compile(r"None|\bnot\b|\bor\b")
-# Nodes with no node under them that `expression` acts on (names, constants).
+# Nodes that `expression` does nothing with (names, constants: the most frequent).
 _LEAVES = frozenset({ast.Name, ast.Constant})
 
 # What a name is bound to, as far as these facts care.
@@ -93,6 +94,7 @@ class _Remedies:
         state.module_handles = walker_state.module_handles
         self.state = state
         self.ev = Evaluator(state, ev.positions)
+        self.ev.share_args(ev)
         # no fact of this pass reads a process identity (the walk's own evaluator does): a
         # binding's `identity` is never asked here, so it is not computed
         self.ev.identity_possible = False
@@ -119,6 +121,8 @@ class _Remedies:
         self._qualified: dict[int, Optional[str]] = {}
 
     def q(self, node: ast.AST) -> Optional[str]:
+        if type(node) is ast.Name:
+            return self.state.qualify(node.id)
         key = id(node)
         if key in self._qualified:
             return self._qualified[key]
@@ -254,20 +258,11 @@ class _Remedies:
     # --- expressions --------------------------------------------------------------------
 
     def expression(self, expr: ast.expr) -> None:
-        # exact types (`ast` makes no subclasses of its node types): the test runs per node;
-        # nodes in nodes.subtree's order (into_lambdas=False), each handled as it is reached
-        stack: list[ast.AST] = [expr]
-        pop, push = stack.pop, stack.extend
+        # exact types (`ast` makes no subclasses of its node types): the test runs per node
         leaves = _LEAVES
-        while stack:
-            node = pop()
+        for node in subtree(expr, into_lambdas=False):  # (the handlers change no node)
             if type(node) in leaves:
-                continue  # (the most frequent nodes: nothing under them, nothing to do)
-            if type(node) is not ast.Lambda:
-                children = child_nodes(node)
-                if children:
-                    children.reverse()
-                    push(children)
+                continue  # (the most frequent nodes: nothing to do)
             if type(node) is ast.Call:
                 self.call(node)
             elif type(node) is ast.Attribute:
@@ -395,7 +390,7 @@ class _ClassReader:
         nodes = {id(m): subtree(m) for m in methods} if self._may_check_process(node) else {}
         self._process_values(methods, nodes)
         for method in methods:
-            self.method(method, nodes.get(id(method), []))
+            self.method(method, nodes.get(id(method), []), uses)
         return RemedyClass(self.cls.qualname, tuple(self.init_none),
                            tuple(sorted(self.init_set - {a.attr for a in self.init_none})),
                            tuple(self.lazy), tuple(sorted(self.param_attrs & uses.indexed)),
@@ -417,9 +412,9 @@ class _ClassReader:
         lines = owner.positions.lines[node.lineno - 1:node.end_lineno]
         return any(word in line for line in lines for word in PROCESS_WORDS)
 
-    def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST]
-               ) -> None:
-        if node.name != "__init__" and not self._may_open_lazily(node):
+    def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST],
+               uses: SelfUses) -> None:
+        if node.name != "__init__" and node.name not in uses.lazy:
             return  # (outside `__init__`, `block` records lazy accessors only)
         state = self.owner.state
         func = FunctionState(node.name, f"{self.cls.qualname}.{node.name}", False, False,
@@ -435,12 +430,6 @@ class _ClassReader:
             self.block(node.name, node.body, params, checked)
         finally:
             state.pop(2)
-
-    def _may_open_lazily(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
-        """Whether the method's lines spell what a lazy accessor's test or fallback does
-        (`self.x is None`, `not self.x`, `not hasattr(...)`, `self.x or ...`)."""
-        lines = self.owner.positions.lines[node.lineno - 1:node.end_lineno]
-        return _LAZY_WORDS.search("\n".join(lines)) is not None
 
     def block(self, method: str, body: list[ast.stmt], params: set[str], checked: bool) -> None:
         ev = self.owner.ev
@@ -475,6 +464,8 @@ class _ClassReader:
                     attr = self_attr(target)
                     if attr and _or_self(stmt.value, attr):
                         self._lazy(method, attr, [stmt], checked)
+            if type(stmt) not in _COMPOUND:
+                continue  # (no statement under it)
             for child in child_nodes(stmt):
                 if isinstance(child, ast.stmt):
                     self.block(method, [child], params, checked)

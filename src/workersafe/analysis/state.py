@@ -62,7 +62,9 @@ class Env:
         self._ref_names: dict[str, None] = {}  # names bound to datasets, in order of first bind
 
     def assign(self, name: str, value: Value) -> None:
-        binding = self.bindings.setdefault(name, Binding())
+        binding = self.bindings.get(name)
+        if binding is None:
+            binding = self.bindings[name] = Binding()
         # assigned twice: not a constant
         binding.int_value = None if binding.assigned else value.int_value
         binding.assigned = True
@@ -77,7 +79,9 @@ class Env:
     def assign_refs(self, name: str, refs: list[DatasetRef]) -> None:
         """Add what the name may be: the union over its assignments (both branches of an
         `if`, each `append`), not the last one in source order."""
-        binding = self.bindings.setdefault(name, Binding())
+        binding = self.bindings.get(name)
+        if binding is None:
+            binding = self.bindings[name] = Binding()
         if binding.refs is None:
             binding.refs = list(refs)
         else:
@@ -270,6 +274,8 @@ class State:
     def q(self, node: ast.AST) -> Optional[str]:
         """The qualified name of a dotted expression, through this file's imports (computed
         once per node while no binding changes)."""
+        if type(node) is ast.Name:  # (by its name: as cheap as by the node)
+            return self.qualify(node.id)
         key = id(node)
         cached = self._qualified.get(key, _UNKNOWN)
         if cached is not _UNKNOWN:
@@ -308,9 +314,13 @@ class State:
 
     def _refresh(self) -> None:
         frames = self.frames
-        functions = [f for f in frames if isinstance(f, FunctionState)]
-        self._function = functions[-1] if functions else None
-        self._outer = functions[0] if functions else None
+        inner = outer = None
+        for frame in frames:
+            if type(frame) is FunctionState:
+                inner = frame
+                if outer is None:
+                    outer = frame
+        self._function, self._outer = inner, outer
         last = frames[-1] if frames else None
         self._method = last.method if isinstance(last, FunctionState) else None
         owner = frames[-2] if len(frames) >= 2 and isinstance(last, FunctionState) else None

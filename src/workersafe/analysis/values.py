@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Iterable, NamedTuple, Optional
+from typing import Any, Callable, Iterable, NamedTuple, Optional
 
-from ..facts import LOOKUP_VERBS, OWN_CLASS, ArgRef, AttrArg, DatasetRef, HandleArg, HandleSite
+from ..facts import (
+    LOOKUP_VERBS, OWN_CLASS, ArgRef, AttrArg, DatasetRef, HandleArg, HandleSite, RefKind,
+)
 from ..registry import DERIVED_CALLABLE_SUFFIXES
 from ..torchnames import GET_CONTEXT, PROCESS_IDENTITY, WRAPPERS
 from .nodes import child_nodes
@@ -18,8 +20,9 @@ from .state import Handle, State, Value
 _BUILTINS = frozenset({"list", "tuple", "dict", "set", "len", "range", "print", "iter", "next",
                        "sorted", "enumerate", "zip", "map", "filter", "open", "super", "type",
                        "isinstance", "getattr", "str", "int", "float"})
+# (no suffix holds a dot: a name ends in one exactly when its last part does)
+assert not any("." in suffix for suffix in DERIVED_CALLABLE_SUFFIXES)
 _SEQUENCES = (ast.List, ast.Tuple, ast.Set)
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 # `.items()` / `.values()` of a dict of datasets, `.copy()` of a list of them: the same datasets
 _SAME_ELEMENTS = frozenset({"items", "values", "copy"})
 # Words a file must contain for any expression in it to be a process identity.
@@ -37,13 +40,17 @@ class Arg(NamedTuple):
     value: ast.expr
 
 
+_NEW_TUPLE = tuple.__new__
+
+
 def call_args(call: ast.Call) -> list[Arg]:
     """The arguments of a call in source order (ast keeps positional and keyword apart)."""
-    args = [Arg(None, "*", a.value) if type(a) is ast.Starred else Arg(None, "", a)
+    new, arg = _NEW_TUPLE, Arg  # (`Arg(...)` without its Python-level `__new__`: one per call)
+    args = [new(arg, (None, "*", a.value)) if type(a) is ast.Starred else new(arg, (None, "", a))
             for a in call.args]
     if not call.keywords:
         return args
-    keywords = [Arg(k.arg, "" if k.arg else "**", k.value) for k in call.keywords]
+    keywords = [new(arg, (k.arg, "" if k.arg else "**", k.value)) for k in call.keywords]
     if not any(a.star for a in args) or not args:
         return args + keywords
     return sorted(args + keywords, key=lambda a: (a.value.lineno, a.value.col_offset))
@@ -71,12 +78,12 @@ def elements(node: ast.expr) -> list[ast.expr]:
 
 # --- constants ------------------------------------------------------------------------------
 
-def _texts(call: ast.Call) -> tuple[tuple[int, str, str], ...]:
+def _texts(call: ast.Call, args: list[Arg]) -> tuple[tuple[int, str, str], ...]:
     """The string constants a call is given (position or -1, keyword, value); of a dict
     given first, its "type" and "name" keys (`build(dict(type="X"))`): what picks a class by
     name from a registry or a factory."""
     found = []
-    for index, arg in enumerate(call_args(call)):
+    for index, arg in enumerate(args):
         text = string(arg.value) if not arg.star else None
         if text is not None:
             found.append((-1 if arg.keyword else index, arg.keyword or "", text))
@@ -160,6 +167,21 @@ class Evaluator:
         self.positions = positions
         # the file names a process identity at all (else no expression in it is one)
         self.identity_possible = True
+        # id() of a call → its arguments (`args`): asked by several hooks and evaluations;
+        # shared with other evaluators of the same tree (`share_args`)
+        self._args: dict[int, list[Arg]] = {}
+        self._refs: dict[tuple[str, str, int], DatasetRef] = {}  # (_ref)
+
+    def args(self, call: ast.Call) -> list[Arg]:
+        """`call_args(call)`, computed once per call node (do not change the list)."""
+        found = self._args.get(id(call))
+        if found is None:
+            found = self._args[id(call)] = call_args(call)
+        return found
+
+    def share_args(self, other: Evaluator) -> None:
+        """Use `other`'s arguments computed so far and to come (an evaluator of the same tree)."""
+        self._args = other._args
 
     # --- handles ----------------------------------------------------------------------------
 
@@ -175,38 +197,49 @@ class Evaluator:
 
     def handle_of(self, expr: ast.expr) -> Optional[Handle]:
         """The handle an expression evaluates to (created, derived or held), if any."""
-        if isinstance(expr, ast.Call):
-            return self._handle_of_call(expr)
-        if isinstance(expr, ast.Name):
-            return self.state.local_handle(expr.id)
-        if isinstance(expr, ast.Subscript):
-            base = self.handle_of(expr.value)
-            if base is None or not self._subscript_keeps_handle(base, expr):
-                return None
-            return base.as_derived()
-        if isinstance(expr, ast.Attribute):
-            if not is_self(expr.value):
-                return None
-            cls, method = self.state.current_class(), self.state.current_method()
-            if cls is not None and method is not None:
-                return cls.held_in(method.name, expr.attr)
+        kind = type(expr)  # (exact types: `ast` makes no subclasses of its node types)
+        if kind is ast.Call:
+            return self._handle_of_call(expr)  # type: ignore[arg-type]
+        if kind is ast.Name:
+            return self.state.local_handle(expr.id)  # type: ignore[attr-defined]
+        if kind is ast.Constant:
             return None
-        if isinstance(expr, _SEQUENCES):
-            return _first_handle(self.handle_of(e) for e in expr.elts
-                                 if type(e) is not ast.Starred)
-        if isinstance(expr, ast.Dict):
-            return _first_handle(self.handle_of(v) for k, v in zip(expr.keys, expr.values)
-                                 if k is not None)
-        if isinstance(expr, _COMPREHENSIONS):
-            return self.handle_of(expr.elt)
-        if isinstance(expr, ast.DictComp):
-            return self.handle_of(expr.value)
-        if isinstance(expr, ast.BoolOp):
-            return next((h for h in map(self.handle_of, expr.values)
-                         if h is not None), None)
-        if isinstance(expr, ast.IfExp):
-            return self.handle_of(expr.body) or self.handle_of(expr.orelse)
+        how = _HANDLE_OF.get(kind)
+        return how(self, expr) if how is not None else None
+
+    def _handle_of_subscript(self, expr: ast.Subscript) -> Optional[Handle]:
+        base = self.handle_of(expr.value)
+        if base is None or not self._subscript_keeps_handle(base, expr):
+            return None
+        return base.as_derived()
+
+    def _handle_of_attribute(self, expr: ast.Attribute) -> Optional[Handle]:
+        if not is_self(expr.value):
+            return None
+        cls, method = self.state.current_class(), self.state.current_method()
+        if cls is not None and method is not None:
+            return cls.held_in(method.name, expr.attr)
         return None
+
+    def _handle_of_sequence(self, expr: ast.List | ast.Tuple | ast.Set) -> Optional[Handle]:
+        return _first_handle(self.handle_of(e) for e in expr.elts if type(e) is not ast.Starred)
+
+    def _handle_of_dict(self, expr: ast.Dict) -> Optional[Handle]:
+        return _first_handle(self.handle_of(v) for k, v in zip(expr.keys, expr.values)
+                             if k is not None)
+
+    def _handle_of_element(self, expr: ast.ListComp | ast.SetComp | ast.GeneratorExp
+                           ) -> Optional[Handle]:
+        return self.handle_of(expr.elt)
+
+    def _handle_of_dictcomp(self, expr: ast.DictComp) -> Optional[Handle]:
+        return self.handle_of(expr.value)
+
+    def _handle_of_boolop(self, expr: ast.BoolOp) -> Optional[Handle]:
+        return next((h for h in map(self.handle_of, expr.values) if h is not None), None)
+
+    def _handle_of_ifexp(self, expr: ast.IfExp) -> Optional[Handle]:
+        return self.handle_of(expr.body) or self.handle_of(expr.orelse)
 
     def _handle_of_call(self, call: ast.Call) -> Optional[Handle]:
         name = self.state.q(call.func)
@@ -217,8 +250,8 @@ class Evaluator:
             base = self.handle_of(func.value)
             if base is not None and func.attr in self.registry.derived_methods(base.handle):
                 return base.as_derived()
-        if name is not None and name.rsplit(".", 1)[-1].endswith(DERIVED_CALLABLE_SUFFIXES):
-            for arg in call_args(call):
+        if name is not None and name.endswith(DERIVED_CALLABLE_SUFFIXES):  # (its last part's)
+            for arg in self.args(call):
                 base = self.handle_of(arg.value)
                 if base is not None:
                     return base.as_derived()
@@ -241,36 +274,53 @@ class Evaluator:
 
     def refs_of(self, expr: ast.expr) -> list[DatasetRef]:
         """What dataset(s) an expression may evaluate to."""
-        if isinstance(expr, ast.Call):
-            return self._refs_of_call(expr)
-        if isinstance(expr, ast.Name):
-            bound = self.state.env.refs(expr.id)
+        kind = type(expr)
+        if kind is ast.Call:
+            return self._refs_of_call(expr)  # type: ignore[arg-type]
+        if kind is ast.Name:
+            bound = self.state.env.refs(expr.id)  # type: ignore[attr-defined]
             if bound is not None:
                 return bound
             qualified = self.state.q(expr)
-            return [DatasetRef("name", qualified)] if qualified and "." in qualified else []
-        if isinstance(expr, ast.Attribute):
-            cls = self.state.current_class()
-            if is_self(expr.value) and cls is not None:
-                return [DatasetRef("attr", f"{cls.qualname}.{expr.attr}")]
+            return [self._ref("name", qualified)] if qualified and "." in qualified else []
+        if kind is ast.Constant:
             return []
-        if isinstance(expr, ast.Subscript):
-            return self.refs_of(expr.value)
-        if isinstance(expr, (ast.List, ast.Tuple)):
-            return [r for e in elements(expr) for r in self.refs_of(e)]
-        if isinstance(expr, ast.IfExp):
-            return self.refs_of(expr.body) + self.refs_of(expr.orelse)
-        if isinstance(expr, ast.BoolOp):
-            return [r for v in expr.values for r in self.refs_of(v)]
-        if isinstance(expr, _COMPREHENSIONS):
-            return self.refs_of(expr.elt)
-        if isinstance(expr, ast.DictComp):
-            return self.refs_of(expr.value)
-        if isinstance(expr, ast.Dict):
-            return [r for v in expr.values for r in self.refs_of(v)]
-        if isinstance(expr, ast.Starred):
-            return self.refs_of(expr.value)
+        how = _REFS_OF.get(kind)
+        return how(self, expr) if how is not None else []
+
+    def _ref(self, kind: RefKind, target: str, positional: int = -1) -> DatasetRef:
+        """`DatasetRef(kind, target, positional=positional)`, made once per file (it is frozen:
+        one object serves)."""
+        found = self._refs.get((kind, target, positional))
+        if found is None:
+            found = self._refs[kind, target, positional] = DatasetRef(kind, target,
+                                                                      positional=positional)
+        return found
+
+    def _refs_of_attribute(self, expr: ast.Attribute) -> list[DatasetRef]:
+        cls = self.state.current_class()
+        if is_self(expr.value) and cls is not None:
+            return [self._ref("attr", f"{cls.qualname}.{expr.attr}")]
         return []
+
+    def _refs_of_value(self, expr: ast.Subscript | ast.Starred) -> list[DatasetRef]:
+        return self.refs_of(expr.value)
+
+    def _refs_of_elements(self, expr: ast.List | ast.Tuple) -> list[DatasetRef]:
+        return [r for e in elements(expr) for r in self.refs_of(e)]
+
+    def _refs_of_ifexp(self, expr: ast.IfExp) -> list[DatasetRef]:
+        return self.refs_of(expr.body) + self.refs_of(expr.orelse)
+
+    def _refs_of_values(self, expr: ast.BoolOp | ast.Dict) -> list[DatasetRef]:
+        return [r for v in expr.values for r in self.refs_of(v)]
+
+    def _refs_of_element(self, expr: ast.ListComp | ast.SetComp | ast.GeneratorExp
+                         ) -> list[DatasetRef]:
+        return self.refs_of(expr.elt)
+
+    def _refs_of_dictcomp(self, expr: ast.DictComp) -> list[DatasetRef]:
+        return self.refs_of(expr.value)
 
     def _refs_of_call(self, call: ast.Call) -> list[DatasetRef]:
         func = call.func
@@ -304,7 +354,7 @@ class Evaluator:
         if wrapper is not None:
             how, position, keyword = wrapper
             if how == "all":
-                return [r for arg in call_args(call) for r in self.refs_of(arg.value)]
+                return [r for arg in self.args(call) for r in self.refs_of(arg.value)]
             arg = argument(call, position, keyword)
             return self.refs_of(arg) if arg is not None else []
         if name.startswith(("torch.", "builtins.")) or name in _BUILTINS:
@@ -316,21 +366,24 @@ class Evaluator:
         registry = self.state.q(call.args[1]) if short == "build_from_cfg" \
             and len(call.args) > 1 else None
         if registry:  # mmcv's `build_from_cfg(cfg, DATASETS)`: `DATASETS.build(cfg)`
-            return [DatasetRef("call", f"{registry}.build", texts=_texts(call),
+            return [DatasetRef("call", f"{registry}.build", texts=_texts(call, self.args(call)),
                                key_params=tuple(k for k in self._key_params(call) if k[0] == 0))]
-        passed = tuple(self.arg_refs(call)) \
-            if (short[:1].isupper() or name == OWN_CLASS) and (call.args or call.keywords) \
+        if not call.args and not call.keywords:  # `f()`: what the lines below make of it
+            return [self._ref("call", name, 0)]
+        class_like = short[:1].isupper() or name == OWN_CLASS
+        passed = tuple(self.arg_refs(call)) if class_like and (call.args or call.keywords) \
             else ()
-        unknown = any(type(a) is ast.Starred for a in call.args) \
-            or any(k.arg is None for k in call.keywords)
-        attr_args = tuple(self._attr_args(call)) \
-            if short[:1].isupper() or name == OWN_CLASS else ()
+        unknown = False  # `*args` or `**kwargs` given
+        for given in self.args(call):
+            if given.star:
+                unknown = True
+                break
+        attr_args = tuple(self._attr_args(call)) if class_like else ()
         return [DatasetRef("call", name, tuple(self._handle_args(call)), passed,
                            -1 if unknown else len(call.args),
-                           tuple(k.arg for k in call.keywords if k.arg),
+                           tuple([k.arg for k in call.keywords if k.arg]),
                            attr_args=attr_args,
-                           texts=() if short[:1].isupper() or name == OWN_CLASS
-                           else _texts(call),
+                           texts=() if class_like else _texts(call, self.args(call)),
                            key_params=self._key_params(call)
                            if short.startswith(LOOKUP_VERBS) else ())]
 
@@ -338,7 +391,7 @@ class Evaluator:
         """The parameters a call passes on as they are: (position or -1, keyword, the
         parameter "<function>#<index>#<name>")."""
         found = []
-        for index, arg in enumerate(call_args(call)):
+        for index, arg in enumerate(self.args(call)):
             refs = self.state.env.refs(arg.value.id) \
                 if not arg.star and type(arg.value) is ast.Name else None
             if refs and len(refs) == 1 and refs[0].kind == "param":
@@ -364,7 +417,7 @@ class Evaluator:
         None; `every`: all of them, a starred one as keyword "*" / "**"; `with_refs`: none
         (an empty list) unless one of them may be a dataset."""
         found: list[ArgRef] = []
-        args = call_args(call)
+        args = self.args(call)
         each: list[list[DatasetRef]] = [[] if arg.star else self.refs_of(arg.value) for arg in args]
         if with_refs and not any(each):
             return found
@@ -388,7 +441,7 @@ class Evaluator:
 
     def _handle_args(self, call: ast.Call) -> list[HandleArg]:
         found = []
-        for index, arg in enumerate(call_args(call)):
+        for index, arg in enumerate(self.args(call)):
             if arg.star:
                 continue
             handle = self.handle_of(arg.value)
@@ -403,7 +456,7 @@ class Evaluator:
         (`EvalSet(train_ds.h5)`, `EvalSet(self.train.h5)`): whether that attribute holds a
         handle is decided when linking."""
         found = []
-        for index, arg in enumerate(call_args(call)):
+        for index, arg in enumerate(self.args(call)):
             value = arg.value
             if arg.star or type(value) is not ast.Attribute or is_self(value.value):
                 continue
@@ -454,6 +507,31 @@ class Evaluator:
             if isinstance(child, _IDENTITY_PARTS) and self.is_identity(child):
                 return True
         return False
+
+
+# What `handle_of` and `refs_of` do per node type (besides calls, names and constants).
+_HANDLE_OF: dict[type, Callable[[Evaluator, Any], Optional[Handle]]] = {
+    ast.Subscript: Evaluator._handle_of_subscript,
+    ast.Attribute: Evaluator._handle_of_attribute,
+    ast.List: Evaluator._handle_of_sequence, ast.Tuple: Evaluator._handle_of_sequence,
+    ast.Set: Evaluator._handle_of_sequence,
+    ast.Dict: Evaluator._handle_of_dict,
+    ast.ListComp: Evaluator._handle_of_element, ast.SetComp: Evaluator._handle_of_element,
+    ast.GeneratorExp: Evaluator._handle_of_element,
+    ast.DictComp: Evaluator._handle_of_dictcomp,
+    ast.BoolOp: Evaluator._handle_of_boolop,
+    ast.IfExp: Evaluator._handle_of_ifexp,
+}
+_REFS_OF: dict[type, Callable[[Evaluator, Any], list[DatasetRef]]] = {
+    ast.Attribute: Evaluator._refs_of_attribute,
+    ast.Subscript: Evaluator._refs_of_value, ast.Starred: Evaluator._refs_of_value,
+    ast.List: Evaluator._refs_of_elements, ast.Tuple: Evaluator._refs_of_elements,
+    ast.IfExp: Evaluator._refs_of_ifexp,
+    ast.BoolOp: Evaluator._refs_of_values, ast.Dict: Evaluator._refs_of_values,
+    ast.ListComp: Evaluator._refs_of_element, ast.SetComp: Evaluator._refs_of_element,
+    ast.GeneratorExp: Evaluator._refs_of_element,
+    ast.DictComp: Evaluator._refs_of_dictcomp,
+}
 
 
 def _is_string(node: ast.AST) -> bool:

@@ -22,7 +22,7 @@ from .state import (
     ClassState, Env, Frame, FunctionState, Handle, MethodState, State,
 )
 from .values import (
-    Evaluator, argument, call_args, elements, first_arg, int_value, is_name, is_none, is_self,
+    Evaluator, argument, elements, first_arg, int_value, is_name, is_none, is_self,
     is_super, presence, self_attr, string,
 )
 
@@ -53,6 +53,8 @@ _LIBRARY_ROOTS = frozenset({
 })
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NAME, _CONSTANT = ast.Name, ast.Constant
+# The tests that may check an attribute of self is unset (remedies._unset_tests).
+_MAYBE_UNSET = frozenset({ast.Compare, ast.UnaryOp, ast.BoolOp})
 # Loader names a star import may bring in (a project package re-exporting torch's)
 _STAR_LOADER_NAMES = frozenset({"DataLoader"})
 
@@ -67,6 +69,9 @@ class SelfUses:
     # is None:`, `a if self.x else b`) or falling back from it (`self.x or b`), nested code
     # included (annotations are not walked)
     presence: set[str] = dataclasses.field(default_factory=set)
+    # the methods that may hold a lazy accessor (remedies._unset_tests, _or_self): an `if`
+    # whose test compares, negates or combines, an assignment of `a or b` (nested code included)
+    lazy: set[str] = dataclasses.field(default_factory=set)
 
 
 class FactWalker:
@@ -302,9 +307,11 @@ class FactWalker:
     # --- pid guards -------------------------------------------------------------------------
 
     def visit_If(self, node: ast.If) -> None:
-        if self._uses_method and self._self_uses is not None \
-                and presence(node.test)[0] is not None:
-            self._self_uses.presence.add(self._uses_method)
+        if self._uses_method and self._self_uses is not None:
+            if type(node.test) in _MAYBE_UNSET:
+                self._self_uses.lazy.add(self._uses_method)
+            if presence(node.test)[0] is not None:
+                self._self_uses.presence.add(self._uses_method)
         guarded = self.ev.is_identity(node.test)
         self.state.pid_guard_depth += guarded
         self.walk(node.test)
@@ -438,11 +445,12 @@ class FactWalker:
             value = node.value
             if node.attr in self.config_attrs and self_attr(value) is not None:
                 method.config_reads.add(id(value))
-            cls = self.state.current_class()
-            if is_self(value) or is_name(value, cls.name if cls else ""):
-                method.attrs_read.add(node.attr)
-                if id(node) not in method.config_reads:
-                    method.attrs_used.add(node.attr)
+            if isinstance(value, ast.Name):  # `self.x`, `cls.x`, `<its class>.x`
+                cls = self.state.current_class()
+                if value.id in ("self", "cls") or (cls is not None and value.id == cls.name):
+                    method.attrs_read.add(node.attr)
+                    if id(node) not in method.config_reads:
+                        method.attrs_used.add(node.attr)
         self.walk(node.value)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
@@ -482,6 +490,8 @@ class FactWalker:
     # --- statements -------------------------------------------------------------------------
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        if type(node.value) is ast.BoolOp and self._uses_method and self._self_uses is not None:
+            self._self_uses.lazy.add(self._uses_method)
         for target in node.targets:
             self._mark_store(target)
         for target in node.targets:
@@ -544,15 +554,13 @@ class FactWalker:
         name = self.state.q(node.func)
         outer = self._outer_function()
         if name in LOADERS:
-            loader = read_loader(node, self.ev)
-            self._add_loader(loader, outer)
+            self.loaders.append(read_loader(node, self.ev, _qualname(outer)))
         elif name is not None and name.rpartition(".")[2] in LOADER_LAST_PARTS and (
                 row := framework_loader(name, self.state.scope.all_star_modules())) is not None:
-            self._add_loader(read_framework_loader(node, row, self.ev), outer)
+            self.loaders.append(read_framework_loader(node, row, self.ev, _qualname(outer)))
         elif name in _STAR_LOADER_NAMES and any(self.state.scope.all_star_modules()):
             # `DataLoader` from `from utils import *`: the linker decides (LoaderCall.star_name)
-            loader = dataclasses.replace(read_loader(node, self.ev), star_name=name)
-            self._add_loader(loader, outer)
+            self.loaders.append(read_loader(node, self.ev, _qualname(outer), star_name=name))
         elif name in SET_START_METHOD and (node.args or node.keywords):
             method = string(first_arg(node)) or "?"
             if outer is None:
@@ -570,8 +578,8 @@ class FactWalker:
                     self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
                     if name not in self.function_names \
                             and name.rpartition(".")[2][:1].isupper():  # a class: a DataLoader?
-                        self._add_loader(read_candidate_loader(node, name, self.ev), outer,
-                                         self.loader_candidates)
+                        self.loader_candidates.append(
+                            read_candidate_loader(node, name, self.ev, _qualname(outer)))
             elif type(node.func) is ast.Attribute and (node.args or node.keywords):
                 self._method_site(node, node.func)
         if type(node.func) is ast.Attribute:
@@ -581,11 +589,6 @@ class FactWalker:
         self.walk_all(node.args)
         for keyword in node.keywords:
             self.walk(keyword.value)
-
-    def _add_loader(self, loader: LoaderCall, outer: Optional[FunctionState],
-                    sink: Optional[list[LoaderCall]] = None) -> None:
-        (self.loaders if sink is None else sink).append(
-            loader if outer is None else dataclasses.replace(loader, function=outer.qualname))
 
     def _outer_function(self) -> Optional[FunctionState]:
         """The outermost function (or method) the walk is in: what a call inside it runs for."""
@@ -691,7 +694,7 @@ class FactWalker:
         if attr is None and type(receiver) is ast.Subscript \
                 and not self.ev.is_identity(receiver.slice):  # `self.lmdbs[t].append(DS(p))`
             attr = self_attr(receiver.value)
-        for arg in call_args(node):
+        for arg in self.ev.args(node):
             handle = self.ev.handle_of(arg.value)
             if handle is not None:
                 if attr is not None and cls is not None and method is not None:
@@ -947,6 +950,11 @@ def _alternative_names(value: ast.expr) -> Iterator[str]:
         assert isinstance(value, ast.BoolOp)
         for operand in value.values:
             yield from _alternative_names(operand)
+
+
+def _qualname(function: Optional[FunctionState]) -> str:
+    """What LoaderCall.function says of a call in `function` ("": module level)."""
+    return function.qualname if function is not None else ""
 
 
 def _decorator_callee(node: ast.expr) -> ast.expr:
