@@ -93,7 +93,8 @@ class Selection:
         wanted = {p for p in handle_files - dataset_files
                   if any(set(bases) & dataset_names for _, bases in class_bases(texts[p]))}
         wanted |= _dataset_files_importing_handles(
-            dataset_files - handle_files, handle_files, by_module, self._imported_by)
+            dataset_files - handle_files, handle_files, by_module, self._imported_by,
+            dataset_files)
         wanted |= {p for p in dataset_files - handle_files if _loader_of_parameter(texts[p])}
         while True:
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
@@ -671,16 +672,20 @@ def _interesting_modules(all_facts: Iterable[FileFacts]) -> tuple[set[str], set[
 
 
 def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[str],
-                                     by_module: dict[str, str], imported_by: ImportedBy
-                                     ) -> set[str]:
+                                     by_module: dict[str, str], imported_by: ImportedBy,
+                                     dataset_files: Iterable[str] = ()) -> set[str]:
     """A dataset file importing from a handle file: the handle may be a module-level one.
-    A handle file a package of its folder re-exports (`from .file_readers import
-    build_file_reader` in datasets/, file_readers/__init__.py importing `.zip_reader`) may
-    hold a helper class's cache: it and the package, whose names then decide (not the
-    importer itself: it may name only what holds nothing)."""
+    Also through one plain module between them (neither a dataset nor a handle file, nor a
+    package): a holder the dataset keeps (`RecordService`) may keep another one
+    (`DbContext`) from a handle file (all three then). A handle file a package of its folder re-exports (`from
+    .file_readers import build_file_reader` in datasets/, file_readers/__init__.py importing
+    `.zip_reader`) may hold a helper class's cache: it and the package, whose names then
+    decide (not the importer itself: it may name only what holds nothing)."""
     handle_modules = {m: p for m, p in by_module.items() if p in handle_only}
     if not handle_modules:
         return set()
+    loud = set(dataset_files) | handle_only
+    plain_modules = {m: p for m, p in by_module.items() if p not in loud}
     found: set[str] = set()
     for path in dataset_only:
         folder = os.path.dirname(path)
@@ -689,6 +694,14 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
             if target is not None:
                 found |= {path, target}
                 continue
+            between = _module_file(imported, plain_modules)
+            if between is not None and between != path \
+                    and os.path.basename(between) != "__init__.py":  # a package: below
+                targets = {t for inner in imported_by(between)
+                           if (t := _module_file(inner, handle_modules)) is not None}
+                if targets:
+                    found |= {path, between, *targets}
+                    continue
             package = by_module.get(imported, "")
             if not folder or os.path.basename(package) != "__init__.py" \
                     or os.path.dirname(os.path.dirname(package)) != folder:
