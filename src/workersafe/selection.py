@@ -94,7 +94,7 @@ class Selection:
                   if any(set(bases) & dataset_names for _, bases in class_bases(texts[p]))}
         wanted |= _dataset_files_importing_handles(
             dataset_files - handle_files, handle_files, by_module, self._imported_by,
-            dataset_files)
+            dataset_files, texts)
         wanted |= {p for p in dataset_files - handle_files if _loader_of_parameter(texts[p])}
         while True:
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
@@ -673,14 +673,17 @@ def _interesting_modules(all_facts: Iterable[FileFacts]) -> tuple[set[str], set[
 
 def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[str],
                                      by_module: dict[str, str], imported_by: ImportedBy,
-                                     dataset_files: Iterable[str] = ()) -> set[str]:
+                                     dataset_files: Iterable[str] = (),
+                                     texts: Optional[dict[str, str]] = None) -> set[str]:
     """A dataset file importing from a handle file: the handle may be a module-level one.
     Also through one plain module between them (neither a dataset nor a handle file, nor a
-    package): a holder the dataset keeps (`RecordService`) may keep another one
-    (`DbContext`) from a handle file (all three then). A handle file a package of its folder re-exports (`from
-    .file_readers import build_file_reader` in datasets/, file_readers/__init__.py importing
-    `.zip_reader`) may hold a helper class's cache: it and the package, whose names then
-    decide (not the importer itself: it may name only what holds nothing)."""
+    package) keeping an instance of a class the handle file defines (`self.dbContext =
+    dbContext.DbContext()`): a holder the dataset keeps (`RecordService`) keeping another
+    (`DbContext`) that holds the handle (all three files then). A handle file a package of
+    its folder re-exports (`from .file_readers import build_file_reader` in datasets/,
+    file_readers/__init__.py importing `.zip_reader`) may hold a helper class's cache: it and
+    the package, whose names then decide (not the importer itself: it may name only what
+    holds nothing)."""
     handle_modules = {m: p for m, p in by_module.items() if p in handle_only}
     if not handle_modules:
         return set()
@@ -695,10 +698,11 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
                 found |= {path, target}
                 continue
             between = _module_file(imported, plain_modules)
-            if between is not None and between != path \
+            if texts is not None and between is not None and between != path \
                     and os.path.basename(between) != "__init__.py":  # a package: below
                 targets = {t for inner in imported_by(between)
-                           if (t := _module_file(inner, handle_modules)) is not None}
+                           if (t := _module_file(inner, handle_modules)) is not None
+                           and _keeps_instance_of(texts[between], texts[t])}
                 if targets:
                     found |= {path, between, *targets}
                     continue
@@ -711,6 +715,20 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
                 if target is not None:
                     found |= {package, target}
     return found
+
+
+_CLASS_LINE = re.compile(r"^class\s+(\w+)", re.M)
+
+
+def _keeps_instance_of(text: str, defining: str) -> bool:
+    """Whether `text` keeps on self an instance of a class `defining` defines
+    (`self.db = dbcontext.DbContext()`, `self.db = DbContext(path)`)."""
+    names = _CLASS_LINE.findall(defining)
+    if not names or "self." not in text:
+        return False
+    alternatives = "|".join(map(re.escape, names))
+    return re.search(r"self\.\w+\s*(?::[^=\n]*)?=\s*(?:[\w.]*\.)?(?:" + alternatives
+                     + r")\s*\(", text) is not None
 
 
 def _imported_modules(text: str, file: SourceFile) -> set[str]:
