@@ -159,6 +159,10 @@ def _rows() -> tuple[HandleType, ...]:
         replace(_HTTP, name="urllib3.connectionpool.connection_from_url"),
         replace(_HTTP, name="aiohttp.ClientSession", runtime_types=("aiohttp.ClientSession",),
                 runtime_probe=""),
+        # its transport's node keeps a urllib3 HTTPConnectionPool (checked with
+        # elasticsearch 9.5): the pool row's hazard; the client does not pickle (a thread-local)
+        replace(_HTTP, name="elasticsearch.Elasticsearch", runtime_probe="",
+                runtime_types=("elasticsearch.Elasticsearch",)),
         replace(_CLOUD, name="boto3.client", runtime_types=("botocore.client.BaseClient",)),
         replace(_CLOUD, name="boto3.resource", derived_methods=("Bucket", "Table", "Object"),
                 runtime_types=("boto3.resources.base.ServiceResource",)),
