@@ -32,6 +32,10 @@ class HandleType:
     picklable: bool  # survives being pickled into a spawn/forkserver worker
     derived_methods: tuple[str, ...] = ()  # methods whose result keeps the handle alive
     derived_subscript: bool = False  # `handle[key]` keeps the handle alive (h5py)
+    # methods whose result is an iterable of objects each keeping the handle, so `list(...)`
+    # of it or `[b for b in ...]` keeps it too (`client.list_blobs()`'s blobs; never an lmdb
+    # cursor's or an h5py file's, whose elements are plain bytes and names)
+    iterable_methods: tuple[str, ...] = ()
     # a subscript of a derived value may read data out of it (h5py: `f["x"][i]`); when False
     # every subscript keeps the handle (pymongo: `client[name][coll]` is a collection)
     subscript_reads: bool = True
@@ -168,8 +172,12 @@ def _rows() -> tuple[HandleType, ...]:
                 runtime_types=("boto3.resources.base.ServiceResource",)),
         replace(_CLOUD, name="boto3.Session", derived_methods=("client", "resource")),
         replace(_CLOUD, name="boto3.session.Session", derived_methods=("client", "resource")),
+        # a bucket, and the blobs it names or lists, keep the client (`blob.client`): its
+        # session's pooled connections (`blob.download_as_bytes()` in a worker)
         replace(_CLOUD, name="google.cloud.storage.Client",
-                derived_methods=("bucket", "get_bucket"),
+                derived_methods=("bucket", "get_bucket", "list_blobs", "blob", "get_blob",
+                                 "lookup_bucket"),
+                iterable_methods=("list_blobs", "list_buckets"),
                 runtime_types=("google.cloud.storage.Client",),
                 runtime_derived_types=("google.cloud.storage.Bucket",)),
         replace(grpc_channel, name="grpc.insecure_channel"),
@@ -264,6 +272,11 @@ class Registry:
         """Methods whose result, called on a `handle` (a registry key), keeps it alive."""
         htype = self.lookup(handle)
         return GENERIC_DERIVED_METHODS.union(htype.derived_methods if htype else ())
+
+    def iterable_methods(self, handle: str) -> tuple[str, ...]:
+        """Methods whose result, called on a `handle`, lists objects each keeping it."""
+        htype = self.lookup(handle)
+        return htype.iterable_methods if htype else ()
 
     def short_names(self) -> frozenset[str]:
         """The constructors' last name parts (`Session`, `open`): what a subclass's base ends in."""

@@ -18,6 +18,9 @@ from .state import Handle, State, Value
 _BUILTINS = frozenset({"list", "tuple", "dict", "set", "len", "range", "print", "iter", "next",
                        "sorted", "enumerate", "zip", "map", "filter", "open", "super", "type",
                        "isinstance", "getattr", "str", "int", "float"})
+# builtins whose result holds the very objects of their one argument (`list(it)`)
+_KEEP_ELEMENTS = frozenset({"list", "tuple", "sorted", "builtins.list", "builtins.tuple",
+                            "builtins.sorted"})
 _SEQUENCES = (ast.List, ast.Tuple, ast.Set)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 # `.items()` / `.values()` of a dict of datasets, `.copy()` of a list of them: the same datasets
@@ -198,6 +201,11 @@ class Evaluator:
             return _first_handle(self.handle_of(v) for k, v in zip(expr.keys, expr.values)
                                  if k is not None)
         if isinstance(expr, _COMPREHENSIONS):
+            # `[blob for blob in client.list_blobs(b)]`: the elements the iterable derives
+            loop = expr.generators[0]
+            if type(expr.elt) is ast.Name and type(loop.target) is ast.Name \
+                    and expr.elt.id == loop.target.id and len(expr.generators) == 1:
+                return self._listed(loop.iter)
             return self.handle_of(expr.elt)
         if isinstance(expr, ast.DictComp):
             return self.handle_of(expr.value)
@@ -217,12 +225,24 @@ class Evaluator:
             base = self.handle_of(func.value)
             if base is not None and func.attr in self.registry.derived_methods(base.handle):
                 return base.as_derived()
+        if name in _KEEP_ELEMENTS and len(call.args) == 1 and not call.keywords:
+            return self._listed(call.args[0])  # `list(bucket.list_blobs())`: the same objects
         if name is not None and name.rsplit(".", 1)[-1].endswith(DERIVED_CALLABLE_SUFFIXES):
             for arg in call_args(call):
                 base = self.handle_of(arg.value)
                 if base is not None:
                     return base.as_derived()
         return None
+
+    def _listed(self, expr: ast.expr) -> Optional[Handle]:
+        """The handle each element of `expr` keeps: a call of a registry row's iterable
+        method (`client.list_blobs(b)`); None for other iterables (a cursor's rows)."""
+        if type(expr) is not ast.Call or type(expr.func) is not ast.Attribute:
+            return None
+        base = self.handle_of(expr.func.value)
+        if base is None or expr.func.attr not in self.registry.iterable_methods(base.handle):
+            return None
+        return base.as_derived()
 
     def _subscript_keeps_handle(self, base: Handle, expr: ast.Subscript) -> bool:
         htype = self.registry.lookup(base.handle)
