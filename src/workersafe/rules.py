@@ -154,7 +154,7 @@ def _reached_through(project: Project, cand: Candidate, view: ClassView, is_torc
     cand.wire = False
     cand.unwired = f"its DataLoaders iterate another dataset keeping it {via.describe()}"
     if not is_torch:  # a holder (a dataset's own handle, in a dataset passed in, is WS101)
-        if via.passed and cand.code == "WS101":
+        if cand.code == "WS101" and _passed_on_the_way(project, view.cls):
             cand.code = "WS104"
         built = None if via.passed else _holder_built(project, view.cls, via)
         if built is None:
@@ -167,6 +167,24 @@ def _reached_through(project: Project, cand: Candidate, view: ClassView, is_torc
         cand.wire, cand.unwired = True, ""  # the fix is the dataset's: its loaders are wired
         return outer
     return None
+
+
+def _passed_on_the_way(project: Project, holder: ClassFacts) -> bool:
+    """Whether the holder, or a holder keeping it on the way up to a dataset, is passed in
+    (`Dataset(recordService=RecordService(q))`, whose `__init__` builds the `DbContext`
+    holding the connection): its handle is made by the caller, WS104."""
+    seen = {holder.qualname}
+    names = [holder.qualname]
+    while names:
+        for reach in project.reached.get(names.pop(), []):
+            if reach.passed:
+                return True
+            for outer in project.classes.values():
+                if outer.name == reach.outer and outer.qualname not in seen \
+                        and not project.is_torch_dataset(outer):
+                    seen.add(outer.qualname)
+                    names.append(outer.qualname)
+    return False
 
 
 def _built_in_parent(view: ClassView, method: str) -> bool:

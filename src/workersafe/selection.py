@@ -96,7 +96,8 @@ class Selection:
         wanted = {p for p in handle_files - dataset_files
                   if any(set(bases) & dataset_names for _, bases in class_bases(texts[p]))}
         wanted |= _dataset_files_importing_handles(
-            dataset_files - handle_files, handle_files, by_module, self._imported_by)
+            dataset_files - handle_files, handle_files, by_module, self._imported_by,
+            dataset_files, texts)
         wanted |= {p for p in dataset_files - handle_files if _loader_of_parameter(texts[p])}
         interesting_alone: dict[int, bool] = {}  # by id: `facts` holds every one while here
         while True:
@@ -727,16 +728,23 @@ def _interesting_modules(all_facts: Iterable[FileFacts],
 
 
 def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[str],
-                                     by_module: dict[str, str], imported_by: ImportedBy
-                                     ) -> set[str]:
+                                     by_module: dict[str, str], imported_by: ImportedBy,
+                                     dataset_files: Iterable[str] = (),
+                                     texts: Optional[dict[str, str]] = None) -> set[str]:
     """A dataset file importing from a handle file: the handle may be a module-level one.
-    A handle file a package of its folder re-exports (`from .file_readers import
-    build_file_reader` in datasets/, file_readers/__init__.py importing `.zip_reader`) may
-    hold a helper class's cache: it and the package, whose names then decide (not the
-    importer itself: it may name only what holds nothing)."""
+    Also through one plain module between them (neither a dataset nor a handle file, nor a
+    package) keeping an instance of a class the handle file defines (`self.dbContext =
+    dbContext.DbContext()`): a holder the dataset keeps (`RecordService`) keeping another
+    (`DbContext`) that holds the handle (all three files then). A handle file a package of
+    its folder re-exports (`from .file_readers import build_file_reader` in datasets/,
+    file_readers/__init__.py importing `.zip_reader`) may hold a helper class's cache: it and
+    the package, whose names then decide (not the importer itself: it may name only what
+    holds nothing)."""
     handle_modules = {m: p for m, p in by_module.items() if p in handle_only}
     if not handle_modules:
         return set()
+    loud = set(dataset_files) | handle_only
+    plain_modules = {m: p for m, p in by_module.items() if p not in loud}
     found: set[str] = set()
     for path in dataset_only:
         folder = os.path.dirname(path)
@@ -745,6 +753,15 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
             if target is not None:
                 found |= {path, target}
                 continue
+            between = _module_file(imported, plain_modules)
+            if texts is not None and between is not None and between != path \
+                    and os.path.basename(between) != "__init__.py":  # a package: below
+                targets = {t for inner in imported_by(between)
+                           if (t := _module_file(inner, handle_modules)) is not None
+                           and _keeps_instance_of(texts[between], texts[t])}
+                if targets:
+                    found |= {path, between, *targets}
+                    continue
             package = by_module.get(imported, "")
             if not folder or os.path.basename(package) != "__init__.py" \
                     or os.path.dirname(os.path.dirname(package)) != folder:
@@ -754,6 +771,20 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
                 if target is not None:
                     found |= {package, target}
     return found
+
+
+_CLASS_LINE = re.compile(r"^class\s+(\w+)", re.M)
+
+
+def _keeps_instance_of(text: str, defining: str) -> bool:
+    """Whether `text` keeps on self an instance of a class `defining` defines
+    (`self.db = dbcontext.DbContext()`, `self.db = DbContext(path)`)."""
+    names = _CLASS_LINE.findall(defining)
+    if not names or "self." not in text:
+        return False
+    alternatives = "|".join(map(re.escape, names))
+    return re.search(r"self\.\w+\s*(?::[^=\n]*)?=\s*(?:[\w.]*\.)?(?:" + alternatives
+                     + r")\s*\(", text) is not None
 
 
 def _import_chains(starts: set[str], targets: set[str], imported_by: ImportedBy,

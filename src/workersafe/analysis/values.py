@@ -22,6 +22,9 @@ _BUILTINS = frozenset({"list", "tuple", "dict", "set", "len", "range", "print", 
                        "isinstance", "getattr", "str", "int", "float"})
 # (no suffix holds a dot: a name ends in one exactly when its last part does)
 assert not any("." in suffix for suffix in DERIVED_CALLABLE_SUFFIXES)
+# builtins whose result holds the very objects of their one argument (`list(it)`)
+_KEEP_ELEMENTS = frozenset({"list", "tuple", "sorted", "builtins.list", "builtins.tuple",
+                            "builtins.sorted"})
 _SEQUENCES = (ast.List, ast.Tuple, ast.Set)
 # `.items()` / `.values()` of a dict of datasets, `.copy()` of a list of them: the same datasets
 _SAME_ELEMENTS = frozenset({"items", "values", "copy"})
@@ -230,6 +233,11 @@ class Evaluator:
 
     def _handle_of_element(self, expr: ast.ListComp | ast.SetComp | ast.GeneratorExp
                            ) -> Optional[Handle]:
+        # `[blob for blob in client.list_blobs(b)]`: the elements the iterable derives
+        loop = expr.generators[0]
+        if type(expr.elt) is ast.Name and type(loop.target) is ast.Name \
+                and expr.elt.id == loop.target.id and len(expr.generators) == 1:
+            return self._listed(loop.iter)
         return self.handle_of(expr.elt)
 
     def _handle_of_dictcomp(self, expr: ast.DictComp) -> Optional[Handle]:
@@ -250,12 +258,24 @@ class Evaluator:
             base = self.handle_of(func.value)
             if base is not None and func.attr in self.registry.derived_methods(base.handle):
                 return base.as_derived()
+        if name in _KEEP_ELEMENTS and len(call.args) == 1 and not call.keywords:
+            return self._listed(call.args[0])  # `list(bucket.list_blobs())`: the same objects
         if name is not None and name.endswith(DERIVED_CALLABLE_SUFFIXES):  # (its last part's)
             for arg in self.args(call):
                 base = self.handle_of(arg.value)
                 if base is not None:
                     return base.as_derived()
         return None
+
+    def _listed(self, expr: ast.expr) -> Optional[Handle]:
+        """The handle each element of `expr` keeps: a call of a registry row's iterable
+        method (`client.list_blobs(b)`); None for other iterables (a cursor's rows)."""
+        if type(expr) is not ast.Call or type(expr.func) is not ast.Attribute:
+            return None
+        base = self.handle_of(expr.func.value)
+        if base is None or expr.func.attr not in self.registry.iterable_methods(base.handle):
+            return None
+        return base.as_derived()
 
     def _subscript_keeps_handle(self, base: Handle, expr: ast.Subscript) -> bool:
         htype = self.registry.lookup(base.handle)

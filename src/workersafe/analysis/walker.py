@@ -857,6 +857,11 @@ class FactWalker:
             if func is None and not state.frames:
                 state.module_handles[name] = (handle, False)
             elif func is not None and name in func.globals_declared \
+                    and name not in state.module_handles and name in state.module_env.bindings:
+                # `_client = None` at module level, `global _client; _client = Client()` in a
+                # function: a lazy process-global, filled like a cache by that function
+                self._cache_store(name, value)
+            elif func is not None and name in func.globals_declared \
                     and not state.pid_guard_depth:
                 state.module_handles[name] = (handle, False)
                 if func.is_module_level:
