@@ -99,7 +99,7 @@ def plan_reopen(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int, co
         if name in imported:
             plan.imports.append(imported[name].with_changes(leading_lines=[]))
         elif name in method_locals:
-            plan.captured[name] = _free(f"_{plan.attr.lstrip('_')}_{name.lstrip('_')}", used)
+            plan.captured[name] = _free(_kept_name(plan.attr, name), used)
         elif name not in bound:
             raise Unfixable(f"the creating call reads {name!r}, which is not bound")
     htype = names.registry.lookup(fix.handle)
@@ -133,8 +133,7 @@ def plan_reopen(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int, co
                                 f"{located.positions[statement].start.line}) reads the local "
                                 f"{name!r}, rebound after the handle is made")
             if name not in plan.captured:  # its value when the handle was made
-                plan.captured[name] = _free(f"_{plan.attr.lstrip('_')}_{name.lstrip('_')}",
-                                            used)
+                plan.captured[name] = _free(_kept_name(plan.attr, name), used)
         unknown = sorted(reads - bound - method_locals)
         if unknown:
             raise Unfixable(f"what __init__ derives from the handle (line "
@@ -156,6 +155,13 @@ def plan_reopen(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int, co
     if plan.marker in used:
         raise Unfixable(f"the class already uses self.{plan.marker}")
     return plan
+
+
+def _kept_name(attr: str, local: str) -> str:
+    """The attribute keeping the local `local` that the reopen of self.<attr> reads:
+    `_zf_root` for `root`, `_h5_path` (not `_h5_h5_path`) for `h5_path`."""
+    attr, local = attr.lstrip("_"), local.lstrip("_")
+    return f"_{local}" if local.startswith(f"{attr}_") else f"_{attr}_{local}"
 
 
 def _free(name: str, used: set[str]) -> str:
