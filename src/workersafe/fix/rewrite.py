@@ -865,11 +865,20 @@ def _breaks_after(arg: cst.Arg) -> bool:
 
 
 def _wrapped_partial(value: cst.Call, column: int) -> cst.Call:
-    """`partial(f, previous=g)` starting at `column`, its second argument on a line of its own
-    (aligned with the first) when the whole would pass the line length."""
+    """`partial(f, previous=g)` as the value of `worker_init_fn=`, starting at `column`, when
+    the whole would pass the line length: its second argument on a line of its own, aligned
+    with the first; in a call nested too deep for that, both arguments on lines of their own,
+    indented four columns past the keyword."""
     if column + len(_code(value)) + 1 <= max_line() or len(value.args) != 2:
         return value
     inner = column + len(_code(value.func)) + 1
+    widest = max(len(_code(value.args[0].value)), len(_code(value.args[1])) + 1) + 1
+    if inner + widest > max_line():
+        hang = column - len("worker_init_fn=") + 4
+        first = value.args[0].with_changes(
+            comma=cst.Comma(whitespace_after=_aligned_newline(hang)))
+        return value.with_changes(args=[first, value.args[1]],
+                                  whitespace_before_args=_aligned_newline(hang))
     first = value.args[0].with_changes(comma=cst.Comma(whitespace_after=_aligned_newline(inner)))
     return value.with_changes(args=[first, value.args[1]])
 
