@@ -284,6 +284,13 @@ PROGRAM_LIST += (
         (Before(FORK_4, REQUESTS_FAILURES),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # two lazy opens of one attribute; the parent runs the one in __len__
+        "lazy_session_len_and_getitem",
+        "WS303",
+        "requests.Session()",
+        (Before(FORK_4, REQUESTS_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(
         "lazy_lmdb_parent_first",
         "WS303",

@@ -144,9 +144,9 @@ def _configuring_sql(call: cst.Call) -> bool:
     return text.lstrip().upper().startswith(CONFIGURING_SQL)
 
 
-def _import_map(module: cst.Module) -> dict[str, str]:
+def import_map(module: cst.CSTNode) -> dict[str, str]:
     """Local name → qualified name for every import in the module (functions included: a
-    handle module imported inside `__init__` is still that module)."""
+    handle module imported inside `__init__` is still that module), or in any node."""
     found: dict[str, str] = {}
     for node in walk(module):
         if isinstance(node, cst.Import):
@@ -168,7 +168,7 @@ def _import_map(module: cst.Module) -> dict[str, str]:
     return found
 
 
-_module_imports = NodeMemo(_import_map)  # one walk per module, however many findings it has
+_module_imports = NodeMemo(import_map)  # one walk per module, however many findings it has
 
 
 # Expressions that compute a member's name (`f[name]`, `f[self.opt["mode"]]`,

@@ -24,6 +24,7 @@ from .cstutil import (
     leading_lines, loaded_names, module_bindings, single, statements, walk,
     with_dominant_newline, with_leading_lines,
 )
+from .handles import import_map
 from .plan import Unfixable
 
 WorkerFn = Union[cst.FunctionDef, cst.Lambda]
@@ -157,9 +158,13 @@ class Prepass:
                      reading: "_WorkerFn", this: str, paths: tuple[str, str]) -> None:
         """The names the moved creation reads mean the same in the dataset's module."""
         bound = module_bindings(module) | BUILTIN_NAMES | {this}
-        there, here = (self.imports.get(p, {}) for p in paths)
+        worker, dataset = (self.imports.get(p, {}) for p in paths)
         same_module = paths[0] == paths[1]
         carried = bound_names([s for s in new_lines if is_absolute_import(s)])  # moved along
+        # what the worker_init_fn's own imports bind (`import h5py` inside it), kept where the
+        # dataset's module binds the same at module level
+        own = {local: qualified for statement in reading.imported.values()
+               for local, qualified in import_map(statement).items()}
         for statement in new_lines:
             if is_absolute_import(statement):
                 continue
@@ -170,7 +175,7 @@ class Prepass:
                 if name in reading.locals:
                     raise Unfixable(f"the handle's creation reads {name}, a local of the "
                                     "worker_init_fn")
-                if name not in bound or there.get(name) != here.get(name):
+                if name not in bound or own.get(name, worker.get(name)) != dataset.get(name):
                     where = "the module" if same_module else "the dataset's module"
                     raise Unfixable(f"the handle's creation needs {name}, which is not bound "
                                     f"(to the same thing) in {where} at module level")

@@ -99,7 +99,7 @@ def plan_reopen(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int, co
         if name in imported:
             plan.imports.append(imported[name].with_changes(leading_lines=[]))
         elif name in method_locals:
-            plan.captured[name] = _free(f"_{plan.attr.lstrip('_')}_{name.lstrip('_')}", used)
+            plan.captured[name] = _free(_kept_name(plan.attr, name), used)
         elif name not in bound:
             raise Unfixable(f"the creating call reads {name!r}, which is not bound")
     htype = names.registry.lookup(fix.handle)
@@ -133,8 +133,7 @@ def plan_reopen(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int, co
                                 f"{located.positions[statement].start.line}) reads the local "
                                 f"{name!r}, rebound after the handle is made")
             if name not in plan.captured:  # its value when the handle was made
-                plan.captured[name] = _free(f"_{plan.attr.lstrip('_')}_{name.lstrip('_')}",
-                                            used)
+                plan.captured[name] = _free(_kept_name(plan.attr, name), used)
         unknown = sorted(reads - bound - method_locals)
         if unknown:
             raise Unfixable(f"what __init__ derives from the handle (line "
@@ -156,6 +155,13 @@ def plan_reopen(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int, co
     if plan.marker in used:
         raise Unfixable(f"the class already uses self.{plan.marker}")
     return plan
+
+
+def _kept_name(attr: str, local: str) -> str:
+    """The attribute keeping the local `local` that the reopen of self.<attr> reads:
+    `_zf_root` for `root`, `_h5_path` (not `_h5_h5_path`) for `h5_path`."""
+    attr, local = attr.lstrip("_"), local.lstrip("_")
+    return f"_{local}" if local.startswith(f"{attr}_") else f"_{attr}_{local}"
 
 
 def _free(name: str, used: set[str]) -> str:
@@ -234,12 +240,37 @@ def rewrite_reopen(cls: cst.ClassDef, plans: list[ReopenPlan]) -> cst.ClassDef:
     what = " and ".join(p.attr for p in plans)
     opener = open_method(OPENER_NAME, body, f"Reopen this process's {what} as __init__ opened "
                          "it (in each DataLoader worker).").with_changes(leading_lines=[BLANK])
-    dropped = [a for p in plans for a in p.attrs]
-    added = [opener, getstate_method(dropped)]
+    # an attribute __init__ also sets some other way (`self.zf = None` in the other branch)
+    # is left out only when the parent opened it: the other value must reach spawned workers
+    init = find_method(cls, "__init__")
+    set_twice = _set_more_than_once(init) if init is not None else set()
+    opened = [(p.marker, p.attrs) for p in plans if p.nested and set_twice & set(p.attrs)]
+    conditional = {a for _, attrs in opened for a in attrs}
+    dropped = [a for p in plans for a in p.attrs if a not in conditional]
+    added = [opener, getstate_method(dropped, opened=opened)]
     old = statements(new.body.body)
     at = next((i + 1 for i, s in enumerate(old)
                if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), len(old))
     return new.with_changes(body=new.body.with_changes(body=[*old[:at], *added, *old[at:]]))
+
+
+def _set_more_than_once(method: cst.FunctionDef) -> set[str]:
+    """The attributes of self that the method's statements assign more than once."""
+    counts: dict[str, int] = {}
+    for statement in _simple_statements(method):
+        for small in statement.body:
+            targets: list[cst.BaseExpression] = []
+            if isinstance(small, cst.Assign):
+                targets = [t.target for t in small.targets]
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                targets = [small.target]
+            while targets:
+                target = targets.pop()
+                if isinstance(target, (cst.Tuple, cst.List)):
+                    targets += [e.value for e in target.elements]
+                elif attr := self_attr(target):
+                    counts[attr] = counts.get(attr, 0) + 1
+    return {a for a, n in counts.items() if n > 1}
 
 
 def _block_targets(method: cst.FunctionDef) -> set[str]:

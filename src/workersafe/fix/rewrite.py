@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
@@ -15,7 +16,7 @@ import libcst as cst
 from ..discovery import module_of_import
 from ..engine import CheckResult, Engine
 from ..facts import Span
-from ..findings import Finding
+from ..findings import Finding, FixPlan
 from ..frameworks import LOADER_OWNER_BASE_WORDS
 from ..link import Project
 from ..rules import evaluate
@@ -213,6 +214,7 @@ class Rewriter:
         current = edit.replacements.get(cls, cls)
         assert isinstance(current, cst.ClassDef)
         wanted = [(f.plan, f.span) for f in findings if f.plan is not None]
+        wanted += self._sibling_lazy_opens(path, qualname, wanted)
         guarded = guard_lazy_opens(edit.located, cls, current, wanted, self.registry, inherited,
                                    base_strategy)
         edit.replacements[cls] = guarded.cls
@@ -222,6 +224,27 @@ class Rewriter:
                               for method, attr in guarded.guarded]
         return "; ".join(["process check added: reopened when os.getpid() changes",
                           *guarded.notes])
+
+    def _sibling_lazy_opens(self, path: str, qualname: str,
+                            wanted: list[tuple[FixPlan, Span]]) -> list[tuple[FixPlan, Span]]:
+        """The other lazy opens of the attributes `wanted` guards, in other methods of the
+        class (`__len__` opened by the parent is the finding; `__getitem__`, opening the same
+        attribute under the same test, would keep using what a forked worker inherited)."""
+        facts = self.result.facts.get(path)
+        remedy = next((c for c in facts.remedies.classes if c.qualname == qualname), None) \
+            if facts is not None else None
+        if remedy is None:
+            return []
+        done = {(plan.method, plan.attr) for plan, _ in wanted}
+        out: list[tuple[FixPlan, Span]] = []
+        for lazy in remedy.lazy:
+            plan = next((p for p, _ in wanted if p.attr == lazy.attr), None)
+            if plan is None or lazy.site is None or lazy.process_checked \
+                    or (lazy.method, lazy.attr) in done or lazy.site.handle != plan.handle:
+                continue
+            done.add((lazy.method, lazy.attr))
+            out.append((dataclasses.replace(plan, method=lazy.method), lazy.site.span))
+        return out
 
     # --- module-level handles ---------------------------------------------------------------
 
@@ -809,29 +832,53 @@ def _wired_call(call: cst.Call, references: list[cst.BaseExpression],
                                                     cst.SimpleWhitespace("")))])
             needs_partial = True
     assert value is not None
-    if needs_partial and isinstance(value, cst.Call) and layout[0] >= 0:
-        value = _wrapped_partial(value, layout[0] + len("worker_init_fn="))
-    if existing is not None:
-        args = [a.with_changes(value=value) if a is existing else a for a in call.args]
-        index = args.index(next(a for a in args if a.keyword and a.keyword.value
-                                == "worker_init_fn"))
-        first_col, end_col = layout
-        growth = len(_code(value)) - len(_code(existing.value))
-        if first_col >= 0 and index > 0 and end_col + growth > max_line():
-            before = args[index - 1]
-            args[index - 1] = before.with_changes(comma=cst.Comma(
+    if existing is None:
+        if needs_partial and isinstance(value, cst.Call) and layout[0] >= 0:
+            value = _wrapped_partial(value, layout[0] + len("worker_init_fn="))
+        return call.with_changes(args=_append_keyword(call, "worker_init_fn", value, layout)), \
+            needs_partial
+    # the existing keyword keeps its place; when its line grows too long, it gets a line of its
+    # own (the arguments before and after it on that line move to lines of their own)
+    args = list(call.args)
+    index = next(i for i, a in enumerate(args) if a is existing)
+    first_col, end_col = layout
+    growth = len(_code(value)) - len(_code(existing.value))
+    new_arg = existing.with_changes(value=value)
+    if first_col >= 0 and end_col + growth > max_line():
+        if index > 0 and not _breaks_after(args[index - 1]):
+            args[index - 1] = args[index - 1].with_changes(comma=cst.Comma(
                 whitespace_after=_aligned_newline(first_col)))
-        return call.with_changes(args=args), needs_partial
-    return call.with_changes(args=_append_keyword(call, "worker_init_fn", value, layout)), \
-        needs_partial
+        if index < len(args) - 1 and not _breaks_after(existing):
+            new_arg = new_arg.with_changes(comma=cst.Comma(
+                whitespace_after=_aligned_newline(first_col)))
+        if needs_partial and isinstance(value, cst.Call):
+            new_arg = new_arg.with_changes(
+                value=_wrapped_partial(value, first_col + len("worker_init_fn=")))
+    args[index] = new_arg
+    return call.with_changes(args=args), needs_partial
+
+
+def _breaks_after(arg: cst.Arg) -> bool:
+    """The line breaks right after the argument's comma."""
+    return isinstance(arg.comma, cst.Comma) \
+        and isinstance(arg.comma.whitespace_after, cst.ParenthesizedWhitespace)
 
 
 def _wrapped_partial(value: cst.Call, column: int) -> cst.Call:
-    """`partial(f, previous=g)` starting at `column`, its second argument on a line of its own
-    (aligned with the first) when the whole would pass the line length."""
+    """`partial(f, previous=g)` as the value of `worker_init_fn=`, starting at `column`, when
+    the whole would pass the line length: its second argument on a line of its own, aligned
+    with the first; in a call nested too deep for that, both arguments on lines of their own,
+    indented four columns past the keyword."""
     if column + len(_code(value)) + 1 <= max_line() or len(value.args) != 2:
         return value
     inner = column + len(_code(value.func)) + 1
+    widest = max(len(_code(value.args[0].value)), len(_code(value.args[1])) + 1) + 1
+    if inner + widest > max_line():
+        hang = column - len("worker_init_fn=") + 4
+        first = value.args[0].with_changes(
+            comma=cst.Comma(whitespace_after=_aligned_newline(hang)))
+        return value.with_changes(args=[first, value.args[1]],
+                                  whitespace_before_args=_aligned_newline(hang))
     first = value.args[0].with_changes(comma=cst.Comma(whitespace_after=_aligned_newline(inner)))
     return value.with_changes(args=[first, value.args[1]])
 

@@ -51,23 +51,28 @@ def drop_code(dropped: Sequence[str], state: str = "state", indent: str = "") ->
     return f"{indent}for name in ({names}):\n{indent}    {state}.pop(name, None)\n"
 
 
-def getstate_method(dropped: Sequence[str], base: bool = False, reset: Sequence[str] = ()
-                    ) -> cst.FunctionDef:
+def getstate_method(dropped: Sequence[str], base: bool = False, reset: Sequence[str] = (),
+                    opened: Sequence[tuple[str, Sequence[str]]] = ()) -> cst.FunctionDef:
     """`__getstate__`: the instance's `__dict__` (its base class's state when `base`: a base
     fixed in the same run has its own) without `dropped`; `reset` are pickled as None instead
-    (code tests them for None). Nothing reopens on unpickling: the worker init (worker-init)
-    or the first use (lazy) opens the handles in each process."""
+    (code tests them for None); each `(marker, names)` of `opened` leaves `names` out only
+    when `marker` is set (the parent opened them; else `__init__` set them some other way, a
+    None to test, which the pickle keeps). Nothing reopens on unpickling: the worker init
+    (worker-init) or the first use (lazy) opens the handles in each process."""
     source = "super().__getstate__()" if base else "self.__dict__"
     names = ", ".join(f'"{n}"' for n in dropped)
     test = f'k != "{dropped[0]}"' if len(dropped) == 1 else f"k not in ({names})"
     returned = [f"return {{k: v for k, v in {source}.items() if {test}}}",
                 f"return {{k: v for k, v in {source}.items()\n        if {test}}}"]
-    body = next((r for r in returned if not reset and dropped
+    body = next((r for r in returned if not reset and not opened and dropped
                  and max(len(line) for line in r.splitlines()) <= max_line() - 8), "")
     if not body:  # state built statement by statement
         body = "".join([f"state = {source if base else 'self.__dict__.copy()'}\n",
                         *(f'state["{n}"] = None\n' for n in reset),
-                        drop_code(dropped) if dropped else "", "return state"])
+                        drop_code(dropped) if dropped else "",
+                        *(f'if "{marker}" in state:  # opened by the parent\n'
+                          + drop_code(kept, indent="    ") for marker, kept in opened),
+                        "return state"])
     code = "def __getstate__(self):  # pickled without its handles\n" + "".join(
         f"    {line}\n" for line in body.splitlines())
     method = statement(code)
