@@ -7,10 +7,11 @@ import configparser
 import os
 import re
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Iterable, Mapping, Optional
 
 from .paths import CACHE_DIR_NAME, ancestors
+from .records import record
 from .registry import DEFAULT_REGISTRY, Registry
 from .ruletable import DEFAULT_SELECT, RULES, default_on
 from .torchnames import DATASET_BASES
@@ -28,7 +29,7 @@ class ConfigError(Exception):
     """A configuration value is wrong; the message says which and why."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Config:
     select: tuple[str, ...] = (DEFAULT_SELECT,)
     ignore: tuple[str, ...] = ()

@@ -9,13 +9,13 @@ import fnmatch
 import functools
 import os
 import re
-from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Optional
 
 from .paths import ancestors
+from .records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SourceFile:
     path: str  # as shown to the user
     module: str  # dotted module name ("" when unknown)
