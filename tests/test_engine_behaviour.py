@@ -308,3 +308,25 @@ def test_one_import_scanner_for_the_prefilter_and_the_selection(
 
     assert import_statements(line + "\n") == expected
     assert imported_roots(line) == {name.split(".")[0] for level, name in expected if not level}
+
+
+def test_git_ignored_files_are_skipped_in_a_work_tree_and_git_is_not_run_outside_one(
+        tmp_path: Path) -> None:
+    """Inside a git work tree (a `.git` here or above) discovery lists what git would track;
+    outside one, every file, without running git (`subprocess` is not even imported)."""
+    for name in ("repo", "plain"):
+        (tmp_path / name / "sub").mkdir(parents=True)
+        (tmp_path / name / ".gitignore").write_text("ignored.py\n")
+        for file in ("kept.py", "ignored.py"):
+            (tmp_path / name / "sub" / file).write_text("x = 1\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True, timeout=60)
+    engine = Engine(Config())
+    for root in (tmp_path / "repo", tmp_path / "repo" / "sub"):  # the .git above counts too
+        assert [Path(f.path).name for f in engine.discover([str(root)])] == ["kept.py"], root
+    code = ("import sys\nfrom workersafe.config import Config\nfrom workersafe.engine import "
+            f"Engine\nfiles = Engine(Config()).discover([{str(tmp_path / 'plain')!r}])\n"
+            "print(sorted(f.path.rsplit('/', 1)[-1] for f in files), 'subprocess' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={k: v for k, v in os.environ.items()
+                                            if not k.startswith("GIT_")})
+    assert proc.stdout.split("\n")[0] == "['ignored.py', 'kept.py'] False", proc.stderr

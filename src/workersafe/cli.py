@@ -6,10 +6,8 @@ internal error."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import textwrap
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
 
@@ -191,6 +189,8 @@ def _check(args: argparse.Namespace, config: Config) -> int:
         findings = _in_cells(findings, result.sources)
     sys.stdout.write(FORMATS[args.format](findings))
     if args.stats and stats is not None:
+        import json
+
         print(json.dumps(stats.as_dict()), file=sys.stderr)
     if args.exit_zero:
         return EXIT_CLEAN
@@ -327,6 +327,8 @@ def _rule(args: argparse.Namespace) -> int:
     from .docs import rule_docs
 
     if args.all or not args.code:
+        import textwrap
+
         for code, rule in sorted(BY_CODE.items()):
             summary = textwrap.shorten(rule.summary, width=72, placeholder="...")
             print(f"{code}  {rule.name:31} {summary}")

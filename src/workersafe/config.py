@@ -3,7 +3,6 @@ plugin. Both end up as one `Config`."""
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 import sys
@@ -219,6 +218,8 @@ def find_flake8_config(directory: str) -> Optional[str]:
         path = os.path.join(directory, name)
         if not os.path.isfile(path):
             continue
+        import configparser  # here: most runs meet no INI file
+
         parser = configparser.RawConfigParser()
         try:
             parser.read(path, encoding="utf-8")
@@ -232,6 +233,8 @@ def find_flake8_config(directory: str) -> Optional[str]:
 def flake8_options(path: str) -> dict[str, str]:
     """The workersafe-* options of a flake8 INI file's [flake8] section, raw strings, keyed by
     their dashed name (flake8 accepts `workersafe_extra_handles` too)."""
+    import configparser
+
     parser = configparser.RawConfigParser()
     try:
         parser.read(path, encoding="utf-8")
@@ -322,6 +325,8 @@ def formatter_line_length(directory: str) -> int:
     ini = find_flake8_config(directory)
     if ini is None:
         return 0
+    import configparser
+
     parser = configparser.RawConfigParser()
     try:
         parser.read(ini, encoding="utf-8")

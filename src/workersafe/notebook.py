@@ -18,6 +18,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
+from .discovery import NOTEBOOK_SUFFIX
 from .records import record
 from .ruletable import UNREADABLE
 from .source import Source, SourceError, physical_lines
@@ -25,7 +26,7 @@ from .source import Source, SourceError, physical_lines
 if TYPE_CHECKING:
     from .findings import Finding
 
-SUFFIX = ".ipynb"
+SUFFIX = NOTEBOOK_SUFFIX
 _MARKER = "# %% [workersafe cell {}]\n"
 # a cell that does not parse: `<line>:<col>: <message>` (in the cell; col as findings hold it)
 _BAD_MARKER = "# %% [workersafe cell {}] unparsed {}:{}: {}\n"
