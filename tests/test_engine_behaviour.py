@@ -77,13 +77,15 @@ def test_flake8_plugin_imports_no_analysis_for_plain_files(tmp_path: Path) -> No
 def test_flake8_plugin_imports_only_what_one_file_needs(tmp_path: Path) -> None:
     """flake8 imports the plugin on every run, and a file passing the prefilter pulls in the
     analysis: no TOML parser (no pyproject.toml here), no cache, no file selection, no libcst,
-    no project index (there is none), no fixer, language server, guard, notebooks or docs."""
+    no project index (there is none), no fixer, language server, guard, notebooks or docs, no
+    file reader, report format or parse pool (flake8 reads the file and reports)."""
     target = tmp_path / "ds.py"
     shutil.copy(FIXTURES / "lint" / "alias_from_import_as.py", target)  # one WS101
     unwanted = ["tomllib", "tomli", "libcst", "workersafe.cache", "workersafe.selection",
                 "workersafe.index", "workersafe.atomic", "workersafe.fix", "workersafe.fixes",
                 "workersafe.lsp", "workersafe.guard", "workersafe.notebook", "workersafe.docs",
-                "workersafe.cli"]
+                "workersafe.cli", "workersafe.reading", "workersafe.report", "workersafe.parallel",
+                "workersafe.exitcodes", "workersafe.codemod"]
     code = ("import sys\nfrom flake8.main.cli import main\n"
             f"rc = main(['--isolated', '--select=WS', {str(target)!r}])\n"
             f"print(rc, [m for m in {unwanted!r} if m in sys.modules])\n")
