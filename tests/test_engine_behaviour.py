@@ -332,3 +332,18 @@ def test_git_ignored_files_are_skipped_in_a_work_tree_and_git_is_not_run_outside
                           timeout=120, env={k: v for k, v in os.environ.items()
                                             if not k.startswith("GIT_")})
     assert proc.stdout.split("\n")[0] == "['ignored.py', 'kept.py'] False", proc.stderr
+
+
+def test_a_cli_run_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -> None:
+    """`check` and `fix` collect less often while they run (cli._fewer_collections), and put
+    the collector's thresholds and frozen objects back: tests and editors call `main`."""
+    import gc
+
+    from workersafe.cli import main
+
+    (tmp_path / "ds.py").write_text((FIXTURES / "lint" / "alias_from_import_as.py").read_text())
+    before = (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled())
+    assert main(["check", "--no-cache", str(tmp_path)]) == 1
+    assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
+    assert main(["check", "--no-cache", "--select", "WS999", str(tmp_path)]) == 2  # usage error
+    assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
