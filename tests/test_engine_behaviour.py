@@ -347,3 +347,18 @@ def test_a_cli_run_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -
     assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
     assert main(["check", "--no-cache", "--select", "WS999", str(tmp_path)]) == 2  # usage error
     assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
+
+
+def test_without_jobs_the_pool_takes_only_idle_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-j` not given: a helper process only where another process leaves a CPU idle (the
+    load average, as `make -l`); `-j N` is obeyed whatever the load."""
+    import workersafe.parallel as par
+    from workersafe.discovery import SourceFile
+
+    files = [SourceFile(f"f{i}.py", f"f{i}", False, ".") for i in range(20)]
+    texts = {f.path: "x = 1\n" * 100_000 for f in files}  # 12 MB: enough work for any pool
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    for load, workers in ((0.2, 4), (1.6, 2), (3.4, 1), (9.0, 1)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        assert par._worker_count(files, texts, 0) == workers, load
+        assert par._worker_count(files, texts, 3) == 3

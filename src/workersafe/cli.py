@@ -89,7 +89,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", help=f"where the cache lives (default: ./{CACHE_DIR_NAME})")
     parser.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("-j", "--jobs", type=int, default=0,
-                        help="worker processes for parsing (default: CPU count when it pays)")
+                        help="worker processes for parsing (default: the CPUs other "
+                             "processes leave idle, when there is enough work)")
     parser.add_argument("--strategy", choices=STRATEGIES,
                         help="fix strategy (default: worker-init, or the config's fix-strategy)")
 
