@@ -286,3 +286,49 @@ def test_only_the_guard_imports_torch_and_nothing_of_the_linter_imports_the_guar
     tree = ast.parse(MODULES["workersafe.pytest_plugin"].read_text(encoding="utf-8"))
     assert all(not isinstance(n, (ast.Import, ast.ImportFrom)) or n.module in ("__future__",
                "typing") for n in tree.body)
+
+
+def _load_time_imports(module: str) -> Set[str]:
+    """Our modules `module` imports when it is loaded: module-level statements only (inside
+    `if`/`try` too), not function bodies, nor `if TYPE_CHECKING:`."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    top = ast.Module(body=[n for n in tree.body
+                           if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                 ast.ClassDef))], type_ignores=[])
+    return imports_in(top, module, is_package=path.name == "__init__.py")
+
+
+def _loaded_with(start: str) -> Set[str]:
+    """Every module of ours that importing `start` loads (packages' `__init__` included)."""
+    seen = {start}
+    todo = [start]
+    while todo:
+        module = todo.pop()
+        for nxt in _load_time_imports(module) | ({_package_of(module)} & set(MODULES)):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+# What flake8 loads with the plugin on every run, before any file is read (most files flake8
+# checks then stop at the prefilter): the configuration and the tables it reads, no more.
+PLUGIN_AT_LOAD = {
+    "workersafe", "workersafe.flake8_plugin", "workersafe.config", "workersafe.paths",
+    "workersafe.records", "workersafe.registry", "workersafe.ruletable", "workersafe.torchnames",
+}
+
+
+def test_what_loading_the_flake8_plugin_and_the_cli_imports() -> None:
+    assert "workersafe.facts" in _loaded_with("workersafe.engine")  # the reader sees them
+    assert _loaded_with("workersafe.flake8_plugin") == PLUGIN_AT_LOAD
+    # `workersafe check` parses its arguments before it loads the engine
+    assert _loaded_with("workersafe.cli") == PLUGIN_AT_LOAD - {"workersafe.flake8_plugin"} | {
+        "workersafe.cli", "workersafe.exitcodes"}
+    # one file (the plugin, an editor) loads the engine: not the cache, the file selection,
+    # the parse pool, the index, the readers of files and notebooks or the reports
+    assert not _loaded_with("workersafe.engine") & {
+        "workersafe.cache", "workersafe.selection", "workersafe.parallel", "workersafe.index",
+        "workersafe.reading", "workersafe.notebook", "workersafe.report", "workersafe.atomic",
+        "workersafe.analysis.extract"}, sorted(_loaded_with("workersafe.engine"))

@@ -77,13 +77,15 @@ def test_flake8_plugin_imports_no_analysis_for_plain_files(tmp_path: Path) -> No
 def test_flake8_plugin_imports_only_what_one_file_needs(tmp_path: Path) -> None:
     """flake8 imports the plugin on every run, and a file passing the prefilter pulls in the
     analysis: no TOML parser (no pyproject.toml here), no cache, no file selection, no libcst,
-    no project index (there is none), no fixer, language server, guard, notebooks or docs."""
+    no project index (there is none), no fixer, language server, guard, notebooks or docs, no
+    file reader, report format or parse pool (flake8 reads the file and reports)."""
     target = tmp_path / "ds.py"
     shutil.copy(FIXTURES / "lint" / "alias_from_import_as.py", target)  # one WS101
     unwanted = ["tomllib", "tomli", "libcst", "workersafe.cache", "workersafe.selection",
                 "workersafe.index", "workersafe.atomic", "workersafe.fix", "workersafe.fixes",
                 "workersafe.lsp", "workersafe.guard", "workersafe.notebook", "workersafe.docs",
-                "workersafe.cli"]
+                "workersafe.cli", "workersafe.reading", "workersafe.report", "workersafe.parallel",
+                "workersafe.exitcodes", "workersafe.codemod"]
     code = ("import sys\nfrom flake8.main.cli import main\n"
             f"rc = main(['--isolated', '--select=WS', {str(target)!r}])\n"
             f"print(rc, [m for m in {unwanted!r} if m in sys.modules])\n")
@@ -308,3 +310,55 @@ def test_one_import_scanner_for_the_prefilter_and_the_selection(
 
     assert import_statements(line + "\n") == expected
     assert imported_roots(line) == {name.split(".")[0] for level, name in expected if not level}
+
+
+def test_git_ignored_files_are_skipped_in_a_work_tree_and_git_is_not_run_outside_one(
+        tmp_path: Path) -> None:
+    """Inside a git work tree (a `.git` here or above) discovery lists what git would track;
+    outside one, every file, without running git (`subprocess` is not even imported)."""
+    for name in ("repo", "plain"):
+        (tmp_path / name / "sub").mkdir(parents=True)
+        (tmp_path / name / ".gitignore").write_text("ignored.py\n")
+        for file in ("kept.py", "ignored.py"):
+            (tmp_path / name / "sub" / file).write_text("x = 1\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True, timeout=60)
+    engine = Engine(Config())
+    for root in (tmp_path / "repo", tmp_path / "repo" / "sub"):  # the .git above counts too
+        assert [Path(f.path).name for f in engine.discover([str(root)])] == ["kept.py"], root
+    code = ("import sys\nfrom workersafe.config import Config\nfrom workersafe.engine import "
+            f"Engine\nfiles = Engine(Config()).discover([{str(tmp_path / 'plain')!r}])\n"
+            "print(sorted(f.path.rsplit('/', 1)[-1] for f in files), 'subprocess' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={k: v for k, v in os.environ.items()
+                                            if not k.startswith("GIT_")})
+    assert proc.stdout.split("\n")[0] == "['ignored.py', 'kept.py'] False", proc.stderr
+
+
+def test_a_cli_run_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -> None:
+    """`check` and `fix` collect less often while they run (cli._fewer_collections), and put
+    the collector's thresholds and frozen objects back: tests and editors call `main`."""
+    import gc
+
+    from workersafe.cli import main
+
+    (tmp_path / "ds.py").write_text((FIXTURES / "lint" / "alias_from_import_as.py").read_text())
+    before = (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled())
+    assert main(["check", "--no-cache", str(tmp_path)]) == 1
+    assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
+    assert main(["check", "--no-cache", "--select", "WS999", str(tmp_path)]) == 2  # usage error
+    assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
+
+
+def test_without_jobs_the_pool_takes_only_idle_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-j` not given: a helper process only where another process leaves a CPU idle (the
+    load average, as `make -l`); `-j N` is obeyed whatever the load."""
+    import workersafe.parallel as par
+    from workersafe.discovery import SourceFile
+
+    files = [SourceFile(f"f{i}.py", f"f{i}", False, ".") for i in range(20)]
+    texts = {f.path: "x = 1\n" * 100_000 for f in files}  # 12 MB: enough work for any pool
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    for load, workers in ((0.2, 4), (1.6, 2), (3.4, 1), (9.0, 1)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        assert par._worker_count(files, texts, 0) == workers, load
+        assert par._worker_count(files, texts, 3) == 3

@@ -6,12 +6,11 @@ internal error."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import textwrap
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, NoReturn, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, NoReturn, Optional, Sequence
 
 from . import __version__
 from .config import (
@@ -90,7 +89,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", help=f"where the cache lives (default: ./{CACHE_DIR_NAME})")
     parser.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("-j", "--jobs", type=int, default=0,
-                        help="worker processes for parsing (default: CPU count when it pays)")
+                        help="worker processes for parsing (default: the CPUs other "
+                             "processes leave idle, when there is enough work)")
     parser.add_argument("--strategy", choices=STRATEGIES,
                         help="fix strategy (default: worker-init, or the config's fix-strategy)")
 
@@ -108,9 +108,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command == "guard":
             return _guard(args)
         config = _config(args)
-        if args.command == "fix" or getattr(args, "fix", False):
-            return _fix(args, config)
-        return _check(args, config)
+        with _fewer_collections():
+            if args.command == "fix" or getattr(args, "fix", False):
+                return _fix(args, config)
+            return _check(args, config)
     except UsageError as exc:
         print(f"workersafe: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -127,6 +128,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if os.environ.get("WORKERSAFE_DEBUG"):
             raise
         return EXIT_ERROR
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """The cyclic garbage collector's work cut for one run: what is loaded so far (modules,
+    tables) frozen out of its scans, and a young-generation collection every 10,000
+    allocations rather than 700. A run builds hundreds of thousands of objects with no
+    reference cycle (trees, facts, the cache's JSON), and each collection rescanned them:
+    measured, -26% CPU on a warm run of the ML corpus, -12% on pytorch_geometric, -2 to -6%
+    cold, the same peak memory (bench/RESULTS.md). Restored afterwards (tests call `main`)."""
+    import gc
+
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(10_000, *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -191,6 +212,8 @@ def _check(args: argparse.Namespace, config: Config) -> int:
         findings = _in_cells(findings, result.sources)
     sys.stdout.write(FORMATS[args.format](findings))
     if args.stats and stats is not None:
+        import json
+
         print(json.dumps(stats.as_dict()), file=sys.stderr)
     if args.exit_zero:
         return EXIT_CLEAN
@@ -327,6 +350,8 @@ def _rule(args: argparse.Namespace) -> int:
     from .docs import rule_docs
 
     if args.all or not args.code:
+        import textwrap
+
         for code, rule in sorted(BY_CODE.items()):
             summary = textwrap.shorten(rule.summary, width=72, placeholder="...")
             print(f"{code}  {rule.name:31} {summary}")

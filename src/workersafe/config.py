@@ -3,14 +3,14 @@ plugin. Both end up as one `Config`."""
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Iterable, Mapping, Optional
 
 from .paths import CACHE_DIR_NAME, ancestors
+from .records import record
 from .registry import DEFAULT_REGISTRY, Registry
 from .ruletable import DEFAULT_SELECT, RULES, default_on
 from .torchnames import DATASET_BASES
@@ -28,7 +28,7 @@ class ConfigError(Exception):
     """A configuration value is wrong; the message says which and why."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Config:
     select: tuple[str, ...] = (DEFAULT_SELECT,)
     ignore: tuple[str, ...] = ()
@@ -218,6 +218,8 @@ def find_flake8_config(directory: str) -> Optional[str]:
         path = os.path.join(directory, name)
         if not os.path.isfile(path):
             continue
+        import configparser  # here: most runs meet no INI file
+
         parser = configparser.RawConfigParser()
         try:
             parser.read(path, encoding="utf-8")
@@ -231,6 +233,8 @@ def find_flake8_config(directory: str) -> Optional[str]:
 def flake8_options(path: str) -> dict[str, str]:
     """The workersafe-* options of a flake8 INI file's [flake8] section, raw strings, keyed by
     their dashed name (flake8 accepts `workersafe_extra_handles` too)."""
+    import configparser
+
     parser = configparser.RawConfigParser()
     try:
         parser.read(path, encoding="utf-8")
@@ -321,6 +325,8 @@ def formatter_line_length(directory: str) -> int:
     ini = find_flake8_config(directory)
     if ini is None:
         return 0
+    import configparser
+
     parser = configparser.RawConfigParser()
     try:
         parser.read(ini, encoding="utf-8")

@@ -9,13 +9,13 @@ import fnmatch
 import functools
 import os
 import re
-from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Optional
 
 from .paths import ancestors
+from .records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SourceFile:
     path: str  # as shown to the user
     module: str  # dotted module name ("" when unknown)
@@ -23,7 +23,8 @@ class SourceFile:
     root: str  # the directory module names are relative to
 
 
-SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks: their code cells, joined (notebook.py)
+NOTEBOOK_SUFFIX = ".ipynb"
+SUFFIXES = (".py", ".pyi", NOTEBOOK_SUFFIX)  # notebooks: their code cells, joined (notebook.py)
 
 
 class DiscoveryError(Exception):
@@ -216,14 +217,14 @@ def _walk(directory: str, patterns: tuple[str, ...]) -> Iterator[str]:
 
 
 def _git_visible(directory: str) -> Optional[set[str]]:
-    """Files git tracks or would track (not ignored) below `directory`; None outside git."""
+    """Files git tracks or would track (not ignored) below `directory`; None outside git.
+    Outside a work tree (no `.git` here or above, no `GIT_DIR`) git is not run at all; inside
+    one, `check-ignore` and `ls-files` fail by themselves when git sees no repository."""
+    if not _in_git_work_tree(directory):
+        return None
     import subprocess  # here: one editor run checks one file and never needs it
 
     try:
-        top = subprocess.run(["git", "-C", directory, "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, timeout=30)
-        if top.returncode != 0:
-            return None
         ignored = subprocess.run(["git", "-C", directory, "check-ignore", "-q", "."],
                                  capture_output=True, timeout=30)
         if ignored.returncode == 0:  # asked for explicitly: an ignored tree is still checked
@@ -239,3 +240,11 @@ def _git_visible(directory: str) -> Optional[set[str]]:
     base = os.path.abspath(directory)
     names = listed.stdout.decode("utf-8", "replace").split("\0")
     return {os.path.join(base, p) for p in names if p}
+
+
+def _in_git_work_tree(directory: str) -> bool:
+    """A `.git` (a folder, or a file in a linked work tree or submodule) here or above, or a
+    repository named by the environment: only then can git list anything here."""
+    if os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"):
+        return True
+    return any(os.path.exists(os.path.join(d, ".git")) for d in ancestors(directory))

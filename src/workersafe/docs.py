@@ -4,12 +4,13 @@ rule table, `ruletable.py`, holds what programs read)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from .records import record
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class RuleDoc:
     code: str
     name: str

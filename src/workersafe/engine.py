@@ -6,7 +6,7 @@ Which files a linked run parses is `selection.py`'s job."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from .config import Config
@@ -16,6 +16,7 @@ from .findings import Finding
 from .link import Project
 from .noqa import NoqaFilter, file_is_ignored
 from .prefilter import Prefilter, forget_words
+from .records import record
 from .rules import evaluate
 from .rules import may_find as may_find_in
 from .ruletable import UNREADABLE
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 # plugin, editors) needs neither, and flake8 pays every import on every run.
 
 
-@dataclass
+@record()
 class Stats:
     files: int = 0
     candidates: int = 0
@@ -47,7 +48,7 @@ class Stats:
         return dict(self.__dict__)
 
 
-@dataclass
+@record()
 class CheckResult:
     findings: list[Finding]
     stats: Stats
@@ -58,7 +59,7 @@ class CheckResult:
     verdicts: Optional[tuple[set[str], set[str]]] = None
 
 
-@dataclass
+@record()
 class Engine:
     config: Config = field(default_factory=Config)
     link: bool = True

@@ -9,8 +9,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import typing
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Literal, Mapping, Optional, Tuple
+
+from .records import record
 
 FACTS_VERSION = 24  # bump whenever a dataclass below changes: old caches are then ignored
 
@@ -22,7 +24,7 @@ OWN_CLASS = "cls"
 LOOKUP_VERBS = ("get", "build", "create", "make", "load", "fetch")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Span:
     line: int  # 1-based
     col: int  # 0-based, as flake8 reports
@@ -30,7 +32,7 @@ class Span:
     end_col: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HandleSite:
     """A call that creates a handle."""
 
@@ -38,7 +40,7 @@ class HandleSite:
     span: Span
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HeldHandle:
     """A handle kept on an instance (created in a method) or on a class (class body)."""
 
@@ -49,7 +51,7 @@ class HeldHandle:
     closed: bool = False  # closed again in the creating method
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HeldCall:
     """An attribute set from a call whose result may be a handle (a function or method the
     linker looks up: `self.env = self._connect(p)`, `self.envs.append(open_db(p))`)."""
@@ -60,7 +62,7 @@ class HeldCall:
     span: Span
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MethodFacts:
     name: str
     attrs_read: Tuple[str, ...] = ()  # `self.x` / `Cls.x` read (not only assigned)
@@ -80,7 +82,7 @@ class MethodFacts:
     returns: Tuple[DatasetRef, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PickledState:
     """What a class's `__getstate__` pickles of the instance (analysis/pickled.py): every
     attribute but `names` ("all-but"), only `names` ("only"), or it cannot be told
@@ -90,7 +92,7 @@ class PickledState:
     names: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BaseInit:
     """What a class's `__init__` passes to its base's (`super().__init__(dataset, *args,
     num_workers=workers, **kwargs)`): each argument as (slot, source). Slot: "#<i>" (the i-th
@@ -104,7 +106,7 @@ class BaseInit:
     args: Tuple[Tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ClassFacts:
     name: str
     qualname: str
@@ -147,7 +149,7 @@ class ClassFacts:
         return next((m for m in self.methods if m.name == name), None)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HandleArg:
     """A handle passed to a constructor call: by position or by keyword."""
 
@@ -156,7 +158,7 @@ class HandleArg:
     site: HandleSite
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AttrArg:
     """An argument of a constructor call reading an attribute of another value that may be a
     dataset (or holder object): `EvalSet(train_ds.h5)`. The linker decides whether what the
@@ -174,7 +176,7 @@ RefKind = Literal["call", "name", "attr", "param", "kept", "built"]
 UseKind = Literal["getitem", "iter", "len", "member"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DatasetRef:
     """What a DataLoader's dataset argument (or a factory's return value) refers to."""
 
@@ -205,7 +207,7 @@ class DatasetRef:
     key_params: Tuple[Tuple[int, str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ArgRef:
     """An argument of a call that may be a dataset (or holder object), or a constant int."""
 
@@ -217,7 +219,7 @@ class ArgRef:
     truth: Optional[bool] = None  # the truth of a constant (`readonly=False`: False)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CallSite:
     """A call of a function with arguments that may be datasets: `val(net, test_dataset)`;
     or of a method (`self.evaluate(ds)`, `trainer.fit(ds)`): then `target` is the method's
@@ -229,7 +231,7 @@ class CallSite:
     receiver: Tuple[DatasetRef, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LoaderCall:
     span: Span
     datasets: Tuple[DatasetRef, ...]
@@ -257,7 +259,7 @@ class LoaderCall:
     star_name: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FunctionFacts:
     """A module-level function: factory, worker_init_fn, or cached handle getter."""
 
@@ -278,7 +280,7 @@ class FunctionFacts:
     chosen: Tuple[Tuple[int, str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModuleHandle:
     """A handle created at module level, or returned by a cached module-level function."""
 
@@ -290,7 +292,7 @@ class ModuleHandle:
 
 # --- the remedies people write (WS3xx; filled by analysis/remedies.py) ---------------------
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AttrSite:
     """An attribute assigned (or a method called) at a place."""
 
@@ -298,7 +300,7 @@ class AttrSite:
     span: Span
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LazyOpen:
     """`if self.x is None: self.x = <handle>` (or `: self._open()`) in a method."""
 
@@ -309,7 +311,7 @@ class LazyOpen:
     process_checked: bool = False  # a process check (os.getpid(), get_worker_info()) guards it
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RemedyClass:
     qualname: str
     init_none: Tuple[AttrSite, ...] = ()  # `self.x = None` in `__init__`
@@ -327,7 +329,7 @@ class RemedyClass:
     none_safe: Tuple[Tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WorkerInit:
     """What a worker_init_fn (module function or lambda) does to `get_worker_info().dataset`."""
 
@@ -339,7 +341,7 @@ class WorkerInit:
     loader: Optional[Span] = None  # for a lambda: the DataLoader call it is passed to
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LoaderWrap:
     """A DataLoader whose dataset argument is a torch wrapper (`Subset(...)`, a `random_split`
     result, ...), and where the loader is first iterated."""
@@ -350,7 +352,7 @@ class LoaderWrap:
     scope: str = ""  # the function holding the call ("" at module level)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DatasetUse:
     """A parent-side use of a dataset: `ds[i]`, `iter(ds)`, `for x in ds`, `len(ds)`, a method
     or attribute of it or of an object it keeps (`ds.get_env()`, `ds.reader.open()`)."""
@@ -363,7 +365,7 @@ class DatasetUse:
     via: str = ""  # for "member": the dataset attribute it is used on (`reader`), or ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RemedyFacts:
     classes: Tuple[RemedyClass, ...] = ()
     worker_inits: Tuple[WorkerInit, ...] = ()
@@ -371,7 +373,7 @@ class RemedyFacts:
     uses: Tuple[DatasetUse, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileFacts:
     path: str
     module: str

@@ -3,10 +3,11 @@ verification read these fields, never the message text)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, Optional
 
 from .facts import Span
+from .records import record
 
 # Where the handle lives, which picks the rewrite:
 # "instance": created in a method and kept on self (WS101/WS111/WS201);
@@ -21,7 +22,7 @@ FixKind = Literal["instance", "module", "class", "passed", "holder", "returned",
                   "worker-init-only", "unguarded-lazy"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FixPlan:
     """What the fixer needs to rewrite a finding (filled in by the rules, used by `fix`)."""
 
@@ -50,7 +51,7 @@ class FixPlan:
         return self.attrs or ((self.attr,) if self.attr else ())
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     path: str
     span: Span

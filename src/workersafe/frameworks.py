@@ -16,9 +16,10 @@ the analysis reads a call of one as a DataLoader of each of its datasets."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Iterable, Optional
 
+from .records import record
 from .torchnames import TORCH_DATA
 
 _BASES = {n: f"{TORCH_DATA}.{n}" for n in ("Dataset", "IterableDataset")}
@@ -48,7 +49,7 @@ def star_reexport(star_module: str, name: str) -> str:
 LOADER_OWNER_BASE_WORDS: tuple[str, ...] = ("Lightning",)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FrameworkLoader:
     """A framework callable that builds DataLoaders with workers from the datasets passed to it:
     a call of one is read as a `DataLoader(dataset, num_workers=...)` of each of them."""

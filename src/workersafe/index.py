@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from typing import Optional
 
 from . import __version__
 from .atomic import atomic_replace
 from .facts import FACTS_VERSION, FileFacts, from_jsonable, to_jsonable
 from .paths import INDEX_FILE
+from .records import record
 
 
-@dataclass
+@record()
 class Index:
     root: str  # the directory holding .workersafe_cache
     paths: list[str]  # what the indexing run was given (absolute)

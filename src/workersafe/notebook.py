@@ -16,16 +16,17 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
+from .discovery import NOTEBOOK_SUFFIX
+from .records import record
 from .ruletable import UNREADABLE
 from .source import Source, SourceError, physical_lines
 
 if TYPE_CHECKING:
     from .findings import Finding
 
-SUFFIX = ".ipynb"
+SUFFIX = NOTEBOOK_SUFFIX
 _MARKER = "# %% [workersafe cell {}]\n"
 # a cell that does not parse: `<line>:<col>: <message>` (in the cell; col as findings hold it)
 _BAD_MARKER = "# %% [workersafe cell {}] unparsed {}:{}: {}\n"
@@ -51,7 +52,7 @@ def is_notebook(path: str) -> bool:
     return path.endswith(SUFFIX)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CellLine:
     """Where a line of the joined module sits in the notebook (both 1-based)."""
 
@@ -62,7 +63,7 @@ class CellLine:
         return f"cell {self.cell}:{self.line}"
 
 
-@dataclass
+@record()
 class Notebook:
     """A parsed notebook and its joined code."""
 
@@ -450,7 +451,7 @@ def _unmask(line: str, masked: list[str]) -> str:
     return masked[int(match.group(2))]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Layout:
     indent: Optional[str]
     separators: tuple[str, str]

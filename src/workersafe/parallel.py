@@ -137,10 +137,23 @@ def _drain(queue: object) -> None:
 
 def _worker_count(files: Sequence[SourceFile], texts: dict[str, str], jobs: int) -> int:
     total = sum(len(texts[f.path]) for f in files)
-    limit = jobs if jobs > 0 else (os.cpu_count() or 1)
+    limit = jobs if jobs > 0 else _idle_cpus()
     if limit <= 1 or len(files) < MIN_PARALLEL_FILES or total < MIN_PARALLEL_BYTES:
         return 1
     return min(limit, len(files))
+
+
+def _idle_cpus() -> int:
+    """`-j` not given: the CPUs other processes leave idle (as `make -l` does), at least one.
+    A helper only pays on a core of its own: on 2 cores at load 5-8, a pool for 2.1 MB of
+    source cost 27-36% more CPU than one process (start-up, facts pickled both ways) and took
+    longer (3.0 s against 2.5 s of wall time; bench/RESULTS.md)."""
+    cpus = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average (Windows): every CPU
+        return cpus
+    return max(1, min(cpus, int(cpus - load + 0.5)))
 
 
 def _balanced_batches(files: Sequence[SourceFile], texts: dict[str, str], count: int

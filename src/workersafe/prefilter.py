@@ -9,18 +9,18 @@ identifier. Files failing both are never parsed."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, Iterable, Optional
 
 from .frameworks import framework_loader_words
+from .records import record
 from .registry import Registry
 
 _TORCH_WORDS = ("Dataset", "DataLoader", "DataPipe")
 DATASET_WORDS = _TORCH_WORDS + tuple(w for w in framework_loader_words() if w not in _TORCH_WORDS)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Prefilter:
     registry: Registry
     extra_dataset_words: tuple[str, ...] = ()

@@ -3,13 +3,15 @@ joined into one module (`notebook.py`). Above both, so neither imports the other
 
 from __future__ import annotations
 
-from .notebook import is_notebook, notebook_source
+from .discovery import NOTEBOOK_SUFFIX
 from .source import Source, SourceError, decode
 
 
 def source_of(path: str, raw: bytes) -> Source:
     """The text the engine and fixer read for `raw`, the bytes of `path`."""
-    if is_notebook(path):  # a notebook: its code cells joined into one module
+    if path.endswith(NOTEBOOK_SUFFIX):  # a notebook: its code cells joined into one module
+        from .notebook import notebook_source  # imported only when a run meets one
+
         return notebook_source(path, raw)
     return decode(path, raw)
 

@@ -3,9 +3,10 @@ not share. Data, not code: one row per constructor, extended and trimmed by conf
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Iterable, Mapping
 
+from .records import record
 
 # Generic knowledge, whatever the library: methods whose result is a derived handle (DB cursors,
 # transactions), calls that release a handle, and a callable name ending that builds on a
@@ -23,7 +24,7 @@ GENERIC_CONFIG_CALLS = frozenset({
 CONFIGURING_SQL = ("PRAGMA",)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HandleType:
     """One constructor of a fork-unsafe (or unpicklable) resource."""
 
@@ -251,7 +252,7 @@ def _builtin() -> dict[str, HandleType]:
     return {row.name: row for row in _rows()}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Registry:
     """Handle types by qualified constructor name."""
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Sequence
-from urllib.parse import quote
 
 from . import __version__
 from .findings import Finding
@@ -29,6 +27,8 @@ def as_json(findings: Sequence[Finding]) -> str:
          "fixable": f.fixable, "cell": f.cell}
         for f in findings
     ]
+    import json  # here, as in `sarif`: the text format needs neither it nor urllib
+
     return json.dumps(rows, indent=2) + "\n"
 
 
@@ -100,6 +100,8 @@ def sarif(findings: Sequence[Finding]) -> str:
             "results": results,
         }],
     }
+    import json
+
     return json.dumps(log, indent=2) + "\n"
 
 
@@ -113,6 +115,8 @@ def _sarif_cell(finding: Finding) -> dict[str, Any]:
 def _uri(path: str) -> str:
     """A relative (or absolute-path) URI reference: `/` separators, percent-encoded (a space or
     `#` in a file name would otherwise make an invalid URI)."""
+    from urllib.parse import quote
+
     return quote(path.replace("\\", "/"), safe="/")
 
 

@@ -8,13 +8,14 @@ spawn/forkserver loader with a handle that does not pickle gives WS201."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Iterator, Optional
 
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, LoaderCall,
                     MethodFacts, Span)
 from .findings import Finding, FixPlan
 from .link import PICKLING_METHODS, SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
+from .records import record
 from .registry import Registry
 from .rules_remedies import opens_lazily, remedy_findings
 from .ruletable import latent_of
@@ -23,7 +24,7 @@ HAZARD, SPAWN_CRASH, SAFE = "hazard", "spawn", "safe"
 # method name → (the class defining it, the method), over the MRO, nearest first
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UsedLoader:
     facts: FileFacts
     loader: LoaderCall
@@ -33,7 +34,7 @@ class UsedLoader:
     kept: str = ""  # for a crash: the `__getstate__` keeping the attribute, and the attribute
 
 
-@dataclass
+@record()
 class Candidate:
     """One handle site, gathered over every dataset class that holds it."""
 

@@ -13,7 +13,6 @@ reported otherwise (WS311 on by default, WS312/WS313 only when selected)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Callable, Iterator, Optional, Protocol
 
 from .facts import (
@@ -22,6 +21,7 @@ from .facts import (
 )
 from .findings import Finding, FixPlan
 from .link import SPAWN_LIKE, LoaderUse, Methods, Project, Reach, method_closure
+from .records import record
 from .registry import Registry
 from .ruletable import latent_of
 
@@ -52,7 +52,7 @@ def _latent(code: str) -> str:
     return twin
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Init:
     facts: FileFacts
     init: WorkerInit

@@ -7,8 +7,9 @@ Adding a rule touches this table, the rule's logic (`rules.py`), its doc file
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, Optional
+
+from .records import record
 
 # The rewrite `workersafe fix` applies (the kinds of `FixPlan.kind` it can fix):
 # "instance": the creation moves into a per-worker `open_handles()` (worker-init or lazy);
@@ -23,7 +24,7 @@ Level = Literal["error", "warning"]
 DEFAULT_SELECT = "WS"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Rule:
     code: str
     name: str  # the slug: the doc's title, SARIF's rule name

@@ -6,10 +6,11 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from dataclasses import dataclass
+
+from .records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Source:
     path: str
     raw: bytes

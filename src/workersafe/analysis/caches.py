@@ -9,9 +9,10 @@ scope, module bindings, handle lookups and process identities)."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Union
 
+from ..records import record
 from .state import ClassState, Env, FunctionState, Handle, MethodState, State
 from .values import Evaluator, call_args, is_self, self_attr
 
@@ -24,7 +25,7 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 
-@dataclass
+@record()
 class ClassCaches:
     """What the pass found in one class."""
 

@@ -16,12 +16,13 @@ statements; each method's nodes only in a class that spells a process call.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional, Union
 
 from ..facts import (
     AttrSite, DatasetUse, LazyOpen, LoaderWrap, RemedyClass, RemedyFacts, UseKind, WorkerInit,
 )
+from ..records import record
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
 from .names import dotted
@@ -60,12 +61,12 @@ _LEAVES = frozenset({ast.Name, ast.Constant})
 INFO, DATASET = "info", "dataset"  # get_worker_info() and its `.dataset`
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Wrapped:
     wrapper: str  # qualified wrapper name
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LoaderValue:
     index: int  # into _Remedies.loaders
 
@@ -73,7 +74,7 @@ class LoaderValue:
 Kind = Union[str, Wrapped, LoaderValue, None]
 
 
-@dataclass
+@record()
 class _Scope:
     name: str
     kinds: dict[str, Kind] = field(default_factory=dict)

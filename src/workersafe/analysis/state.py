@@ -5,15 +5,16 @@ bound to."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional, Union
 
 from ..facts import DatasetRef, HeldCall, Span
+from ..records import record
 from ..registry import Registry
 from .names import Scope, dotted, imported_by_call, qualify
 
 
-@dataclass
+@record()
 class Handle:
     """A handle value: its creating call, and whether it is derived from it (or closed)."""
 
@@ -29,7 +30,7 @@ class Handle:
         return Handle(self.call, self.handle, self.derived, True)
 
 
-@dataclass
+@record()
 class Value:
     """What the right-hand side of `name = <expr>` is, as far as the facts care."""
 
@@ -40,7 +41,7 @@ class Value:
     identity: bool = False  # a process or worker identity (`os.getpid()`, `info.id`)
 
 
-@dataclass
+@record()
 class Binding:
     """What one name is bound to in one `Env` (merged over its assignments)."""
 
@@ -137,7 +138,7 @@ class Env:
         return False
 
 
-@dataclass
+@record()
 class MethodState:
     name: str
     attrs_read: set[str] = field(default_factory=set)
@@ -154,7 +155,7 @@ class MethodState:
     returns: list[DatasetRef] = field(default_factory=list)  # `return cls(...)`
 
 
-@dataclass
+@record()
 class ClassState:
     name: str
     qualname: str
@@ -178,7 +179,7 @@ class ClassState:
         return next((h for (m, a, _), h in self.held.items() if m == method and a == attr), None)
 
 
-@dataclass
+@record()
 class FunctionState:
     name: str
     qualname: str

@@ -13,6 +13,7 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
 from ..frameworks import LOADER_LAST_PARTS, framework_loader
+from ..records import record
 from ..registry import Registry
 from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
 from .loader_args import read_candidate_loader, read_framework_loader, read_loader
@@ -59,7 +60,7 @@ _MAYBE_UNSET = frozenset({ast.Compare, ast.UnaryOp, ast.BoolOp})
 _STAR_LOADER_NAMES = frozenset({"DataLoader"})
 
 
-@dataclasses.dataclass
+@record()
 class SelfUses:
     """What the methods of one class do with attributes of self (for the remedy facts)."""
 

@@ -18,12 +18,13 @@ node once, so they come in the order the references give them.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Iterator, Optional
 
 from ..facts import (
     LOOKUP_VERBS, OWN_CLASS, ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts,
 )
+from ..records import record
 from .classes import Hierarchy
 
 # The value flow (`Project.classes_of_ref`): a class with the reference constructing it; a
@@ -35,7 +36,7 @@ _Where = tuple[int, int, FileFacts, CallSite]
 _Choice = tuple[dict[str, list[DatasetRef]], list[DatasetRef]]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _In:
     """One input of a node: a constant (a class constructed there), or another node's value,
     each class of which is built with the arguments of `built` when given (`ds_type(p)`)."""
@@ -45,7 +46,7 @@ class _In:
     built: Optional[DatasetRef] = None
 
 
-@dataclass
+@record()
 class _Registry:
     """Classes a decorator registered (`@DATASETS.register_module()`), by the name each is
     looked up by; `name` for messages; `noted`: a lookup by a name no constant gives was met

@@ -5,12 +5,13 @@ definitions by name."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional
 
 from ..discovery import module_aliases
 from ..facts import ClassFacts, FileFacts, FunctionFacts, ModuleHandle
 from ..frameworks import star_reexport
+from ..records import record
 from ..registry import DEFAULT_REGISTRY, Registry
 from ..torchnames import DATASET_BASES
 
@@ -21,7 +22,7 @@ DEFAULT_START_METHODS = ("fork",)
 _MAX_RESOLVE_DEPTH = 64
 
 
-@dataclass
+@record()
 class Names:
     files: list[FileFacts]
     dataset_bases: frozenset[str] = DATASET_BASES

@@ -5,17 +5,17 @@ in `__init__` or passed to it), reached by the same loaders; `reached` says how.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional
 
 from ..facts import ClassFacts, DatasetRef, FileFacts, LoaderCall
+from ..records import record
 from .loaders import Loaders
 
 # (file, loader, the reference that constructs the class) for each loader reaching a class
 LoaderUse = tuple[FileFacts, LoaderCall, DatasetRef]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Reach:
     """How a class that no loader names directly is reached: kept by `outer` in `attr`
     (a holder object or sub-dataset built in its `__init__`), or `passed` to its

@@ -9,10 +9,11 @@ path when it is reached only through another class (`via`, for messages and the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Optional
 
 from ..facts import AttrArg, ClassFacts, FileFacts, HandleSite, MethodFacts
+from ..records import record
 from .classes import Methods, method_closure
 from .reach import LoaderUse, Reach
 from .returns import Returns
@@ -26,7 +27,7 @@ NOT_WORKER_METHODS = frozenset({
 })
 
 
-@dataclass
+@record()
 class ClassView:
     """A dataset class with its inherited methods resolved (the effective class)."""
 

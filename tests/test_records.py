@@ -1,0 +1,132 @@
+"""`@record` behaves as `@dataclass` does: each pair below is one class body decorated both
+ways, and every operation the code base uses on facts and engine values gives the same answer
+(equality, hashes, repr, replace, fields, pickling, frozen errors, defaults)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pytest
+
+from workersafe import facts
+from workersafe.records import record
+
+
+# the same bodies, twice (module level: pickling finds classes by name)
+@dataclass(frozen=True)
+class DcPoint:
+    x: int
+    y: int = 0
+    tags: tuple[str, ...] = ()
+    note: str = field(default="", compare=False)
+    label: Optional[str] = field(default=None, repr=False)
+
+
+@record(frozen=True)
+class RecPoint:
+    x: int
+    y: int = 0
+    tags: tuple[str, ...] = ()
+    note: str = field(default="", compare=False)
+    label: Optional[str] = field(default=None, repr=False)
+
+
+@dataclass
+class DcBag:
+    name: str
+    items: list[int] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    total: int = field(init=False, default=0)
+    derived: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.derived = self.name.upper()
+
+
+@record()
+class RecBag:
+    name: str
+    items: list[int] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    total: int = field(init=False, default=0)
+    derived: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.derived = self.name.upper()
+
+
+DC_FROZEN, REC_FROZEN, DC_MUTABLE, REC_MUTABLE = DcPoint, RecPoint, DcBag, RecBag
+
+
+@pytest.mark.parametrize("args, other", [
+    ((1, 2, ("a",), "n", "l"), (1, 2, ("a",), "other note", "l")),  # note: not compared
+    ((1, 2, ("a",), "n", "l"), (1, 2, ("a",), "n", None)),  # label: compared, not shown
+    ((1,), (2,)),
+    ((1, 0, ()), (1, 0, ())),
+])
+def test_a_frozen_record_compares_hashes_and_shows_as_a_dataclass(
+        args: tuple[Any, ...], other: tuple[Any, ...]) -> None:
+    d1, d2 = DC_FROZEN(*args), DC_FROZEN(*other)
+    r1, r2 = REC_FROZEN(*args), REC_FROZEN(*other)
+    assert (r1 == r2) == (d1 == d2)
+    assert (r1 != r2) == (d1 != d2)
+    assert hash(r1) == hash(d1) and hash(r2) == hash(d2)  # the same tuple hashed
+    assert repr(r1).replace("Rec", "") == repr(d1).replace("Dc", "")
+    assert r1.__eq__(d1) is NotImplemented and r1 != (1, 2)  # another class: never equal
+    assert [f.name for f in dataclasses.fields(r1)] == [f.name for f in dataclasses.fields(d1)]
+    assert dataclasses.asdict(r1) == dataclasses.asdict(d1)
+    assert dataclasses.replace(r1, y=5) == REC_FROZEN(*((args[0], 5) + args[2:]))
+    assert pickle.loads(pickle.dumps(r1)) == r1 and copy.deepcopy(r1) == r1
+    assert {r1, REC_FROZEN(*args)} == {r1}
+
+
+def test_a_frozen_record_refuses_assignment_and_deletion() -> None:
+    for cls in (DC_FROZEN, REC_FROZEN):
+        point = cls(1)
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'x'"):
+            point.x = 2
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'z'"):
+            point.z = 2
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot delete field 'y'"):
+            del point.y
+        with pytest.raises(TypeError):
+            cls()  # x has no default
+        with pytest.raises(TypeError):
+            cls(1, 2, (), "", None, "too many")
+
+
+def test_a_mutable_record_initialises_as_a_dataclass() -> None:
+    d, r = DC_MUTABLE("a"), REC_MUTABLE("a")
+    assert (r.items, r.seen, r.total, r.derived) == (d.items, d.seen, d.total, d.derived)
+    assert REC_MUTABLE("b").items is not r.items  # a fresh default per object
+    r.items.append(1)
+    r.total = 3
+    r2 = REC_MUTABLE("a", [1])
+    assert r != r2  # total (3 and 0): compared, though not given to __init__
+    r2.total = 3
+    assert r == r2 and (d == DC_MUTABLE("a")) and r != REC_MUTABLE("a")
+    assert REC_MUTABLE.__hash__ is None and DC_MUTABLE.__hash__ is None  # unhashable, both
+    assert repr(REC_MUTABLE("x")).replace("Rec", "") == repr(DC_MUTABLE("x")).replace("Dc", "")
+    with pytest.raises(TypeError):
+        REC_MUTABLE("a", total=1)  # init=False
+
+
+def test_every_facts_class_is_a_dataclass_that_round_trips_the_cache_format() -> None:
+    span = facts.Span(1, 2, 3, 4)
+    site = facts.HandleSite("sqlite3.connect", span)
+    ref = facts.DatasetRef("call", "m.DS", handle_args=(facts.HandleArg(0, "", site),))
+    cls = facts.ClassFacts("DS", "m.DS", ("torch.utils.data.Dataset",), span,
+                           held=(facts.HeldHandle("db", site, "__init__"),))
+    loader = facts.LoaderCall(span, (ref,), 2, "2", None, "")
+    original = facts.FileFacts("m.py", "m", classes=(cls,), loaders=(loader,))
+    again = facts.from_jsonable(facts.FileFacts, facts.to_jsonable(original))
+    assert again == original and hash(again.classes[0]) == hash(cls)
+    assert again.import_map() == {}  # the cached property still works on a frozen record
+    for name in dir(facts):
+        value = getattr(facts, name)
+        if isinstance(value, type) and value.__module__ == facts.__name__:
+            assert dataclasses.is_dataclass(value), name
