@@ -249,6 +249,11 @@ class _Remedies:
             if expr.attr == "dataset" and self.kind(expr.value) == INFO:
                 self.scope.touched = True
                 return DATASET
+            if expr.attr == "dataset" and self.kind(expr.value) == DATASET:
+                # unwrapping (`while hasattr(ds, "dataset"): ds = ds.dataset`): still the
+                # worker's dataset, the one a loader with no wrapper gives
+                self.scope.walks = True
+                return DATASET
             return None
         if isinstance(expr, ast.Subscript):
             inner = self.kind(expr.value)
