@@ -144,15 +144,22 @@ class _Remedies:
                 if cls is not None:
                     self.classes.append(_ClassReader(self, cls).read(
                         stmt, self.self_uses.get(id(stmt)) or SelfUses()))
+                    for method in stmt.body:  # `worker_init_fn=Frames.worker_init_fn`
+                        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                                and _static(method):
+                            self.function(method, f"{cls.qualname}.{method.name}")
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(stmt)
             else:
                 self.statements([stmt])
 
-    def function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
+    def function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef],
+                 qualname: str = "") -> None:
+        """A module function, or a class's staticmethod (`qualname` given)."""
         outer = self.scope
         state = self.state
-        func = FunctionState(node.name, state.qual(node.name), False, True, Env(state.module_env))
+        func = FunctionState(node.name, qualname or state.qual(node.name), False, True,
+                             Env(state.module_env))
         state.push(func)
         self.scope = _Scope(node.name)
         try:
@@ -523,6 +530,10 @@ class _ClassReader:
             if isinstance(node, ast.Attribute) and self_attr(node) in self.pid_attrs:
                 return True
         return False
+
+
+def _static(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
 
 
 def _getattr_of_self(node: ast.expr) -> Optional[str]:
