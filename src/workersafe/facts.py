@@ -337,6 +337,8 @@ class WorkerInit:
     calls: Tuple[AttrSite, ...] = ()  # `dataset.m(...)`
     walks_wrappers: bool = False  # reads `.dataset`/`.datasets`, isinstance, loops, passes it on
     loader: Optional[Span] = None  # for a lambda: the DataLoader call it is passed to
+    # `dataset.data = dataset.h5[key]`: (the set handle read, the attribute set from it)
+    derived: Tuple[Tuple[str, AttrSite], ...] = ()
 
 
 @dataclass(frozen=True)

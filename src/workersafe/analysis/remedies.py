@@ -80,6 +80,7 @@ class _Scope:
     # for a worker_init_fn
     sets: list[AttrSite] = field(default_factory=list)
     calls: list[AttrSite] = field(default_factory=list)
+    derived: list[tuple[str, AttrSite]] = field(default_factory=list)
     walks: bool = False
     touched: bool = False  # reached `get_worker_info().dataset`
 
@@ -167,7 +168,8 @@ class _Remedies:
             scope = self.scope
             if scope.touched:
                 self.inits.append(WorkerInit(func.qualname, self.span(node), tuple(scope.sets),
-                                             tuple(scope.calls), scope.walks))
+                                             tuple(scope.calls), scope.walks,
+                                             derived=tuple(scope.derived)))
         finally:
             state.pop()
             self.scope = outer
@@ -233,8 +235,22 @@ class _Remedies:
                 handle = self.ev.handle_of(value)
                 if handle is not None:
                     scope.sets.append(AttrSite(target.attr, self.span(target)))
+                else:
+                    source = self._derived_from(value)
+                    if source:
+                        scope.derived.append((source, AttrSite(target.attr, self.span(target))))
             else:
                 self.expression(target.value)
+
+    def _derived_from(self, value: ast.expr) -> str:
+        """The handle this worker_init_fn set on the dataset before that `value` reads
+        (`dataset.data = dataset.h5[key]` → "h5"), or ""."""
+        made = {s.attr for s in self.scope.sets}
+        if not made:
+            return ""
+        return next((node.attr for node in subtree(value, into_lambdas=False)
+                     if type(node) is ast.Attribute and node.attr in made
+                     and self.dataset(node.value)), "")
 
     def dataset(self, expr: ast.expr) -> bool:
         """Whether `expr` is `get_worker_info().dataset` (however bound); never in a file
@@ -331,7 +347,8 @@ class _Remedies:
             if self.scope.touched:
                 self.inits.append(WorkerInit("", self.span(init), tuple(self.scope.sets),
                                              tuple(self.scope.calls), self.scope.walks,
-                                             loader=self.span(loader)))
+                                             loader=self.span(loader),
+                                             derived=tuple(self.scope.derived)))
         finally:
             self.scope = outer
 
