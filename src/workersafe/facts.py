@@ -331,7 +331,7 @@ class RemedyClass:
 class WorkerInit:
     """What a worker_init_fn (module function or lambda) does to `get_worker_info().dataset`."""
 
-    name: str  # qualified function name; "" for a lambda
+    name: str  # qualified function name; "" for a lambda; `rows.open` for a bound method
     span: Span  # the function (or lambda)
     sets: Tuple[AttrSite, ...] = ()  # `dataset.x = <handle>`
     calls: Tuple[AttrSite, ...] = ()  # `dataset.m(...)`

@@ -338,6 +338,14 @@ class _Remedies:
         init = args.get("worker_init_fn")
         if isinstance(init, ast.Lambda):
             self.lambda_init(init, node)
+        elif isinstance(init, ast.Attribute) and isinstance(init.value, ast.Name) \
+                and self.state.env.refs(init.value.id) is not None:
+            # `worker_init_fn=rows.open`, a method bound to a dataset: it runs in each worker
+            # on that dataset's copy (pickled with it under spawn, inside any wrapper), never
+            # in the main process; as a call of the method on the worker's dataset, unwrapped
+            site = AttrSite(init.attr, self.span(init))
+            self.inits.append(WorkerInit(f"{init.value.id}.{init.attr}", self.span(init), (),
+                                         (site,), True, loader=self.span(node)))
 
     def lambda_init(self, init: ast.Lambda, loader: ast.Call) -> None:
         outer = self.scope
