@@ -42,6 +42,7 @@ PROCESS_CALLS = GET_WORKER_INFO | frozenset({
 PROCESS_WORDS = tuple(sorted({name.rpartition(".")[2] for name in PROCESS_CALLS}))
 # The attributes a torch wrapper keeps the wrapped dataset(s) in.
 WRAPPER_ATTRS = frozenset({"dataset", "datasets"})
+SPLITS = frozenset(name for name in WRAPPERS if name.endswith(".random_split"))
 # Calls that look at a value without unwrapping it.
 # Parts of a compound statement that hold statements but are not statements themselves
 # (`ast.match_case` exists from Python 3.10).
@@ -83,6 +84,9 @@ class _Scope:
     derived: list[tuple[str, AttrSite]] = field(default_factory=list)
     walks: bool = False
     touched: bool = False  # reached `get_worker_info().dataset`
+    # names bound to a `random_split(...)` call: a list of Subsets, whose `[0]`, `len()` and
+    # loop are none of the dataset's
+    splits: set[str] = field(default_factory=set)
 
 
 class _Remedies:
@@ -216,6 +220,10 @@ class _Remedies:
         scope = self.scope
         if isinstance(target, ast.Name):
             scope.kinds[target.id] = self.kind(value)
+            if isinstance(value, ast.Call) and self.q(value.func) in SPLITS:
+                scope.splits.add(target.id)
+            else:
+                scope.splits.discard(target.id)
             handle = self.ev.handle_of(value)
             env = self.state.env
             if handle is not None:
@@ -397,7 +405,9 @@ class _Remedies:
             via: str = "") -> None:
         if self.state.current_class() is not None or isinstance(expr, ast.Call):
             return
-        if isinstance(expr, ast.Name) and isinstance(self.scope.kinds.get(expr.id), LoaderValue):
+        if isinstance(expr, ast.Name) and (
+                isinstance(self.scope.kinds.get(expr.id), LoaderValue)
+                or expr.id in self.scope.splits):
             return
         refs = self.ev.refs_of(expr)
         if refs and isinstance(at, (ast.expr, ast.stmt)):
