@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
 from .records import record
 
-FACTS_VERSION = 24  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 25  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -333,12 +333,14 @@ class RemedyClass:
 class WorkerInit:
     """What a worker_init_fn (module function or lambda) does to `get_worker_info().dataset`."""
 
-    name: str  # qualified function name; "" for a lambda
+    name: str  # qualified function name; "" for a lambda; `rows.open` for a bound method
     span: Span  # the function (or lambda)
     sets: Tuple[AttrSite, ...] = ()  # `dataset.x = <handle>`
     calls: Tuple[AttrSite, ...] = ()  # `dataset.m(...)`
     walks_wrappers: bool = False  # reads `.dataset`/`.datasets`, isinstance, loops, passes it on
     loader: Optional[Span] = None  # for a lambda: the DataLoader call it is passed to
+    # `dataset.data = dataset.h5[key]`: (the set handle read, the attribute set from it)
+    derived: Tuple[Tuple[str, AttrSite], ...] = ()
 
 
 @record(frozen=True)

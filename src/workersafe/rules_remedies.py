@@ -134,7 +134,7 @@ def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Lo
     lazy = {lz.attr for r in remedy for lz in r.lazy}
     reported: set[str] = set()
     for init in inits:
-        for attr, site in _created_by(view, init.init, init_names):
+        for attr, site in _created_by(view, remedy, init.init, init_names):
             if attr in reported or attr not in view.worker_reads or attr in lazy \
                     or attr in view.methods:  # a property: its getter makes it
                 continue
@@ -182,12 +182,17 @@ def _none_handled(view: View, remedy: list[RemedyClass], attr: str) -> bool:
     return bool(readers) and all((name, attr) in safe for name in readers)
 
 
-def _created_by(view: View, init: WorkerInit, init_names: set[str]
-                ) -> Iterator[tuple[str, Span]]:
-    """The attributes a worker_init_fn gives the dataset: set directly, or by a method it calls
-    that `__init__` does not run."""
+def _created_by(view: View, remedy: list[RemedyClass], init: WorkerInit,
+                init_names: set[str]) -> Iterator[tuple[str, Span]]:
+    """The attributes a worker_init_fn gives the dataset: set directly (or derived from a
+    handle it set, unless the dataset opens that one lazily), or by a method it calls that
+    `__init__` does not run."""
     for site in init.sets:
         yield site.attr, site.span
+    lazy = {lz.attr for r in remedy for lz in r.lazy}
+    for source, site in init.derived:  # `dataset.data = dataset.h5[key]`
+        if source not in lazy:  # (the dataset opens the source itself: derives it there too)
+            yield site.attr, site.span
     for call in init.calls:
         if call.attr in init_names or call.attr not in view.methods:
             continue

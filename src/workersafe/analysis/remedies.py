@@ -43,6 +43,7 @@ PROCESS_CALLS = GET_WORKER_INFO | frozenset({
 PROCESS_WORDS = tuple(sorted({name.rpartition(".")[2] for name in PROCESS_CALLS}))
 # The attributes a torch wrapper keeps the wrapped dataset(s) in.
 WRAPPER_ATTRS = frozenset({"dataset", "datasets"})
+SPLITS = frozenset(name for name in WRAPPERS if name.endswith(".random_split"))
 # Calls that look at a value without unwrapping it.
 # Parts of a compound statement that hold statements but are not statements themselves
 # (`ast.match_case` exists from Python 3.10).
@@ -81,8 +82,12 @@ class _Scope:
     # for a worker_init_fn
     sets: list[AttrSite] = field(default_factory=list)
     calls: list[AttrSite] = field(default_factory=list)
+    derived: list[tuple[str, AttrSite]] = field(default_factory=list)
     walks: bool = False
     touched: bool = False  # reached `get_worker_info().dataset`
+    # names bound to a `random_split(...)` call: a list of Subsets, whose `[0]`, `len()` and
+    # loop are none of the dataset's
+    splits: set[str] = field(default_factory=set)
 
 
 class _Remedies:
@@ -145,15 +150,22 @@ class _Remedies:
                 if cls is not None:
                     self.classes.append(_ClassReader(self, cls).read(
                         stmt, self.self_uses.get(id(stmt)) or SelfUses()))
+                    for method in stmt.body:  # `worker_init_fn=Frames.worker_init_fn`
+                        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                                and _static(method):
+                            self.function(method, f"{cls.qualname}.{method.name}")
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(stmt)
             else:
                 self.statements([stmt])
 
-    def function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
+    def function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef],
+                 qualname: str = "") -> None:
+        """A module function, or a class's staticmethod (`qualname` given)."""
         outer = self.scope
         state = self.state
-        func = FunctionState(node.name, state.qual(node.name), False, True, Env(state.module_env))
+        func = FunctionState(node.name, qualname or state.qual(node.name), False, True,
+                             Env(state.module_env))
         state.push(func)
         self.scope = _Scope(node.name)
         try:
@@ -161,7 +173,8 @@ class _Remedies:
             scope = self.scope
             if scope.touched:
                 self.inits.append(WorkerInit(func.qualname, self.span(node), tuple(scope.sets),
-                                             tuple(scope.calls), scope.walks))
+                                             tuple(scope.calls), scope.walks,
+                                             derived=tuple(scope.derived)))
         finally:
             state.pop()
             self.scope = outer
@@ -208,6 +221,10 @@ class _Remedies:
         scope = self.scope
         if isinstance(target, ast.Name):
             scope.kinds[target.id] = self.kind(value)
+            if isinstance(value, ast.Call) and self.q(value.func) in SPLITS:
+                scope.splits.add(target.id)
+            else:
+                scope.splits.discard(target.id)
             handle = self.ev.handle_of(value)
             env = self.state.env
             if handle is not None:
@@ -227,8 +244,22 @@ class _Remedies:
                 handle = self.ev.handle_of(value)
                 if handle is not None:
                     scope.sets.append(AttrSite(target.attr, self.span(target)))
+                else:
+                    source = self._derived_from(value)
+                    if source:
+                        scope.derived.append((source, AttrSite(target.attr, self.span(target))))
             else:
                 self.expression(target.value)
+
+    def _derived_from(self, value: ast.expr) -> str:
+        """The handle this worker_init_fn set on the dataset before that `value` reads
+        (`dataset.data = dataset.h5[key]` → "h5"), or ""."""
+        made = {s.attr for s in self.scope.sets}
+        if not made:
+            return ""
+        return next((node.attr for node in subtree(value, into_lambdas=False)
+                     if type(node) is ast.Attribute and node.attr in made
+                     and self.dataset(node.value)), "")
 
     def dataset(self, expr: ast.expr) -> bool:
         """Whether `expr` is `get_worker_info().dataset` (however bound); never in a file
@@ -249,6 +280,11 @@ class _Remedies:
         if isinstance(expr, ast.Attribute):
             if expr.attr == "dataset" and self.kind(expr.value) == INFO:
                 self.scope.touched = True
+                return DATASET
+            if expr.attr == "dataset" and self.kind(expr.value) == DATASET:
+                # unwrapping (`while hasattr(ds, "dataset"): ds = ds.dataset`): still the
+                # worker's dataset, the one a loader with no wrapper gives
+                self.scope.walks = True
                 return DATASET
             return None
         if isinstance(expr, ast.Subscript):
@@ -311,6 +347,14 @@ class _Remedies:
         init = args.get("worker_init_fn")
         if isinstance(init, ast.Lambda):
             self.lambda_init(init, node)
+        elif isinstance(init, ast.Attribute) and isinstance(init.value, ast.Name) \
+                and self.state.env.refs(init.value.id) is not None:
+            # `worker_init_fn=rows.open`, a method bound to a dataset: it runs in each worker
+            # on that dataset's copy (pickled with it under spawn, inside any wrapper), never
+            # in the main process; as a call of the method on the worker's dataset, unwrapped
+            site = AttrSite(init.attr, self.span(init))
+            self.inits.append(WorkerInit(f"{init.value.id}.{init.attr}", self.span(init), (),
+                                         (site,), True, loader=self.span(node)))
 
     def lambda_init(self, init: ast.Lambda, loader: ast.Call) -> None:
         outer = self.scope
@@ -320,7 +364,8 @@ class _Remedies:
             if self.scope.touched:
                 self.inits.append(WorkerInit("", self.span(init), tuple(self.scope.sets),
                                              tuple(self.scope.calls), self.scope.walks,
-                                             loader=self.span(loader)))
+                                             loader=self.span(loader),
+                                             derived=tuple(self.scope.derived)))
         finally:
             self.scope = outer
 
@@ -361,7 +406,9 @@ class _Remedies:
             via: str = "") -> None:
         if self.state.current_class() is not None or isinstance(expr, ast.Call):
             return
-        if isinstance(expr, ast.Name) and isinstance(self.scope.kinds.get(expr.id), LoaderValue):
+        if isinstance(expr, ast.Name) and (
+                isinstance(self.scope.kinds.get(expr.id), LoaderValue)
+                or expr.id in self.scope.splits):
             return
         refs = self.ev.refs_of(expr)
         if refs and isinstance(at, (ast.expr, ast.stmt)):
@@ -519,6 +566,10 @@ class _ClassReader:
             if isinstance(node, ast.Attribute) and self_attr(node) in self.pid_attrs:
                 return True
         return False
+
+
+def _static(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
 
 
 def _getattr_of_self(node: ast.expr) -> Optional[str]:

@@ -618,6 +618,8 @@ def _dataset_attr_root(reading: _WorkerFn, small: Optional[cst.BaseSmallStatemen
 def _worker_function(located: Located, name: str, line: int, col: int) -> WorkerFn:
     if name:
         short = _short(name)
+        if col != 0:  # a staticmethod (`Frames.worker_init_fn`), a bound method (`rows.open`)
+            raise Unfixable(f"the worker_init_fn {short} is not a module-level function")
         for statement in located.module.body:
             if isinstance(statement, cst.FunctionDef) and statement.name.value == short:
                 if statement.asynchronous is not None or statement.decorators:
