@@ -133,6 +133,8 @@ def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Lo
     set_in_init = {a for r in remedy for a in r.init_set}
     lazy = {lz.attr for r in remedy for lz in r.lazy}
     reported: set[str] = set()
+    # what reading an item runs, in any process (a method only a worker_init_fn calls is not)
+    item_methods = method_closure([n for n in _ITEM_METHODS if n in view.methods], view.methods)
     for init in inits:
         for attr, site in _created_by(view, remedy, init.init, init_names):
             if attr in reported or attr not in view.worker_reads or attr in lazy \
@@ -150,9 +152,10 @@ def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Lo
                     continue
                 none_site, owner, param = found
                 given = f" (from its parameter {param}, which its constructions leave None)"
-            if any(h.attr == attr and (m.qualname, h.method) in view.init_run
+            if any(h.attr == attr and ((m.qualname, h.method) in view.init_run
+                                       or h.method in item_methods)
                    for m in mro for h in m.held):
-                continue
+                continue  # the dataset opens it itself (`if self.data is None:` in __getitem__)
             reported.add(attr)
             evidence = _main_process_evidence(index, view, uses)
             if none_site is not None:
@@ -172,6 +175,9 @@ def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Lo
                               f"{what}: it fails wherever the dataset runs in the main process "
                               f"(num_workers=0, ds[i]); open it in the dataset "
                               f"(an opener __init__ calls)", plan)
+
+
+_ITEM_METHODS = ("__getitem__", "__getitems__", "__iter__")
 
 
 def _none_handled(view: View, remedy: list[RemedyClass], attr: str) -> bool:
