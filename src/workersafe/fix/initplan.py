@@ -66,6 +66,9 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
     moved = [body[i] for i in sorted(mover.moved)]
     htype = names.registry.lookup(fix.handle)
     attrs = sorted(mover.attrs, key=lambda a: _first_assignment(moved, a))
+    if not attrs:  # `self.blobs = list(client.list_blobs(...))`: each blob keeps the client
+        raise Unfixable(f"{fix.attr} holds values made from the {fix.handle} (which keep it), "
+                        "not the handle itself: list them in each worker by hand")
     plan = AttrPlan(fix.attr, fix.handle, method, moved, attrs,
                     close_first=bool(htype and htype.drop_before_reopen),
                     results=sorted(mover.results - mover.attrs),
