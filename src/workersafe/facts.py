@@ -12,7 +12,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
-FACTS_VERSION = 24  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 25  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
