@@ -86,13 +86,17 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
                                                   and judged.pickles(attr))
             merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
             merged.torch_dataset |= is_torch
-            merged.any_loader |= bool(uses)
+            # a loader of a class no worker of which reads it (judged under spawn only) does
+            # not speak for the classes that do (`super().__getitem__` reading it)
+            merged.any_loader |= bool(uses) and kind != "unread"
             merged.spawn_only &= cand.spawn_only
             merged.fork_unsafe |= cand.fork_unsafe
             merged.named_by = merged.named_by or project.named_by.get(cls.qualname, "")
             for facts, loader, _ in uses:
-                merged.loaders.extend(used_loaders(project, registry, judged, facts, loader,
-                                                   cand.site.handle, attr, parent_use, kind))
+                used = used_loaders(project, registry, judged, facts, loader,
+                                    cand.site.handle, attr, parent_use, kind)
+                merged.loaders.extend(u for u in used
+                                      if kind != "unread" or u.verdict == SPAWN_CRASH)
         for facts, loader, ref in uses:
             for cand, parent_use, attr in _passed_candidates(project, view, registry, ref,
                                                              facts):
