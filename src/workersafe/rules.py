@@ -316,6 +316,9 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView
             unread = not ({held.attr, *attrs} & view.worker_reads)
             if held.attr not in view.worker_reads and (not unread or htype.picklable):
                 continue
+            if unread and member is not view.cls \
+                    and {held.attr, *attrs} & class_view(project, member).worker_reads:
+                continue  # read through `super().__getitem__`: the base's own view judges it
             plan = FixPlan("instance", held.site.handle, member.qualname, held.attr,
                            attrs or (held.attr,), held.method)
             cand = Candidate("WS101", held.site, home.path,
