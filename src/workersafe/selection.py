@@ -658,8 +658,9 @@ def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
     names = set(holders)
     owners = {callee.rpartition(".")[0] for f in every for c in f.classes
               if c.name in holders for callee, _ in c.registered}
-    for facts in every:  # `DATASETS`, `registry`: a lookup by name may build a registered one
-        names |= {owner.rpartition(".")[2] for owner in owners}
+    # `DATASETS`, `registry`: a lookup by name may build a registered one
+    names |= {owner.rpartition(".")[2] for owner in owners}
+    for facts in every:
         # a lookup function of a registering module (`build_dataset` beside `register`),
         # defined or imported (`from .registry import build_dataset` in a package)
         names |= {local for local, qualified in facts.imports
