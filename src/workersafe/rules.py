@@ -83,16 +83,21 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
                 elif not is_torch and _built_only_in_workers(project, view.cls):
                     continue
             # safe by spawn only if no holder's pickle carries it (`__getstate__` drops it)
-            cand.spawn_only = spawn_only and not (kind in ("instance", "passed")
+            cand.spawn_only = spawn_only and not (kind in ("instance", "passed", "unread")
                                                   and judged.pickles(attr))
             merged = candidates.setdefault((cand.code, cand.path, cand.site.span), cand)
             merged.torch_dataset |= is_torch
-            merged.any_loader |= bool(uses)
+            # a loader of a class no worker of which reads it (judged under spawn only) does
+            # not speak for the classes that do (`super().__getitem__` reading it)
+            merged.any_loader |= bool(uses) and kind != "unread"
             merged.spawn_only &= cand.spawn_only
+            merged.fork_unsafe |= cand.fork_unsafe
             merged.named_by = merged.named_by or project.named_by.get(cls.qualname, "")
             for facts, loader, _ in uses:
-                merged.loaders.extend(used_loaders(project, registry, judged, facts, loader,
-                                                   cand.site.handle, attr, parent_use, kind))
+                used = used_loaders(project, registry, judged, facts, loader,
+                                    cand.site.handle, attr, parent_use, kind)
+                merged.loaders.extend(u for u in used
+                                      if kind != "unread" or u.verdict == SPAWN_CRASH)
         for facts, loader, ref in uses:
             for cand, parent_use, attr in _passed_candidates(project, view, registry, ref,
                                                              facts):
@@ -303,17 +308,25 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView
             htype = registry.lookup(held.site.handle)
             if htype is None or (member.qualname, held.method) not in view.init_run:
                 continue
-            if held.closed or held.attr not in view.worker_reads or held.attr in view.guarded \
-                    or held.attr in view.closed_at_fork:
+            if held.closed or held.attr in view.guarded or held.attr in view.closed_at_fork:
                 continue
+            # kept but never read by workers: nothing shared under fork, yet spawn still
+            # pickles it with the instance ("unread": judged under spawn only)
             attrs = tuple(h.attr for h in member.held
                           if h.site == held.site and h.method == held.method)
+            unread = not ({held.attr, *attrs} & view.worker_reads)
+            if held.attr not in view.worker_reads and (not unread or htype.picklable):
+                continue
+            if unread and member is not view.cls \
+                    and {held.attr, *attrs} & class_view(project, member).worker_reads:
+                continue  # read through `super().__getitem__`: the base's own view judges it
             plan = FixPlan("instance", held.site.handle, member.qualname, held.attr,
                            attrs or (held.attr,), held.method)
             cand = Candidate("WS101", held.site, home.path,
                              f"created in {member.name}.{held.method}", view.cls.name, plan,
-                             not htype.fork_safe)
-            yield cand, held.attr in view.parent_uses, held.attr, "instance"
+                             not htype.fork_safe and not unread)
+            yield cand, held.attr in view.parent_uses, held.attr, \
+                "unread" if unread else "instance"
         for held in member.class_held:
             htype = registry.lookup(held.site.handle)
             if htype is None or held.attr not in view.worker_reads or held.attr in view.guarded:
@@ -693,9 +706,11 @@ def classify(project: Project, registry: Registry, view: ClassView, facts: FileF
         # Only the instance is pickled: module and class attributes are created anew when a
         # spawned worker imports the module. A class with its own __getstate__ decides, key
         # by key, what is pickled (the fix adds one dropping every handle).
-        unpicklable = kind in ("instance", "passed") and not htype.picklable \
+        unpicklable = kind in ("instance", "passed", "unread") and not htype.picklable \
             and view.pickles(attr)
         return SPAWN_CRASH if unpicklable else SAFE
+    if kind == "unread":
+        return SAFE  # no worker reads it: forked workers share nothing they use
     if htype.fork_safe or _worker_init_recreates(project, view, facts, loader, attr, kind):
         return SAFE
     if loader.num_workers == 1:

@@ -15,7 +15,7 @@ import re
 from typing import Callable, Iterable, Optional
 
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
-from .facts import DatasetRef, FileFacts, LoaderCall
+from .facts import LOOKUP_VERBS, DatasetRef, FileFacts, LoaderCall
 from .prefilter import ImportLines, Prefilter, class_bases, import_lines, words_pattern
 
 # The engine's parser: files → their facts (cached, maybe parallel).
@@ -656,9 +656,17 @@ def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
                     if {b.rsplit(".", 1)[-1] for b in c.bases} & holders}
         changed = len(holders) != before
     names = set(holders)
-    for facts in every:  # `DATASETS`, `registry`: a lookup by name may build a registered one
-        names |= {callee.rpartition(".")[0].rpartition(".")[2] for c in facts.classes
-                  if c.name in holders for callee, _ in c.registered}
+    owners = {callee.rpartition(".")[0] for f in every for c in f.classes
+              if c.name in holders for callee, _ in c.registered}
+    # `DATASETS`, `registry`: a lookup by name may build a registered one
+    names |= {owner.rpartition(".")[2] for owner in owners}
+    for facts in every:
+        # a lookup function of a registering module (`build_dataset` beside `register`),
+        # defined or imported (`from .registry import build_dataset` in a package)
+        names |= {local for local, qualified in facts.imports
+                  if local.startswith(LOOKUP_VERBS) and qualified.rpartition(".")[0] in owners}
+        if facts.module in owners:
+            names |= {f.name for f in facts.functions if f.name.startswith(LOOKUP_VERBS)}
         names |= {h.name for h in facts.module_handles}
         names |= {f.name for f in facts.functions
                   if any(r.target.rsplit(".", 1)[-1] in holders for r in f.returns)}

@@ -760,9 +760,14 @@ class FactWalker:
                     self._assign(element, item)
                 return
             refs = self.ev.refs_of(value)
+            cls, method = state.current_class(), state.current_method()
             for element in targets:
                 if isinstance(element, ast.Name) and refs:
                     state.env.assign_refs(element.id, refs)
+                elif type(element) is ast.Attribute and refs and cls is not None \
+                        and method is not None and is_self(element.value):
+                    # `self.train_set, self.val_set = random_split(ds, [0.8, 0.2])`
+                    cls.attr_refs.setdefault(element.attr, []).extend(refs)
 
     def _bind_imported(self, target: ast.expr, value: ast.expr) -> None:
         """`lmdb = optional_import("lmdb")`, `lmdb, _ = optional_import("lmdb")`,

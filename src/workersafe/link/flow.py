@@ -278,7 +278,8 @@ class ValueFlow(Hierarchy):
 
     def _registry_of(self, target: str) -> Optional[_Registry]:
         """The registry a lookup (`<owner>.get_<what>`, `<owner>.build`) reads, None when
-        none is; the registries are gathered once, from the classes' decorators."""
+        none is (a module's lookup function `build_<what>` also reads the module's plain
+        `register`); the registries are gathered once, from the classes' decorators."""
         if self._registries is None:
             self._registries = {}
             for cls in self.classes.values():
@@ -299,7 +300,14 @@ class ValueFlow(Hierarchy):
         verb = next((v for v in LOOKUP_VERBS if method.startswith(v)), None)
         if verb is None:
             return None
-        return self._registries.get((owner, _what(method, verb)))
+        what = _what(method, verb)
+        found = self._registries.get((owner, what))
+        if found is None and what and owner in self.by_module:
+            # a module's plain `register(name)` decorator filling its dict (`DATASETS[name] =
+            # cls`) is the registry every lookup function of that module reads
+            # (`build_dataset(name)`)
+            found = self._registries.get((owner, ""))
+        return found
 
     def _inputs(self, node: Node, ordered: bool = False) -> list[_In]:
         """What flows into `node`; `ordered`: its call sites in the order of the program

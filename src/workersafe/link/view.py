@@ -21,6 +21,9 @@ from .returns import Returns
 # Methods deciding what pickling an instance holds, in the order pickle asks for them.
 PICKLING_METHODS = ("__reduce_ex__", "__reduce__", "__getstate__")
 # Methods that never run in a worker for the dataset's sake, or that only tear down.
+# what a generated `__init__` calls last (dataclasses, attrs)
+_POST_INIT = ("__post_init__", "__attrs_post_init__")
+
 NOT_WORKER_METHODS = frozenset({
     "__init__", "__len__", "close", "__del__", "__exit__", "__enter__", "__getstate__",
     "__setstate__", "__repr__", "__str__", "__reduce__", "__reduce_ex__",
@@ -165,8 +168,18 @@ def _closed_at_fork(mro: list[ClassFacts], methods: Methods) -> set[str]:
 
 
 def _init_run(mro: list[ClassFacts], methods: Methods) -> set[tuple[str, str]]:
-    """Methods run by construction: the `__init__` chain (through super) and what it calls."""
+    """Methods run by construction: the `__init__` chain (through super) and what it calls;
+    a dataclass's (or attrs class's) post-init hook, which the generated `__init__` calls,
+    unless an `__init__` written before it in the MRO replaces the generated one."""
     run: set[tuple[str, str]] = set()
+    index = {member.qualname: i for i, member in enumerate(mro)}
+    for hook in _POST_INIT:
+        if hook in methods and (
+                "__init__" not in methods
+                or index[methods[hook][0].qualname] < index[methods["__init__"][0].qualname]):
+            run.add((methods[hook][0].qualname, hook))
+            for name in method_closure(methods[hook][1].self_calls, methods):
+                run.add((methods[name][0].qualname, name))
     for member in mro:
         init = member.method("__init__")
         if init is None:
