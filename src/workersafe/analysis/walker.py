@@ -766,8 +766,12 @@ class FactWalker:
                     state.env.assign_refs(element.id, refs)
                 elif type(element) is ast.Attribute and refs and cls is not None \
                         and method is not None and is_self(element.value):
-                    # `self.train_set, self.val_set = random_split(ds, [0.8, 0.2])`
-                    cls.attr_refs.setdefault(element.attr, []).extend(refs)
+                    # `self.train_set, self.val_set = random_split(ds, [0.8, 0.2])` in a
+                    # data module; not in a dataset's own methods (`self.data, self.slices =
+                    # torch_load(p)` in every pytorch_geometric InMemoryDataset: its parts
+                    # are its data, and following them parsed half as many files again)
+                    if not any(b.endswith("Dataset") for b in cls.bases):
+                        cls.attr_refs.setdefault(element.attr, []).extend(refs)
 
     def _bind_imported(self, target: ast.expr, value: ast.expr) -> None:
         """`lmdb = optional_import("lmdb")`, `lmdb, _ = optional_import("lmdb")`,
