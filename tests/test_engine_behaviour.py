@@ -336,17 +336,28 @@ def test_git_ignored_files_are_skipped_in_a_work_tree_and_git_is_not_run_outside
 
 def test_a_cli_run_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -> None:
     """`check` and `fix` collect less often while they run (cli._fewer_collections), and put
-    the collector's thresholds and frozen objects back: tests and editors call `main`."""
+    the collector's thresholds back, and unfreeze only what they froze: tests and editors call
+    `main`. (Frozen objects can be freed during a run, so counts are compared as zero or not.)"""
     import gc
 
     from workersafe.cli import main
 
+    def state() -> tuple[object, bool, bool]:
+        return gc.get_threshold(), gc.get_freeze_count() > 0, gc.isenabled()
+
     (tmp_path / "ds.py").write_text((FIXTURES / "lint" / "alias_from_import_as.py").read_text())
-    before = (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled())
+    before = state()
     assert main(["check", "--no-cache", str(tmp_path)]) == 1
-    assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
+    assert state() == before
     assert main(["check", "--no-cache", "--select", "WS999", str(tmp_path)]) == 2  # usage error
-    assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
+    assert state() == before
+    if not before[1]:  # objects frozen by someone else stay frozen (pytest on 3.12 has some)
+        gc.freeze()
+        try:
+            assert main(["check", "--no-cache", str(tmp_path)]) == 1
+            assert gc.get_freeze_count() > 0
+        finally:
+            gc.unfreeze()
 
 
 def test_without_jobs_the_pool_takes_only_idle_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
