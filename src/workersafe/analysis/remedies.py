@@ -26,7 +26,7 @@ from ..records import record
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
 from .names import dotted
-from .nodes import child_nodes, subtree
+from .nodes import REVERSED_FIELDS, child_nodes, reversed_fields, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
 from .values import Evaluator, elements, is_none, is_self, presence, self_attr, string
 from .walker import SelfUses
@@ -54,9 +54,6 @@ _COMPOUND = frozenset(getattr(ast, name) for name in (
     "FunctionDef", "AsyncFunctionDef", "ClassDef", "For", "AsyncFor", "While", "If", "With",
     "AsyncWith", "Match", "Try", "TryStar") if hasattr(ast, name))
 _LOOKS = frozenset({"isinstance", "hasattr", "getattr", "type", "print", "repr", "id", "len"})
-
-# Nodes that `expression` does nothing with (names, constants: the most frequent).
-_LEAVES = frozenset({ast.Name, ast.Constant})
 
 # What a name is bound to, as far as these facts care.
 INFO, DATASET = "info", "dataset"  # get_worker_info() and its `.dataset`
@@ -295,23 +292,49 @@ class _Remedies:
     # --- expressions --------------------------------------------------------------------
 
     def expression(self, expr: ast.expr) -> None:
-        # exact types (`ast` makes no subclasses of its node types): the test runs per node
-        leaves = _LEAVES
-        for node in subtree(expr, into_lambdas=False):  # (the handlers change no node)
-            if type(node) in leaves:
-                continue  # (the most frequent nodes: nothing to do)
-            if type(node) is ast.Call:
-                self.call(node)
-            elif type(node) is ast.Attribute:
-                if node.attr in WRAPPER_ATTRS and self.dataset(node.value):
-                    self.scope.walks = True  # `dataset.dataset`, `dataset.datasets`
-                elif type(node.ctx) is ast.Load:
-                    self.member(node)
-            elif type(node) is ast.Subscript:
-                if type(node.ctx) is ast.Load:
-                    self.use("getitem", node.value, node)
-            elif type(node) is ast.comprehension:
-                self.iterated(node.iter, node.iter)
+        """Each node of `expr` in source order (nodes.subtree's, not under a lambda), read as
+        it is reached (the handlers change no node): one traversal, no list of the nodes."""
+        # exact types (`ast` makes no subclasses of its node types): the tests run per node
+        stack: list[Optional[ast.AST]] = [expr]
+        pop, push, extend = stack.pop, stack.append, stack.extend
+        fields_of = REVERSED_FIELDS
+        name_type, constant, call, attribute, subscript, lam, comprehension, load = (
+            ast.Name, ast.Constant, ast.Call, ast.Attribute, ast.Subscript, ast.Lambda,
+            ast.comprehension, ast.Load)
+        while stack:
+            node = pop()
+            if node is None:
+                continue  # (a list's None: `Dict.keys` of `**d`)
+            kind = type(node)
+            if kind is name_type or kind is constant:
+                continue  # (the most frequent nodes: nothing to do, nothing under them)
+            if kind is call:
+                self.call(node)  # type: ignore[arg-type]
+            elif kind is attribute:
+                self._attribute(node)  # type: ignore[arg-type]
+            elif kind is subscript:
+                if type(node.ctx) is load:  # type: ignore[attr-defined]
+                    self.use("getitem", node.value, node)  # type: ignore[attr-defined]
+            elif kind is comprehension:
+                self.iterated(node.iter, node.iter)  # type: ignore[attr-defined]
+            elif kind is lam:
+                continue  # (read on its own when passed as `worker_init_fn=`)
+            fields = fields_of.get(kind)
+            if fields is None:
+                fields = reversed_fields(kind)
+            for field_name in fields:  # (reversed: popped in field order)
+                value = getattr(node, field_name, None)
+                if type(value) is list:
+                    if value:
+                        extend(reversed(value))
+                elif value is not None:
+                    push(value)
+
+    def _attribute(self, node: ast.Attribute) -> None:
+        if node.attr in WRAPPER_ATTRS and self.dataset(node.value):
+            self.scope.walks = True  # `dataset.dataset`, `dataset.datasets`
+        elif type(node.ctx) is ast.Load:
+            self.member(node)
 
     def call(self, node: ast.Call) -> None:
         func = node.func
