@@ -17,7 +17,7 @@ from .baseinit import base_init, init_callables
 from .branches import branch_params
 from .caches import ClassCaches, class_caches
 from .closes import error_path_closes
-from .nodes import subtree
+from .nodes import REVERSED_FIELDS, reversed_fields
 from .names import dotted
 from .pickled import pickled_state
 from .positions import Positions
@@ -199,20 +199,40 @@ def _names_and_globals(node: ast.AST) -> tuple[set[str], set[str]]:
     local: set[str] = set()
     declared: set[str] = set()
     binders = _BINDERS
-    for sub in subtree(node):  # (not ast.walk: a third of the cost, the same sets)
-        if isinstance(sub, ast.Name):
-            (read if isinstance(sub.ctx, ast.Load) else stored).add(sub.id)
-        elif type(sub) not in binders:
-            continue  # (most nodes: one test)
-        elif isinstance(sub, ast.arg):
-            local.add(sub.arg)
-        elif isinstance(sub, ast.Global):
-            declared.update(sub.names)
-        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and sub is not node:
-            local.add(sub.name)
-        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
-            local.update((a.asname or a.name).partition(".")[0] for a in sub.names)
+    name_type, load = ast.Name, ast.Load
+    fields_of = REVERSED_FIELDS
+    # every node under `node` (nodes.subtree's, in its order; the sets do not depend on it),
+    # read as the traversal reaches it: no list of the nodes
+    stack: list[Optional[ast.AST]] = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        sub = pop()
+        if sub is None:
+            continue  # (a list's None: `Dict.keys` of `**d`)
+        kind = type(sub)
+        if kind is name_type:  # (the most frequent: a leaf)
+            (read if type(sub.ctx) is load else stored).add(sub.id)  # type: ignore[attr-defined]
+            continue
+        if kind in binders:
+            if kind is ast.arg:
+                local.add(sub.arg)  # type: ignore[attr-defined]
+            elif kind is ast.Global:
+                declared.update(sub.names)  # type: ignore[attr-defined]
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                local.update((a.asname or a.name).partition(".")[0]
+                             for a in sub.names)  # type: ignore[attr-defined]
+            elif sub is not node:  # a nested function or class
+                local.add(sub.name)  # type: ignore[attr-defined]
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = reversed_fields(kind)
+        for field_name in fields:
+            value = getattr(sub, field_name, None)
+            if type(value) is list:
+                if value:
+                    extend(value)
+            elif value is not None:
+                push(value)
     return read | stored, read - ((local | stored) - declared)
 
 

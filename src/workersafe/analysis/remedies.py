@@ -54,6 +54,7 @@ _COMPOUND = frozenset(getattr(ast, name) for name in (
     "FunctionDef", "AsyncFunctionDef", "ClassDef", "For", "AsyncFor", "While", "If", "With",
     "AsyncWith", "Match", "Try", "TryStar") if hasattr(ast, name))
 _LOOKS = frozenset({"isinstance", "hasattr", "getattr", "type", "print", "repr", "id", "len"})
+_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 
 # What a name is bound to, as far as these facts care.
 INFO, DATASET = "info", "dataset"  # get_worker_info() and its `.dataset`
@@ -183,13 +184,14 @@ class _Remedies:
             self.statement(stmt)
 
     def statement(self, stmt: ast.stmt) -> None:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            return  # nested definitions: not followed
-        if isinstance(stmt, ast.Assign):
-            self.expression(stmt.value)
-            for target in stmt.targets:
-                self.assign(target, stmt.value)
+        kind = type(stmt)  # (exact types: `ast` makes no subclasses of its node types)
+        if kind is ast.Assign:
+            self.expression(stmt.value)  # type: ignore[attr-defined]
+            for target in stmt.targets:  # type: ignore[attr-defined]
+                self.assign(target, stmt.value)  # type: ignore[attr-defined]
             return
+        if kind in _DEFINITIONS:
+            return  # nested definitions: not followed
         if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             self.expression(stmt.value)
             self.assign(stmt.target, stmt.value)
@@ -301,6 +303,8 @@ class _Remedies:
         name_type, constant, call, attribute, subscript, lam, comprehension, load = (
             ast.Name, ast.Constant, ast.Call, ast.Attribute, ast.Subscript, ast.Lambda,
             ast.comprehension, ast.Load)
+        refs = self.state.env.refs  # (no handler changes the frames: the same Env throughout)
+        info = self.info_possible
         while stack:
             node = pop()
             if node is None:
@@ -311,7 +315,21 @@ class _Remedies:
             if kind is call:
                 self.call(node)  # type: ignore[arg-type]
             elif kind is attribute:
-                self._attribute(node)  # type: ignore[arg-type]
+                value = node.value  # type: ignore[attr-defined]
+                if (info and node.attr in WRAPPER_ATTRS  # type: ignore[attr-defined]
+                        and self.kind(value) == DATASET):
+                    self.scope.walks = True  # `dataset.dataset`, `dataset.datasets`
+                elif type(node.ctx) is load:  # type: ignore[attr-defined]
+                    # a member use: `ds.get_env` (called or read) and `ds.reader.open`, what
+                    # the parent runs of the dataset, or of an object it keeps, outside
+                    # `ds[i]`/`len(ds)`; of a name bound to a dataset (not an import)
+                    if type(value) is name_type:
+                        if refs(value.id) is not None:
+                            self.use("member", value, node, node.attr)  # type: ignore
+                    elif type(value) is attribute and type(value.value) is name_type \
+                            and refs(value.value.id) is not None:
+                        self.use("member", value.value, node, node.attr,  # type: ignore
+                                 value.attr)
             elif kind is subscript:
                 if type(node.ctx) is load:  # type: ignore[attr-defined]
                     self.use("getitem", node.value, node)  # type: ignore[attr-defined]
@@ -330,12 +348,6 @@ class _Remedies:
                 elif value is not None:
                     push(value)
 
-    def _attribute(self, node: ast.Attribute) -> None:
-        if node.attr in WRAPPER_ATTRS and self.dataset(node.value):
-            self.scope.walks = True  # `dataset.dataset`, `dataset.datasets`
-        elif type(node.ctx) is ast.Load:
-            self.member(node)
-
     def call(self, node: ast.Call) -> None:
         func = node.func
         name = self.q(func)
@@ -349,7 +361,7 @@ class _Remedies:
                 self.iterated(arg, node)
         elif bare == "len" and node.args:
             self.use("len", node.args[0], node)
-        elif name not in LOADERS:
+        elif self.loader_index and name not in LOADERS:  # (none made yet: none iterated)
             for arg in node.args:
                 self.iterated_loader(arg, node)  # `trainer.fit(model, loader)`, `tqdm(loader)`
         if self.info_possible and any(  # (kind() first: it notes that a scope reached it)
@@ -393,7 +405,7 @@ class _Remedies:
             self.scope = outer
 
     def iterated(self, expr: ast.expr, at: ast.AST) -> None:
-        if not self.iterated_loader(expr, at):
+        if not self.loader_index or not self.iterated_loader(expr, at):
             self.use("iter", expr, at)
 
     def iterated_loader(self, expr: ast.expr, at: ast.AST) -> bool:
@@ -412,18 +424,6 @@ class _Remedies:
             self.loaders[index] = LoaderWrap(current.loader, current.wrapper, line,
                                              current.scope)
         return True
-
-    def member(self, node: ast.Attribute) -> None:
-        """`ds.get_env` (called or read) and `ds.reader.open`: what the parent runs of the
-        dataset, or of an object it keeps, outside `ds[i]`/`len(ds)`."""
-        value = node.value
-        env = self.state.env
-        if isinstance(value, ast.Name):
-            if env.refs(value.id) is not None:  # a name bound to a dataset, not an import
-                self.use("member", value, node, node.attr)
-        elif isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
-                and env.refs(value.value.id) is not None:
-            self.use("member", value.value, node, node.attr, value.attr)
 
     def use(self, kind: UseKind, expr: ast.expr, at: ast.AST, member: str = "",
             via: str = "") -> None:
@@ -506,7 +506,9 @@ class _ClassReader:
         ev = self.owner.ev
         for stmt in body:
             if isinstance(stmt, ast.Assign):
-                handle = ev.handle_of(stmt.value)
+                # (asked for a name's binding only: most targets are attributes of self)
+                handle = ev.handle_of(stmt.value) \
+                    if any(type(t) is ast.Name for t in stmt.targets) else None
                 for target in stmt.targets:
                     if isinstance(target, ast.Name) and handle is not None:
                         self.owner.state.env.handles[target.id] = handle
@@ -537,12 +539,13 @@ class _ClassReader:
                         self._lazy(method, attr, [stmt], checked)
             if type(stmt) not in _COMPOUND:
                 continue  # (no statement under it)
+            inner: list[ast.stmt] = []  # the statements under it, in order: one block
             for child in child_nodes(stmt):
                 if isinstance(child, ast.stmt):
-                    self.block(method, [child], params, checked)
+                    inner.append(child)
                 elif isinstance(child, _CLAUSES):
-                    self.block(method, [s for s in child_nodes(child)
-                                        if isinstance(s, ast.stmt)], params, checked)
+                    inner.extend(s for s in child_nodes(child) if isinstance(s, ast.stmt))
+            self.block(method, inner, params, checked)
 
     def _lazy(self, method: str, attr: str, body: list[ast.stmt], checked: bool) -> None:
         ev = self.owner.ev
