@@ -13,7 +13,7 @@ from dataclasses import field
 from typing import Union
 
 from ..records import record
-from .nodes import child_nodes
+from .nodes import breadth_first, child_nodes
 from .state import ClassState, Env, FunctionState, Handle, MethodState, State
 from .values import Evaluator, call_args, is_self, self_attr
 
@@ -163,7 +163,7 @@ class _Method:
             if isinstance(child, ast.stmt):
                 self.statement(child, guarded)
             elif isinstance(child, ast.expr):
-                for node in ast.walk(child):  # (breadth first: the order of the stores)
+                for node in breadth_first(child):  # (ast.walk's order: that of the stores)
                     if isinstance(node, ast.Call):
                         self.call(node, guarded)
             else:  # except handlers, match cases, with items

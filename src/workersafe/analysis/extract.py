@@ -13,7 +13,7 @@ from ..facts import (
     ClassFacts, FileFacts, FunctionFacts, HeldCall, HeldHandle, MethodFacts, ModuleHandle,
 )
 from ..registry import Registry
-from .baseinit import base_init, init_callables
+from .baseinit import Found, base_init, init_callables
 from .branches import branch_params
 from .caches import ClassCaches, class_caches
 from .closes import error_path_closes
@@ -56,7 +56,8 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
         if func.cached and func.returned_handle is not None:
             handles.setdefault(func.name, (func.returned_handle, True))
     # per module-level class, what its `__init__` may keep as a callable (read twice below)
-    callables = {qual: init_callables(node, walker.super_init_defs)
+    found: Found = {}  # (each `__init__` searched once for its base's `__init__` call)
+    callables = {qual: init_callables(node, walker.super_init_defs, found)
                  for qual, node in class_nodes.items()}
     reads: dict[int, tuple[set[str], set[str]]] = {}  # per function node (_reads)
     readers = _cache_readers(walker, callables, reads)
@@ -65,7 +66,7 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
         imports=tuple(sorted(state.module_scope.names.items())),
         star_imports=tuple(state.module_scope.star_modules),
         classes=tuple(_class_facts(c, walker, class_nodes.get(c.qualname),
-                                   callables.get(c.qualname, ()))
+                                   callables.get(c.qualname, ()), found)
                       for c in walker.classes),
         functions=tuple(_function_facts(f, walker, f.name in readers, reads)
                         for f in walker.functions),
@@ -84,7 +85,8 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
 
 
 def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDef],
-                 callables: tuple[tuple[str, str], ...]) -> ClassFacts:
+                 callables: tuple[tuple[str, str], ...], found: Optional[Found] = None
+                 ) -> ClassFacts:
     site = walker.ev.site
     caches = class_caches(node, cls, walker.state, walker.ev) if node is not None \
         else ClassCaches()
@@ -128,7 +130,8 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
         tuple(HeldHandle(attr, site(h), method) for attr, method, h in caches.stores),
         pickled_state(node) if node is not None else None,
         tuple(cls.derived_attrs), tuple(cls.init_int_defaults),
-        base_init(node, walker.super_init_defs) if node is not None and node.bases else None,
+        base_init(node, walker.super_init_defs, found)
+        if node is not None and node.bases else None,
         callables,
         branch_params(node, walker.ev.positions) if node is not None else (),
         tuple(cls.registered),

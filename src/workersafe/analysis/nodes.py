@@ -94,3 +94,26 @@ def subtree(node: ast.AST, into_lambdas: bool = True) -> list[ast.AST]:
             elif value is not None:
                 push(value)
     return out
+
+
+def breadth_first(node: ast.AST) -> list[ast.AST]:
+    """`node` and every node under it in `ast.walk` order (breadth first), less contexts and
+    operators: where the first node of a kind found matters, the same one as `ast.walk`'s."""
+    out: list[ast.AST] = [node]
+    add, extend = out.append, out.extend
+    fields_of = _FIELDS
+    index = 0
+    while index < len(out):
+        current = out[index]
+        index += 1
+        fields = fields_of.get(type(current))
+        if fields is None:
+            fields = _fields(type(current))
+        for name in fields:
+            value = getattr(current, name, None)
+            if type(value) is list:
+                if value:
+                    extend(v for v in value if v is not None)
+            elif value is not None:
+                add(value)
+    return out

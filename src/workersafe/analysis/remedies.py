@@ -26,7 +26,7 @@ from ..records import record
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
 from .names import dotted
-from .nodes import REVERSED_FIELDS, child_nodes, reversed_fields, subtree
+from .nodes import REVERSED_FIELDS, breadth_first, child_nodes, reversed_fields, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
 from .values import Evaluator, elements, is_none, is_self, presence, self_attr, string
 from .walker import SelfUses
@@ -189,6 +189,18 @@ class _Remedies:
             self.expression(stmt.value)  # type: ignore[attr-defined]
             for target in stmt.targets:  # type: ignore[attr-defined]
                 self.assign(target, stmt.value)  # type: ignore[attr-defined]
+            return
+        if kind is ast.Expr:  # (the most frequent others: their nodes in field order)
+            self.expression(stmt.value)  # type: ignore[attr-defined]
+            return
+        if kind is ast.If:
+            self.expression(stmt.test)  # type: ignore[attr-defined]
+            self.statements(stmt.body)  # type: ignore[attr-defined]
+            self.statements(stmt.orelse)  # type: ignore[attr-defined]
+            return
+        if kind is ast.Return:
+            if stmt.value is not None:  # type: ignore[attr-defined]
+                self.expression(stmt.value)  # type: ignore[attr-defined]
             return
         if kind in _DEFINITIONS:
             return  # nested definitions: not followed
@@ -549,7 +561,8 @@ class _ClassReader:
 
     def _lazy(self, method: str, attr: str, body: list[ast.stmt], checked: bool) -> None:
         ev = self.owner.ev
-        for stmt in ast.walk(ast.Module(body=body, type_ignores=[])):
+        # (ast.walk's order: the first assignment or call found is the one recorded)
+        for stmt in breadth_first(ast.Module(body=body, type_ignores=[])):
             if isinstance(stmt, ast.Assign) and any(self_attr(t) == attr for t in stmt.targets):
                 handle = ev.handle_of(stmt.value)
                 if handle is not None:
