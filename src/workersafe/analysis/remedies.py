@@ -54,7 +54,11 @@ _COMPOUND = frozenset(getattr(ast, name) for name in (
     "FunctionDef", "AsyncFunctionDef", "ClassDef", "For", "AsyncFor", "While", "If", "With",
     "AsyncWith", "Match", "Try", "TryStar") if hasattr(ast, name))
 _LOOKS = frozenset({"isinstance", "hasattr", "getattr", "type", "print", "repr", "id", "len"})
-_DEFINITIONS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+# The statements `statement` reads nothing of: definitions (not followed), and those holding
+# no expression (`import`: aliases only).
+_SKIPPED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
+                      ast.ImportFrom, ast.Pass, ast.Break, ast.Continue, ast.Global,
+                      ast.Nonlocal})
 
 # What a name is bound to, as far as these facts care.
 INFO, DATASET = "info", "dataset"  # get_worker_info() and its `.dataset`
@@ -202,8 +206,8 @@ class _Remedies:
             if stmt.value is not None:  # type: ignore[attr-defined]
                 self.expression(stmt.value)  # type: ignore[attr-defined]
             return
-        if kind in _DEFINITIONS:
-            return  # nested definitions: not followed
+        if kind in _SKIPPED:
+            return  # nested definitions: not followed; imports, `pass`...: no expression
         if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             self.expression(stmt.value)
             self.assign(stmt.target, stmt.value)
