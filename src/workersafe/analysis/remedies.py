@@ -20,7 +20,8 @@ from dataclasses import field
 from typing import Optional, Union
 
 from ..facts import (
-    AttrSite, DatasetUse, LazyOpen, LoaderWrap, RemedyClass, RemedyFacts, UseKind, WorkerInit,
+    AttrSite, DatasetRef, DatasetUse, LazyOpen, LoaderWrap, RemedyClass, RemedyFacts, UseKind,
+    WorkerInit,
 )
 from ..records import record
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
@@ -340,12 +341,14 @@ class _Remedies:
                     # the parent runs of the dataset, or of an object it keeps, outside
                     # `ds[i]`/`len(ds)`; of a name bound to a dataset (not an import)
                     if type(value) is name_type:
-                        if refs(value.id) is not None:
-                            self.use("member", value, node, node.attr)  # type: ignore
-                    elif type(value) is attribute and type(value.value) is name_type \
-                            and refs(value.value.id) is not None:
-                        self.use("member", value.value, node, node.attr,  # type: ignore
-                                 value.attr)
+                        bound = refs(value.id)
+                        if bound is not None:
+                            self._member_use(value, node, node.attr, "", bound)  # type: ignore
+                    elif type(value) is attribute and type(value.value) is name_type:
+                        bound = refs(value.value.id)
+                        if bound is not None:
+                            self._member_use(value.value, node, node.attr,  # type: ignore
+                                             value.attr, bound)
             elif kind is subscript:
                 if type(node.ctx) is load:  # type: ignore[attr-defined]
                     self.use("getitem", node.value, node)  # type: ignore[attr-defined]
@@ -440,6 +443,18 @@ class _Remedies:
             self.loaders[index] = LoaderWrap(current.loader, current.wrapper, line,
                                              current.scope)
         return True
+
+    def _member_use(self, name: ast.Name, at: ast.Attribute, member: str, via: str,
+                    bound: list[DatasetRef]) -> None:
+        """`use("member", name, at, member, via)` of a name the Env binds to `bound` (what
+        `use` would look up again: `refs_of` of a bound name is its binding)."""
+        if not bound or self.state.current_class() is not None:
+            return
+        scope = self.scope
+        if isinstance(scope.kinds.get(name.id), LoaderValue) or name.id in scope.splits:
+            return
+        self.uses.append(DatasetUse("member", tuple(bound), self.span(at), scope.name, member,
+                                    via))
 
     def use(self, kind: UseKind, expr: ast.expr, at: ast.AST, member: str = "",
             via: str = "") -> None:
