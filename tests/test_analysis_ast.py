@@ -117,3 +117,39 @@ def test_libcst_guard_measures_every_node() -> None:
     assert "too deeply nested" in (libcst_problem(deep) or "")
     assert libcst_problem(shallow) is None
     assert "syntax error" in (libcst_problem("def f(:\n") or "")
+
+
+def test_node_traversals_keep_asts_orders() -> None:
+    """analysis/nodes.py: `subtree` is the pre-order of `ast.iter_child_nodes` (each node
+    before its children, children in field order) and `breadth_first` is `ast.walk`'s order,
+    both less contexts and operators, over every fixture; `child_nodes` likewise. The passes
+    after the walk record what they find in these orders (uses, stores, lazy accessors)."""
+    from workersafe.analysis.nodes import breadth_first, child_nodes, subtree
+
+    leaves = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+    def children(node: ast.AST) -> list[ast.AST]:
+        return [c for c in ast.iter_child_nodes(node) if not isinstance(c, leaves)]
+
+    def preorder(node: ast.AST, into_lambdas: bool) -> list[ast.AST]:
+        out = [node]
+        if into_lambdas or not isinstance(node, ast.Lambda):
+            for child in children(node):
+                out.extend(preorder(child, into_lambdas))
+        return out
+
+    seen = 0
+    for path in sorted(FIXTURES.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for into_lambdas in (True, False):
+            assert [id(n) for n in subtree(tree, into_lambdas)] \
+                == [id(n) for n in preorder(tree, into_lambdas)], path
+        walked = [n for n in ast.walk(tree) if not isinstance(n, leaves)]
+        assert [id(n) for n in breadth_first(tree)] == [id(n) for n in walked], path
+        for node in walked:
+            assert child_nodes(node) == children(node), path
+        seen += 1
+    assert seen > 100

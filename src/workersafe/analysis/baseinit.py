@@ -11,18 +11,22 @@ from ..facts import BaseInit
 from .nodes import child_nodes
 from .values import call_args, int_value, is_self, is_super
 
+# id() of an `__init__` → its first call of the base's `__init__` (None: it makes none)
+Found = dict[int, Optional[ast.Call]]
 
-def base_init(node: ast.ClassDef, calling: Optional[Container[int]] = None
-              ) -> Optional[BaseInit]:
+
+def base_init(node: ast.ClassDef, calling: Optional[Container[int]] = None,
+              found: Optional[Found] = None) -> Optional[BaseInit]:
     """The first `super().__init__(...)` / `Base.__init__(self, ...)` call of the class's
     `__init__` (outside nested functions), read argument by argument; None without either.
     `calling`: if given, id() of every method definition that may make such a call (what the
-    main walk saw); the `__init__` is searched only if it is one."""
+    main walk saw); the `__init__` is searched only if it is one. `found`: the calls searched
+    for so far (shared with `init_callables`: one search per `__init__`)."""
     init = next((s for s in node.body if type(s) is ast.FunctionDef and s.name == "__init__"),
                 None)
     if init is None or (calling is not None and id(init) not in calling):
         return None
-    call = next(_base_init_calls(init), None)
+    call = _first_base_init_call(init, found)
     if call is None:
         return None
     args = init.args
@@ -57,12 +61,12 @@ def base_init(node: ast.ClassDef, calling: Optional[Container[int]] = None
     return BaseInit(len(positional), bool(varargs), bool(varkw), tuple(out))
 
 
-def init_callables(node: ast.ClassDef, calling: Optional[Container[int]] = None
-                   ) -> tuple[tuple[str, str], ...]:
+def init_callables(node: ast.ClassDef, calling: Optional[Container[int]] = None,
+                   found: Optional[Found] = None) -> tuple[tuple[str, str], ...]:
     """Bare names `__init__` may keep as a callable attribute (`ClassFacts.init_callables`):
     ("p:<param>", name) for a parameter defaulting to a name (`loader=default_loader`), and
     (slot, name) for a name it passes to its base's `__init__` (slot as in `BaseInit.args`).
-    `calling`: as for `base_init`."""
+    `calling`, `found`: as for `base_init`."""
     init = next((s for s in node.body if type(s) is ast.FunctionDef and s.name == "__init__"),
                 None)
     if init is None:
@@ -75,7 +79,7 @@ def init_callables(node: ast.ClassDef, calling: Optional[Container[int]] = None
            if type(default) is ast.Name and default.id != "None"]
     if calling is not None and id(init) not in calling:
         return tuple(out)
-    call = next(_base_init_calls(init), None)
+    call = _first_base_init_call(init, found)
     if call is None:
         return tuple(out)
     own = {a.arg for a in (*positional, *args.kwonlyargs)}
@@ -98,6 +102,15 @@ def init_callables(node: ast.ClassDef, calling: Optional[Container[int]] = None
 def _receiver(call: ast.Call) -> ast.expr:
     func = call.func
     return func.value if type(func) is ast.Attribute else func
+
+
+def _first_base_init_call(init: ast.FunctionDef, found: Optional[Found]) -> Optional[ast.Call]:
+    if found is None:
+        return next(_base_init_calls(init), None)
+    key = id(init)
+    if key not in found:
+        found[key] = next(_base_init_calls(init), None)
+    return found[key]
 
 
 def _base_init_calls(func: ast.FunctionDef) -> Iterator[ast.Call]:

@@ -13,6 +13,7 @@ from dataclasses import field
 from typing import Union
 
 from ..records import record
+from .nodes import breadth_first, child_nodes
 from .state import ClassState, Env, FunctionState, Handle, MethodState, State
 from .values import Evaluator, call_args, is_self, self_attr
 
@@ -158,15 +159,15 @@ class _Method:
             self.block(stmt.body, inner)
             self.block(stmt.orelse, inner)
             return
-        for child in ast.iter_child_nodes(stmt):
+        for child in child_nodes(stmt):  # (ast.iter_child_nodes less operators: the same)
             if isinstance(child, ast.stmt):
                 self.statement(child, guarded)
             elif isinstance(child, ast.expr):
-                for node in ast.walk(child):
+                for node in breadth_first(child):  # (ast.walk's order: that of the stores)
                     if isinstance(node, ast.Call):
                         self.call(node, guarded)
             else:  # except handlers, match cases, with items
-                self.block([s for s in ast.iter_child_nodes(child) if isinstance(s, ast.stmt)],
+                self.block([s for s in child_nodes(child) if isinstance(s, ast.stmt)],
                            guarded)
 
     def call(self, node: ast.Call, guarded: bool) -> None:

@@ -13,11 +13,11 @@ from ..facts import (
     ClassFacts, FileFacts, FunctionFacts, HeldCall, HeldHandle, MethodFacts, ModuleHandle,
 )
 from ..registry import Registry
-from .baseinit import base_init, init_callables
+from .baseinit import Found, base_init, init_callables
 from .branches import branch_params
 from .caches import ClassCaches, class_caches
 from .closes import error_path_closes
-from .nodes import subtree
+from .nodes import REVERSED_FIELDS, reversed_fields
 from .names import dotted
 from .pickled import pickled_state
 from .positions import Positions
@@ -56,7 +56,8 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
         if func.cached and func.returned_handle is not None:
             handles.setdefault(func.name, (func.returned_handle, True))
     # per module-level class, what its `__init__` may keep as a callable (read twice below)
-    callables = {qual: init_callables(node, walker.super_init_defs)
+    found: Found = {}  # (each `__init__` searched once for its base's `__init__` call)
+    callables = {qual: init_callables(node, walker.super_init_defs, found)
                  for qual, node in class_nodes.items()}
     reads: dict[int, tuple[set[str], set[str]]] = {}  # per function node (_reads)
     readers = _cache_readers(walker, callables, reads)
@@ -65,7 +66,7 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
         imports=tuple(sorted(state.module_scope.names.items())),
         star_imports=tuple(state.module_scope.star_modules),
         classes=tuple(_class_facts(c, walker, class_nodes.get(c.qualname),
-                                   callables.get(c.qualname, ()))
+                                   callables.get(c.qualname, ()), found)
                       for c in walker.classes),
         functions=tuple(_function_facts(f, walker, f.name in readers, reads)
                         for f in walker.functions),
@@ -84,7 +85,8 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
 
 
 def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDef],
-                 callables: tuple[tuple[str, str], ...]) -> ClassFacts:
+                 callables: tuple[tuple[str, str], ...], found: Optional[Found] = None
+                 ) -> ClassFacts:
     site = walker.ev.site
     caches = class_caches(node, cls, walker.state, walker.ev) if node is not None \
         else ClassCaches()
@@ -128,7 +130,8 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
         tuple(HeldHandle(attr, site(h), method) for attr, method, h in caches.stores),
         pickled_state(node) if node is not None else None,
         tuple(cls.derived_attrs), tuple(cls.init_int_defaults),
-        base_init(node, walker.super_init_defs) if node is not None and node.bases else None,
+        base_init(node, walker.super_init_defs, found)
+        if node is not None and node.bases else None,
         callables,
         branch_params(node, walker.ev.positions) if node is not None else (),
         tuple(cls.registered),
@@ -199,20 +202,40 @@ def _names_and_globals(node: ast.AST) -> tuple[set[str], set[str]]:
     local: set[str] = set()
     declared: set[str] = set()
     binders = _BINDERS
-    for sub in subtree(node):  # (not ast.walk: a third of the cost, the same sets)
-        if isinstance(sub, ast.Name):
-            (read if isinstance(sub.ctx, ast.Load) else stored).add(sub.id)
-        elif type(sub) not in binders:
-            continue  # (most nodes: one test)
-        elif isinstance(sub, ast.arg):
-            local.add(sub.arg)
-        elif isinstance(sub, ast.Global):
-            declared.update(sub.names)
-        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and sub is not node:
-            local.add(sub.name)
-        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
-            local.update((a.asname or a.name).partition(".")[0] for a in sub.names)
+    name_type, load = ast.Name, ast.Load
+    fields_of = REVERSED_FIELDS
+    # every node under `node` (nodes.subtree's, in its order; the sets do not depend on it),
+    # read as the traversal reaches it: no list of the nodes
+    stack: list[Optional[ast.AST]] = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        sub = pop()
+        if sub is None:
+            continue  # (a list's None: `Dict.keys` of `**d`)
+        kind = type(sub)
+        if kind is name_type:  # (the most frequent: a leaf)
+            (read if type(sub.ctx) is load else stored).add(sub.id)  # type: ignore[attr-defined]
+            continue
+        if kind in binders:
+            if kind is ast.arg:
+                local.add(sub.arg)  # type: ignore[attr-defined]
+            elif kind is ast.Global:
+                declared.update(sub.names)  # type: ignore[attr-defined]
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                local.update((a.asname or a.name).partition(".")[0]
+                             for a in sub.names)  # type: ignore[attr-defined]
+            elif sub is not node:  # a nested function or class
+                local.add(sub.name)  # type: ignore[attr-defined]
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = reversed_fields(kind)
+        for field_name in fields:
+            value = getattr(sub, field_name, None)
+            if type(value) is list:
+                if value:
+                    extend(value)
+            elif value is not None:
+                push(value)
     return read | stored, read - ((local | stored) - declared)
 
 

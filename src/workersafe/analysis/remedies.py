@@ -20,13 +20,14 @@ from dataclasses import field
 from typing import Optional, Union
 
 from ..facts import (
-    AttrSite, DatasetUse, LazyOpen, LoaderWrap, RemedyClass, RemedyFacts, UseKind, WorkerInit,
+    AttrSite, DatasetRef, DatasetUse, LazyOpen, LoaderWrap, RemedyClass, RemedyFacts, UseKind,
+    WorkerInit,
 )
 from ..records import record
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
 from .names import dotted
-from .nodes import child_nodes, subtree
+from .nodes import REVERSED_FIELDS, breadth_first, child_nodes, reversed_fields, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
 from .values import Evaluator, elements, is_none, is_self, presence, self_attr, string
 from .walker import SelfUses
@@ -54,9 +55,11 @@ _COMPOUND = frozenset(getattr(ast, name) for name in (
     "FunctionDef", "AsyncFunctionDef", "ClassDef", "For", "AsyncFor", "While", "If", "With",
     "AsyncWith", "Match", "Try", "TryStar") if hasattr(ast, name))
 _LOOKS = frozenset({"isinstance", "hasattr", "getattr", "type", "print", "repr", "id", "len"})
-
-# Nodes that `expression` does nothing with (names, constants: the most frequent).
-_LEAVES = frozenset({ast.Name, ast.Constant})
+# The statements `statement` reads nothing of: definitions (not followed), and those holding
+# no expression (`import`: aliases only).
+_SKIPPED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
+                      ast.ImportFrom, ast.Pass, ast.Break, ast.Continue, ast.Global,
+                      ast.Nonlocal})
 
 # What a name is bound to, as far as these facts care.
 INFO, DATASET = "info", "dataset"  # get_worker_info() and its `.dataset`
@@ -186,13 +189,26 @@ class _Remedies:
             self.statement(stmt)
 
     def statement(self, stmt: ast.stmt) -> None:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            return  # nested definitions: not followed
-        if isinstance(stmt, ast.Assign):
-            self.expression(stmt.value)
-            for target in stmt.targets:
-                self.assign(target, stmt.value)
+        kind = type(stmt)  # (exact types: `ast` makes no subclasses of its node types)
+        if kind is ast.Assign:
+            self.expression(stmt.value)  # type: ignore[attr-defined]
+            for target in stmt.targets:  # type: ignore[attr-defined]
+                self.assign(target, stmt.value)  # type: ignore[attr-defined]
             return
+        if kind is ast.Expr:  # (the most frequent others: their nodes in field order)
+            self.expression(stmt.value)  # type: ignore[attr-defined]
+            return
+        if kind is ast.If:
+            self.expression(stmt.test)  # type: ignore[attr-defined]
+            self.statements(stmt.body)  # type: ignore[attr-defined]
+            self.statements(stmt.orelse)  # type: ignore[attr-defined]
+            return
+        if kind is ast.Return:
+            if stmt.value is not None:  # type: ignore[attr-defined]
+                self.expression(stmt.value)  # type: ignore[attr-defined]
+            return
+        if kind in _SKIPPED:
+            return  # nested definitions: not followed; imports, `pass`...: no expression
         if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             self.expression(stmt.value)
             self.assign(stmt.target, stmt.value)
@@ -295,23 +311,61 @@ class _Remedies:
     # --- expressions --------------------------------------------------------------------
 
     def expression(self, expr: ast.expr) -> None:
-        # exact types (`ast` makes no subclasses of its node types): the test runs per node
-        leaves = _LEAVES
-        for node in subtree(expr, into_lambdas=False):  # (the handlers change no node)
-            if type(node) in leaves:
-                continue  # (the most frequent nodes: nothing to do)
-            if type(node) is ast.Call:
-                self.call(node)
-            elif type(node) is ast.Attribute:
-                if node.attr in WRAPPER_ATTRS and self.dataset(node.value):
+        """Each node of `expr` in source order (nodes.subtree's, not under a lambda), read as
+        it is reached (the handlers change no node): one traversal, no list of the nodes."""
+        # exact types (`ast` makes no subclasses of its node types): the tests run per node
+        stack: list[Optional[ast.AST]] = [expr]
+        pop, push, extend = stack.pop, stack.append, stack.extend
+        fields_of = REVERSED_FIELDS
+        name_type, constant, call, attribute, subscript, lam, comprehension, load = (
+            ast.Name, ast.Constant, ast.Call, ast.Attribute, ast.Subscript, ast.Lambda,
+            ast.comprehension, ast.Load)
+        refs = self.state.env.refs  # (no handler changes the frames: the same Env throughout)
+        info = self.info_possible
+        while stack:
+            node = pop()
+            if node is None:
+                continue  # (a list's None: `Dict.keys` of `**d`)
+            kind = type(node)
+            if kind is name_type or kind is constant:
+                continue  # (the most frequent nodes: nothing to do, nothing under them)
+            if kind is call:
+                self.call(node)  # type: ignore[arg-type]
+            elif kind is attribute:
+                value = node.value  # type: ignore[attr-defined]
+                if (info and node.attr in WRAPPER_ATTRS  # type: ignore[attr-defined]
+                        and self.kind(value) == DATASET):
                     self.scope.walks = True  # `dataset.dataset`, `dataset.datasets`
-                elif type(node.ctx) is ast.Load:
-                    self.member(node)
-            elif type(node) is ast.Subscript:
-                if type(node.ctx) is ast.Load:
-                    self.use("getitem", node.value, node)
-            elif type(node) is ast.comprehension:
-                self.iterated(node.iter, node.iter)
+                elif type(node.ctx) is load:  # type: ignore[attr-defined]
+                    # a member use: `ds.get_env` (called or read) and `ds.reader.open`, what
+                    # the parent runs of the dataset, or of an object it keeps, outside
+                    # `ds[i]`/`len(ds)`; of a name bound to a dataset (not an import)
+                    if type(value) is name_type:
+                        bound = refs(value.id)
+                        if bound is not None:
+                            self._member_use(value, node, node.attr, "", bound)  # type: ignore
+                    elif type(value) is attribute and type(value.value) is name_type:
+                        bound = refs(value.value.id)
+                        if bound is not None:
+                            self._member_use(value.value, node, node.attr,  # type: ignore
+                                             value.attr, bound)
+            elif kind is subscript:
+                if type(node.ctx) is load:  # type: ignore[attr-defined]
+                    self.use("getitem", node.value, node)  # type: ignore[attr-defined]
+            elif kind is comprehension:
+                self.iterated(node.iter, node.iter)  # type: ignore[attr-defined]
+            elif kind is lam:
+                continue  # (read on its own when passed as `worker_init_fn=`)
+            fields = fields_of.get(kind)
+            if fields is None:
+                fields = reversed_fields(kind)
+            for field_name in fields:  # (reversed: popped in field order)
+                value = getattr(node, field_name, None)
+                if type(value) is list:
+                    if value:
+                        extend(reversed(value))
+                elif value is not None:
+                    push(value)
 
     def call(self, node: ast.Call) -> None:
         func = node.func
@@ -326,7 +380,7 @@ class _Remedies:
                 self.iterated(arg, node)
         elif bare == "len" and node.args:
             self.use("len", node.args[0], node)
-        elif name not in LOADERS:
+        elif self.loader_index and name not in LOADERS:  # (none made yet: none iterated)
             for arg in node.args:
                 self.iterated_loader(arg, node)  # `trainer.fit(model, loader)`, `tqdm(loader)`
         if self.info_possible and any(  # (kind() first: it notes that a scope reached it)
@@ -370,7 +424,7 @@ class _Remedies:
             self.scope = outer
 
     def iterated(self, expr: ast.expr, at: ast.AST) -> None:
-        if not self.iterated_loader(expr, at):
+        if not self.loader_index or not self.iterated_loader(expr, at):
             self.use("iter", expr, at)
 
     def iterated_loader(self, expr: ast.expr, at: ast.AST) -> bool:
@@ -390,17 +444,17 @@ class _Remedies:
                                              current.scope)
         return True
 
-    def member(self, node: ast.Attribute) -> None:
-        """`ds.get_env` (called or read) and `ds.reader.open`: what the parent runs of the
-        dataset, or of an object it keeps, outside `ds[i]`/`len(ds)`."""
-        value = node.value
-        env = self.state.env
-        if isinstance(value, ast.Name):
-            if env.refs(value.id) is not None:  # a name bound to a dataset, not an import
-                self.use("member", value, node, node.attr)
-        elif isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
-                and env.refs(value.value.id) is not None:
-            self.use("member", value.value, node, node.attr, value.attr)
+    def _member_use(self, name: ast.Name, at: ast.Attribute, member: str, via: str,
+                    bound: list[DatasetRef]) -> None:
+        """`use("member", name, at, member, via)` of a name the Env binds to `bound` (what
+        `use` would look up again: `refs_of` of a bound name is its binding)."""
+        if not bound or self.state.current_class() is not None:
+            return
+        scope = self.scope
+        if isinstance(scope.kinds.get(name.id), LoaderValue) or name.id in scope.splits:
+            return
+        self.uses.append(DatasetUse("member", tuple(bound), self.span(at), scope.name, member,
+                                    via))
 
     def use(self, kind: UseKind, expr: ast.expr, at: ast.AST, member: str = "",
             via: str = "") -> None:
@@ -483,7 +537,9 @@ class _ClassReader:
         ev = self.owner.ev
         for stmt in body:
             if isinstance(stmt, ast.Assign):
-                handle = ev.handle_of(stmt.value)
+                # (asked for a name's binding only: most targets are attributes of self)
+                handle = ev.handle_of(stmt.value) \
+                    if any(type(t) is ast.Name for t in stmt.targets) else None
                 for target in stmt.targets:
                     if isinstance(target, ast.Name) and handle is not None:
                         self.owner.state.env.handles[target.id] = handle
@@ -514,16 +570,18 @@ class _ClassReader:
                         self._lazy(method, attr, [stmt], checked)
             if type(stmt) not in _COMPOUND:
                 continue  # (no statement under it)
+            inner: list[ast.stmt] = []  # the statements under it, in order: one block
             for child in child_nodes(stmt):
                 if isinstance(child, ast.stmt):
-                    self.block(method, [child], params, checked)
+                    inner.append(child)
                 elif isinstance(child, _CLAUSES):
-                    self.block(method, [s for s in child_nodes(child)
-                                        if isinstance(s, ast.stmt)], params, checked)
+                    inner.extend(s for s in child_nodes(child) if isinstance(s, ast.stmt))
+            self.block(method, inner, params, checked)
 
     def _lazy(self, method: str, attr: str, body: list[ast.stmt], checked: bool) -> None:
         ev = self.owner.ev
-        for stmt in ast.walk(ast.Module(body=body, type_ignores=[])):
+        # (ast.walk's order: the first assignment or call found is the one recorded)
+        for stmt in breadth_first(ast.Module(body=body, type_ignores=[])):
             if isinstance(stmt, ast.Assign) and any(self_attr(t) == attr for t in stmt.targets):
                 handle = ev.handle_of(stmt.value)
                 if handle is not None:
