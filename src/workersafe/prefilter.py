@@ -107,6 +107,7 @@ def import_lines(text: str, names: bool = True) -> ImportLines:
     where `import a.b` binds `a`, and through it what `a` holds): None for an `import` (or an
     import call), () when they are not all on the line (`from a import (`) or not asked for."""
     found: ImportLines = []
+    add = found.append
     position = text.find("import")
     while position != -1:
         start = text.rfind("\n", 0, position) + 1
@@ -114,18 +115,18 @@ def import_lines(text: str, names: bool = True) -> ImportLines:
         if end == -1:
             end = len(text)
         line_text = text[start:end]
-        for statement in line_text.split(";"):
+        for statement in line_text.split(";") if ";" in line_text else (line_text,):
             line = statement.strip()
             if line.startswith("import") and line[6:7].isspace():
                 for part in line[7:].split(","):
                     words = part.split(None, 1)
                     if words:
-                        found.append((0, words[0], None))
+                        add((0, words[0], None))
             elif line.startswith("from") and line[4:5].isspace():
                 words = line[5:].split(None, 1)
                 if words:
                     level, module = _from_spec(words[0])
-                    found.append((level, module, _imported_names(words[1:]) if names else ()))
+                    add((level, module, _imported_names(words[1:]) if names else ()))
         if "(" in line_text:
             found.extend((0, m.group(1), None) for m in _IMPORT_CALL.finditer(line_text))
         position = text.find("import", end)
@@ -136,18 +137,30 @@ def _imported_names(rest: list[str]) -> tuple[str, ...]:
     """The names of `import a, b as c` ending a `from` line; () unless all are there."""
     if not rest or not rest[0].startswith("import") or not rest[0][6:7].isspace():
         return ()
-    listed = rest[0][7:].split("#", 1)[0].strip()
+    listed = rest[0][7:]
+    if "#" in listed:
+        listed = listed.split("#", 1)[0]
+    listed = listed.strip()
     if listed.startswith("("):
         if ")" not in listed:
             return ()
         listed = listed[1:listed.index(")")]
     if listed.endswith("\\"):
         return ()
-    names = tuple(part.split(None, 1)[0] for part in listed.split(",") if part.strip())
-    return names if all(n.isidentifier() or n == "*" for n in names) else ()
+    names: list[str] = []
+    for part in listed.split(","):
+        words = part.split(None, 1)
+        if words:
+            name = words[0]
+            if not (name.isidentifier() or name == "*"):
+                return ()
+            names.append(name)
+    return tuple(names)
 
 
 def _from_spec(spec: str) -> tuple[int, str]:
+    if not spec.startswith("."):
+        return 0, spec
     name = spec.lstrip(".")
     level = len(spec) - len(name)
     if level and (name == "import" or name.startswith("import(")):  # `from .import x`
