@@ -312,6 +312,31 @@ def test_one_import_scanner_for_the_prefilter_and_the_selection(
     assert imported_roots(line) == {name.split(".")[0] for level, name in expected if not level}
 
 
+@pytest.mark.parametrize("text", [
+    "naïve = café(x)\n",  # a letter beyond ASCII inside a word: "na" and "ve" are no words
+    "data—load(ds)  # an em dash is no word's: `load` is one\n",
+    "load\u00a0(x); ünïcode_load = 1\n",  # no-break space ends a word; `_` joins one
+    "x = 'Grüße'\nload(x)\n",
+    "\ud800load = 1\n",  # a lone surrogate (undecodable bytes kept as such)
+    "plain ascii: load(x)\n",
+])
+def test_words_are_found_whole_beyond_ascii(text: str) -> None:
+    """The selection's word search finds a name where `\\b<name>\\b` would, in any text:
+    ASCII texts are split as bytes, the others too, with only the tokens holding characters
+    beyond ASCII split by the regex (a character there may or may not be a word's)."""
+    import re
+
+    from workersafe.prefilter import forget_words, words_pattern
+
+    names = {"na", "ve", "load", "café", "x", "Grüße", "ds", "is"}
+    pattern = words_pattern(names)
+    assert pattern is not None
+    try:
+        assert pattern.found(text) == {w for w in re.findall(r"\w+", text) if w in names}
+    finally:
+        forget_words()
+
+
 def test_git_ignored_files_are_skipped_in_a_work_tree_and_git_is_not_run_outside_one(
         tmp_path: Path) -> None:
     """Inside a git work tree (a `.git` here or above) discovery lists what git would track;

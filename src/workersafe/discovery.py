@@ -39,8 +39,10 @@ def discover(paths: Iterable[str], exclude: Iterable[str] = ()) -> list[SourceFi
             raise DiscoveryError(f"{path}: no such file or directory")
         if os.path.isdir(path):
             root = _source_root(path)
-            for file_path in _walk(path, patterns):
-                found.setdefault(os.path.normpath(file_path), _source_file(file_path, root))
+            for file_path, absolute in _walk(path, patterns):
+                shown = os.path.normpath(file_path)
+                if shown not in found:
+                    found[shown] = _source_file(file_path, root, absolute)
         else:
             if os.path.isfile(path):
                 found.setdefault(os.path.normpath(path),
@@ -63,13 +65,16 @@ def _package_root(directory: str) -> str:
     return current
 
 
-def _source_file(path: str, root: str) -> SourceFile:
-    return SourceFile(os.path.normpath(path), module_name(path, root),
+def _source_file(path: str, root: str, absolute: Optional[str] = None) -> SourceFile:
+    return SourceFile(os.path.normpath(path), module_name(path, root, absolute),
                       os.path.basename(path) == "__init__.py", root)
 
 
-def module_name(path: str, root: str) -> str:
-    absolute, absolute_root = os.path.abspath(path), _absolute(root)
+def module_name(path: str, root: str, absolute: Optional[str] = None) -> str:
+    """`absolute`: `os.path.abspath(path)`, when the caller has it."""
+    if absolute is None:
+        absolute = os.path.abspath(path)
+    absolute_root = _absolute(root)
     if absolute.startswith(absolute_root) and absolute[len(absolute_root):][:1] == os.sep:
         rel = absolute[len(absolute_root) + 1:]  # the common case, without relpath's cost
     else:
@@ -185,14 +190,16 @@ def _exclusion(patterns: tuple[str, ...]) -> Callable[[str], bool]:
     return excluded
 
 
-def _walk(directory: str, patterns: tuple[str, ...]) -> Iterator[str]:
-    """Source files below `directory`; symlinked directories are not entered. (scandir: a
-    file's type comes with its directory entry, without a stat per file.)"""
+def _walk(directory: str, patterns: tuple[str, ...]) -> Iterator[tuple[str, str]]:
+    """Source files below `directory`, each with its absolute path; symlinked directories are
+    not entered. (scandir: a file's type comes with its directory entry, without a stat per
+    file; the absolute paths are joined from the directory's, as `os.path.abspath` would make
+    them, without asking for the working directory once per file.)"""
     tracked = _git_visible(directory)
     _excluded = _exclusion(patterns)
-    pending = [directory]
+    pending = [(directory, os.path.abspath(directory))]
     while pending:
-        current = pending.pop()
+        current, absolute_current = pending.pop()
         try:
             with os.scandir(current) as scan:
                 entries = sorted(scan, key=lambda e: e.name)
@@ -200,10 +207,11 @@ def _walk(directory: str, patterns: tuple[str, ...]) -> Iterator[str]:
             continue  # vanished or unreadable: as os.walk, skip it
         for entry in entries:
             path = os.path.join(current, entry.name)
+            absolute = os.path.join(absolute_current, entry.name)
             try:
                 if entry.is_dir(follow_symlinks=False):
                     if not _excluded(path):
-                        pending.append(path)
+                        pending.append((path, absolute))
                     continue
                 if not entry.name.endswith(SUFFIXES) or entry.name.endswith(".fixed.py"):
                     continue
@@ -211,9 +219,9 @@ def _walk(directory: str, patterns: tuple[str, ...]) -> Iterator[str]:
                     continue
             except OSError:
                 continue
-            if tracked is not None and os.path.abspath(path) not in tracked:
+            if tracked is not None and absolute not in tracked:
                 continue
-            yield path
+            yield path, absolute
 
 
 def _git_visible(directory: str) -> Optional[set[str]]:

@@ -108,11 +108,11 @@ class Engine:
         stats = Stats(files=len(files))
         texts = _Texts(sources, unread or set())
         stats.unread = len(texts.unread)
-        facts, verdicts = self._analyse(files, texts, stats)
+        facts, verdicts, linked = self._analyse(files, texts, stats)
         errors += [self.error_finding(f.path, f.error, *f.error_at)
                    for f in facts.values() if f.error]
         errors += [e for path, s in sources.items() for e in self._cell_errors(path, s.text)]
-        findings = self._rules(facts)
+        findings = self._rules(facts) if linked is None else linked
         result = self._filter(findings + errors, sources)
         stats.errors = sum(1 for f in result if f.code == UNREADABLE)
         stats.findings = len(result) - stats.errors
@@ -192,7 +192,11 @@ class Engine:
         return sources, errors
 
     def _analyse(self, files: list[SourceFile], texts: "_Texts", stats: Stats
-                 ) -> tuple[dict[str, FileFacts], Optional[tuple[set[str], set[str]]]]:
+                 ) -> tuple[dict[str, FileFacts], Optional[tuple[set[str], set[str]]],
+                            Optional[list[Finding]]]:
+        """The facts of the files the selection parses, the prefilter's verdicts, and the
+        rules' findings on those facts when the selection's last question already linked them
+        (else None: `_rules` links them)."""
         from .selection import Selection
 
         by_path = {f.path: f for f in files if f.path in texts or f.path in texts.unread}
@@ -207,7 +211,7 @@ class Engine:
         stats.candidates = len(wanted)
         facts = self._parse_many([by_path[p] for p in wanted], texts, stats)
         if selection is None:
-            return facts, None
+            return facts, None, None
         verdicts = selection.verdicts()  # before the closure reads more
 
         def parse_more(more: list[SourceFile]) -> dict[str, FileFacts]:
@@ -216,6 +220,11 @@ class Engine:
 
         linked: list[tuple[int, Project]] = []  # the facts only grow: linked once per size
         nothing: set[int] = set()  # sizes at which no class of any kind could make a finding
+        # The rules' findings at a size, from a project linked for the start methods' question:
+        # when its answer is no, the selection ends with these facts, and `_rules` would link
+        # them again. The rules run first, on the project as fresh as `_rules` builds it (what
+        # the linking caches depends on the order of the questions: the rules' are theirs).
+        evaluated: list[tuple[int, list[Finding]]] = []
 
         def may_find(parsed: dict[str, FileFacts], every_class: bool) -> bool:
             if len(parsed) in nothing:  # then neither can a dataset's
@@ -224,6 +233,8 @@ class Engine:
                 good = [f for f in parsed.values() if not f.error]
                 linked[:] = [(len(parsed), Project(good, self.config.all_dataset_bases(),
                                                    self.config.start_methods(), self.registry))]
+                if not every_class:  # asked last: the end of the selection unless yes
+                    evaluated[:] = [(len(parsed), evaluate(linked[-1][1], self.registry))]
             found = may_find_in(linked[-1][1], self.registry, every_class)
             if every_class and not found:
                 nothing.add(len(parsed))
@@ -233,7 +244,9 @@ class Engine:
             selection.complete(facts, parse_more, may_find)
         finally:
             forget_words()  # the texts' words, kept across the rounds: not past the run
-        return facts, verdicts
+        if evaluated and evaluated[-1][0] == len(facts):
+            return facts, verdicts, evaluated[-1][1]
+        return facts, verdicts, None
 
     def _parse_many(self, files: list[SourceFile], texts: dict[str, str], stats: Stats
                     ) -> dict[str, FileFacts]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import cached_property, lru_cache
-from typing import Any, Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from .frameworks import framework_loader_words
 from .records import record
@@ -107,6 +107,7 @@ def import_lines(text: str, names: bool = True) -> ImportLines:
     where `import a.b` binds `a`, and through it what `a` holds): None for an `import` (or an
     import call), () when they are not all on the line (`from a import (`) or not asked for."""
     found: ImportLines = []
+    add = found.append
     position = text.find("import")
     while position != -1:
         start = text.rfind("\n", 0, position) + 1
@@ -114,18 +115,18 @@ def import_lines(text: str, names: bool = True) -> ImportLines:
         if end == -1:
             end = len(text)
         line_text = text[start:end]
-        for statement in line_text.split(";"):
+        for statement in line_text.split(";") if ";" in line_text else (line_text,):
             line = statement.strip()
             if line.startswith("import") and line[6:7].isspace():
                 for part in line[7:].split(","):
                     words = part.split(None, 1)
                     if words:
-                        found.append((0, words[0], None))
+                        add((0, words[0], None))
             elif line.startswith("from") and line[4:5].isspace():
                 words = line[5:].split(None, 1)
                 if words:
                     level, module = _from_spec(words[0])
-                    found.append((level, module, _imported_names(words[1:]) if names else ()))
+                    add((level, module, _imported_names(words[1:]) if names else ()))
         if "(" in line_text:
             found.extend((0, m.group(1), None) for m in _IMPORT_CALL.finditer(line_text))
         position = text.find("import", end)
@@ -136,18 +137,30 @@ def _imported_names(rest: list[str]) -> tuple[str, ...]:
     """The names of `import a, b as c` ending a `from` line; () unless all are there."""
     if not rest or not rest[0].startswith("import") or not rest[0][6:7].isspace():
         return ()
-    listed = rest[0][7:].split("#", 1)[0].strip()
+    listed = rest[0][7:]
+    if "#" in listed:
+        listed = listed.split("#", 1)[0]
+    listed = listed.strip()
     if listed.startswith("("):
         if ")" not in listed:
             return ()
         listed = listed[1:listed.index(")")]
     if listed.endswith("\\"):
         return ()
-    names = tuple(part.split(None, 1)[0] for part in listed.split(",") if part.strip())
-    return names if all(n.isidentifier() or n == "*" for n in names) else ()
+    names: list[str] = []
+    for part in listed.split(","):
+        words = part.split(None, 1)
+        if words:
+            name = words[0]
+            if not (name.isidentifier() or name == "*"):
+                return ()
+            names.append(name)
+    return tuple(names)
 
 
 def _from_spec(spec: str) -> tuple[int, str]:
+    if not spec.startswith("."):
+        return 0, spec
     name = spec.lstrip(".")
     level = len(spec) - len(name)
     if level and (name == "import" or name.startswith("import(")):  # `from .import x`
@@ -187,7 +200,7 @@ class WordMatcher:
 
     def __init__(self, names: frozenset[str]) -> None:
         self.words = frozenset(n for n in names if _WORD.fullmatch(n))
-        self.ascii_words = frozenset(n.encode() for n in self.words if n.isascii())
+        self.encoded = frozenset(n.encode() for n in self.words)  # as `_words_of` holds them
         others = sorted(names - self.words, key=lambda n: (-len(n), n))
         self.others = re.compile(r"\b(?:" + "|".join(map(re.escape, others)) + r")\b") \
             if others else None
@@ -200,9 +213,7 @@ class WordMatcher:
         return bool(self.few) and text not in _WORDS and not any(name in text for name in self.few)
 
     def _found_words(self, text: str) -> set[str]:
-        if text.isascii():  # most texts: their words split in C, as bytes
-            return {w.decode() for w in self.ascii_words & _words_of(text)}
-        return set(self.words & _words_of(text))
+        return {w.decode() for w in self.encoded & _words_of(text)}
 
     def search(self, text: str) -> Optional[str]:
         """A name found in `text`, or None."""
@@ -229,9 +240,13 @@ _WORD = re.compile(r"\w+")
 # then `bytes.split()`'s, several times faster than `_WORD.findall`
 _NOT_WORD = bytes(b if chr(b).isalnum() and b < 128 or b == ord("_") else ord(" ")
                   for b in range(256))
-# text → its words (bytes for an ASCII text, else str): the closure's rounds ask for the same
-# texts again; emptied after each run (`forget_words`) and when it grows past `_WORDS_KEPT`
-_WORDS: dict[str, frozenset[Any]] = {}
+# the same, bytes of a multi-byte UTF-8 character kept: a token of ASCII bytes alone is then
+# bounded by ASCII bytes that are no word's, a `\w+` word as it is (the others are split by
+# `_WORD`: a character beyond ASCII may or may not be a word's)
+_NOT_ASCII_WORD = bytes(b if b >= 128 else c for b, c in enumerate(_NOT_WORD))
+# text → its `\w+` words, UTF-8 encoded: the closure's rounds ask for the same texts again;
+# emptied after each run (`forget_words`) and when it grows past `_WORDS_KEPT`
+_WORDS: dict[str, frozenset[bytes]] = {}
 _WORDS_KEPT = 16384
 
 
@@ -240,7 +255,7 @@ def forget_words() -> None:
     _WORDS.clear()
 
 
-def _words_of(text: str) -> frozenset[Any]:
+def _words_of(text: str) -> frozenset[bytes]:
     found = _WORDS.get(text)
     if found is None:
         if len(_WORDS) >= _WORDS_KEPT:
@@ -248,6 +263,18 @@ def _words_of(text: str) -> frozenset[Any]:
         if text.isascii():
             found = frozenset(text.encode().translate(_NOT_WORD).split())
         else:
-            found = frozenset(_WORD.findall(text))
+            found = frozenset(_mixed_words(text))
         _WORDS[text] = found
     return found
+
+
+def _mixed_words(text: str) -> Iterator[bytes]:
+    r"""The `\w+` words of a text holding characters beyond ASCII, UTF-8 encoded: the tokens
+    of ASCII bytes alone as they are; `_WORD` splits only the others (identifiers and prose
+    in other scripts are a small part of most such texts)."""
+    for token in text.encode("utf-8", "surrogatepass").translate(_NOT_ASCII_WORD).split():
+        if token.isascii():
+            yield token
+        else:
+            yield from (w.encode("utf-8", "surrogatepass")
+                        for w in _WORD.findall(token.decode("utf-8", "surrogatepass")))

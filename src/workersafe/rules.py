@@ -120,12 +120,16 @@ def may_find(project: Project, registry: Registry, every_class: bool = False) ->
     if any(init.sets or init.calls for f in project.files for init in f.remedies.worker_inits):
         return True  # WS301/WS302: a worker_init_fn giving the dataset an attribute
     loaders_by_class = project.loaders_by_class()
+    # WS102 of a module-level handle needs one in some file: else no class's worker methods
+    # need following through the functions they call (the most of this question's work)
+    modules = any(not h.filled_by and registry.lookup(h.site.handle) is not None
+                  for f in project.files for h in f.module_handles)
     for cls in project.classes.values():
         uses = loaders_by_class.get(cls.qualname, [])
         if not uses and not every_class and not project.is_torch_dataset(cls):
             continue
         view = class_view(project, cls)
-        if next(iter(_candidates_of(project, registry, view)), None) is not None \
+        if next(iter(_candidates_of(project, registry, view, modules)), None) is not None \
                 or opens_lazily(project, registry, view):
             return True
         if any(next(iter(_passed_candidates(project, view, registry, ref, facts)), None)
@@ -299,8 +303,11 @@ def _holder_built(project: Project, holder: ClassFacts, via: Reach
 
 # --- candidates ---------------------------------------------------------------------------
 
-def _candidates_of(project: Project, registry: Registry, view: ClassView
+def _candidates_of(project: Project, registry: Registry, view: ClassView, modules: bool = True
                    ) -> Iterator[tuple[Candidate, bool, str, str]]:
+    """The handle sites the class's workers share, each with whether the parent uses it, the
+    attribute and the kind. `modules`: False when no file has a module-level handle (then
+    there is no WS102 of one to look for)."""
     mro = view.chain
     for member in mro:
         home = project.class_file[member.qualname]
@@ -338,7 +345,8 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView
             yield cand, held.attr in view.parent_uses, held.attr, "class"
     yield from _class_cache_candidates(project, registry, view, mro)
     yield from _returned_candidates(project, registry, view, mro)
-    yield from _module_candidates(project, registry, view)
+    if modules:
+        yield from _module_candidates(project, registry, view)
     if project.has_caches:
         yield from _cache_candidates(project, registry, view)
 

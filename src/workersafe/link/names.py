@@ -173,7 +173,7 @@ class Names:
 
     def read_class(self, name: str, facts: FileFacts) -> Optional[ClassFacts]:
         """The project class a bare name read in `facts` is (through its imports)."""
-        return self.classes.get(self.resolve(dict(facts.imports).get(name, name), facts))
+        return self.classes.get(self.resolve(facts.import_map().get(name, name), facts))
 
     def module_handle(self, name: str, facts: FileFacts
                       ) -> Optional[tuple[FileFacts, ModuleHandle]]:

@@ -8,11 +8,19 @@ from typing import Iterable, Optional
 from ..facts import ClassFacts, FileFacts, FunctionFacts, HandleSite, LoaderCall
 from .starts import Starts
 
+# `calls_through`: (each bare name read, with its file), the project functions called
+_Through = tuple[list[tuple[str, FileFacts]], set[str]]
 # Calls followed for what a function returns (`open_env` → `_open` → `lmdb.open`), at most.
 _MAX_RETURN_DEPTH = 4
 
 
 class Returns(Starts):
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # `calls_through` by its arguments: every class inheriting a method asks for the same
+        # names read in the same file (a resolved name is cached: the answer cannot change)
+        self._through_known: dict[tuple[tuple[str, ...], str, frozenset[str]], _Through] = {}
+
     def returned_handle(self, callee: str, cls: Optional[ClassFacts], facts: FileFacts,
                         depth: int = 0) -> Optional[tuple[HandleSite, bool, FileFacts]]:
         """The handle a call returns (`open_env(p)`, `self._connect(p)`), followed through
@@ -52,12 +60,21 @@ class Returns(Starts):
         return None
 
     def calls_through(self, names: Iterable[str], facts: FileFacts,
-                      skip: frozenset[str] = frozenset()
-                      ) -> tuple[list[tuple[str, FileFacts]], set[str]]:
+                      skip: frozenset[str] = frozenset()) -> _Through:
         """Bare names read (with the file they are read in), and those read inside the
         project functions they call, a few calls deep; with those functions' names. A project
         class with a class-level cache (`ZipReader.read(p)`, `ZipReader.zip_bank`), not one of
-        `skip`, read counts as calling each of its methods ("<class>.<method>")."""
+        `skip`, read counts as calling each of its methods ("<class>.<method>"). The answer
+        is shared between calls: not to be changed."""
+        names = tuple(names)
+        key = (names, facts.path, skip)
+        known = self._through_known.get(key)
+        if known is None:
+            known = self._through_known[key] = self._calls_through(names, facts, skip)
+        return known
+
+    def _calls_through(self, names: tuple[str, ...], facts: FileFacts, skip: frozenset[str]
+                       ) -> _Through:
         found = [(name, facts) for name in names]
         functions: set[str] = set()
         classes: set[str] = set()
@@ -66,7 +83,7 @@ class Returns(Starts):
             following: list[tuple[str, FileFacts]] = []
             for name, home in frontier:
                 # a bare name read: through the reading file's imports (`get_zip` imported)
-                resolved = self.resolve(dict(home.imports).get(name, name), home)
+                resolved = self.resolve(home.import_map().get(name, name), home)
                 func = self.functions.get(resolved)
                 if func is not None and func.qualname not in functions:
                     functions.add(func.qualname)
