@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import field
-from typing import Optional, Union
+from typing import NamedTuple, Optional, Union
 
 from ..facts import DatasetRef, HeldCall, Span
 from ..records import record
@@ -200,6 +200,32 @@ class FunctionState:
 
 
 Frame = Union[ClassState, FunctionState, None]
+
+
+class RegistrySets(NamedTuple):
+    """What every walk asks of the registry as a whole (computed once per registry object: a
+    registry is frozen, and its rows are not changed once it is made)."""
+
+    registry: Registry
+    known: frozenset[str]  # the constructors' qualified names
+    closers: frozenset[str]  # Registry.closers
+    config_attrs: frozenset[str]  # Registry.config_attrs
+    module_roots: frozenset[str]  # Registry.module_roots
+
+
+_last_sets: list[RegistrySets] = []  # the registry last asked for (one run uses one or two)
+
+
+def registry_sets(registry: Registry) -> RegistrySets:
+    for sets in _last_sets:
+        if sets.registry is registry:
+            return sets
+    sets = RegistrySets(registry, frozenset(registry.types), registry.closers(),
+                        registry.config_attrs(), registry.module_roots())
+    _last_sets[:] = [sets]
+    return sets
+
+
 _UNKNOWN = object()  # None: a nested class, not analysed
 
 
@@ -209,7 +235,9 @@ class State:
     def __init__(self, module_name: str, registry: Registry) -> None:
         self.module_name = module_name
         self.registry = registry
-        self.known = frozenset(registry.types)
+        sets = registry_sets(registry)
+        self.known = sets.known
+        self.sets = sets
         self.module_scope = self._scope = Scope()
         # id() of a node → its qualified name under the current scope (`q`): hooks and
         # evaluators ask for the same callee several times. Cleared whenever what a name means
@@ -220,11 +248,12 @@ class State:
         self.module_env = Env()
         # innermost last; a tuple, replaced by push and pop only (which keep what follows)
         self.frames: tuple[Frame, ...] = ()
-        # what the frames say, kept by push and pop (asked for at most nodes of the walk)
-        self._function: Optional[FunctionState] = None  # the innermost function
-        self._outer: Optional[FunctionState] = None  # the outermost function
-        self._class: Optional[ClassState] = None  # current_class()
-        self._method: Optional[MethodState] = None  # current_method()
+        # what the frames say, kept by push and pop (asked for at most nodes of the walk; read
+        # them, do not set them)
+        self.function: Optional[FunctionState] = None  # the innermost function
+        self.outer: Optional[FunctionState] = None  # the outermost function
+        self.cls: Optional[ClassState] = None  # current_class()
+        self.method: Optional[MethodState] = None  # current_method()
         # module-level name → (handle, whether it is returned by a cached function)
         self.module_handles: dict[str, tuple[Handle, bool]] = {}
         # module-level container → (handle, the function storing it: `_CACHE[k] = open(k)`)
@@ -321,11 +350,11 @@ class State:
                 inner = frame
                 if outer is None:
                     outer = frame
-        self._function, self._outer = inner, outer
+        self.function, self.outer = inner, outer
         last = frames[-1] if frames else None
-        self._method = last.method if isinstance(last, FunctionState) else None
+        self.method = last.method if isinstance(last, FunctionState) else None
         owner = frames[-2] if len(frames) >= 2 and isinstance(last, FunctionState) else None
-        self._class = owner if isinstance(owner, ClassState) else None
+        self.cls = owner if isinstance(owner, ClassState) else None
 
     @property
     def frame(self) -> Frame:
@@ -333,25 +362,25 @@ class State:
 
     def current_class(self) -> Optional[ClassState]:
         """The class whose method we are in (directly), if any."""
-        return self._class
+        return self.cls
 
     def current_method(self) -> Optional[MethodState]:
-        return self._method
+        return self.method
 
     def enclosing_function(self) -> Optional[FunctionState]:
-        return self._function
+        return self.function
 
     def outermost_function(self) -> Optional[FunctionState]:
-        return self._outer
+        return self.outer
 
     @property
     def env(self) -> Env:
         """The Env of the innermost function, or the module's."""
-        func = self._function
+        func = self.function
         return func.env if func is not None else self.module_env
 
     def local_handle(self, name: str) -> Optional[Handle]:
-        func = self._function
+        func = self.function
         if func is not None:
             return func.env.handles.get(name)
         local = self.module_env.handles.get(name)

@@ -174,6 +174,10 @@ class Evaluator:
         # shared with other evaluators of the same tree (`share_args`)
         self._args: dict[int, list[Arg]] = {}
         self._refs: dict[tuple[str, str, int], DatasetRef] = {}  # (_ref)
+        # a call whose arguments' refs `arg_refs` keeps while nothing is bound (`steady`), and
+        # those refs once computed
+        self._steady: Optional[ast.Call] = None
+        self._steady_refs: Optional[list[list[DatasetRef]]] = None
 
     def args(self, call: ast.Call) -> list[Arg]:
         """`call_args(call)`, computed once per call node (do not change the list)."""
@@ -181,6 +185,11 @@ class Evaluator:
         if found is None:
             found = self._args[id(call)] = call_args(call)
         return found
+
+    def steady(self, call: Optional[ast.Call]) -> None:
+        """From now until `steady(None)`, nothing the refs of `call`'s arguments depend on
+        changes (no name is bound, no handle held): `arg_refs` computes them once."""
+        self._steady, self._steady_refs = call, None
 
     def share_args(self, other: Evaluator) -> None:
         """Use `other`'s arguments computed so far and to come (an evaluator of the same tree)."""
@@ -219,7 +228,7 @@ class Evaluator:
     def _handle_of_attribute(self, expr: ast.Attribute) -> Optional[Handle]:
         if not is_self(expr.value):
             return None
-        cls, method = self.state.current_class(), self.state.current_method()
+        cls, method = self.state.cls, self.state.method
         if cls is not None and method is not None:
             return cls.held_in(method.name, expr.attr)
         return None
@@ -318,7 +327,7 @@ class Evaluator:
         return found
 
     def _refs_of_attribute(self, expr: ast.Attribute) -> list[DatasetRef]:
-        cls = self.state.current_class()
+        cls = self.state.cls
         if is_self(expr.value) and cls is not None:
             return [self._ref("attr", f"{cls.qualname}.{expr.attr}")]
         return []
@@ -428,7 +437,7 @@ class Evaluator:
                 and is_self(func.args[0])):
             return OWN_CLASS
         method = self_attr(func)
-        cls = self.state.current_class()
+        cls = self.state.cls
         return f"{cls.qualname}.{method}" if method is not None and cls is not None else None
 
     def arg_refs(self, call: ast.Call, every: bool = False, with_refs: bool = False
@@ -438,7 +447,11 @@ class Evaluator:
         (an empty list) unless one of them may be a dataset."""
         found: list[ArgRef] = []
         args = self.args(call)
-        each: list[list[DatasetRef]] = [[] if arg.star else self.refs_of(arg.value) for arg in args]
+        each = self._steady_refs if call is self._steady else None
+        if each is None:
+            each = [[] if arg.star else self.refs_of(arg.value) for arg in args]
+            if call is self._steady:
+                self._steady_refs = each
         if with_refs and not any(each):
             return found
         for index, arg in enumerate(args):
@@ -520,7 +533,7 @@ class Evaluator:
             return self.state.env.identity(expr.id)
         elif kind is ast.Attribute:
             assert isinstance(expr, ast.Attribute)
-            cls = self.state.current_class()
+            cls = self.state.cls
             if cls is not None and is_self(expr.value):
                 return expr.attr in cls.identity_attrs
         for child in child_nodes(expr):

@@ -86,8 +86,8 @@ class FactWalker:
         self.state = State(module_name, registry)
         self.ev = Evaluator(self.state, positions)
         self.positions = positions
-        self.config_attrs = registry.config_attrs()
-        self.closers = registry.closers()
+        self.config_attrs = self.state.sets.config_attrs
+        self.closers = self.state.sets.closers
         self.classes: list[ClassState] = []
         self.functions: list[FunctionState] = []
         self.function_names: set[str] = set()  # qualified names of `functions`
@@ -192,7 +192,7 @@ class FactWalker:
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         bind_import_from(self.state.scope, node, self.module_name, self.is_package,
-                         self.state.registry.module_roots() if node.level else frozenset())
+                         self.state.sets.module_roots if node.level else frozenset())
         self.state.rebound()
         names = [node.module.split(".", 1)[0]] if node.module else []
         names += [part for alias in node.names for part in (alias.name, alias.asname)
@@ -273,7 +273,7 @@ class FactWalker:
         self.walk_all(node.kw_defaults)
 
     def visit_Global(self, node: ast.Global) -> None:
-        func = self.state.enclosing_function()
+        func = self.state.function
         if func is not None:
             func.globals_declared.update(node.names)
         self._read_names(node.names)
@@ -353,7 +353,7 @@ class FactWalker:
     def _param_choice(self, subject: ast.expr, text: str) -> Optional[tuple[str, str]]:
         """(the parameter `subject` is, `text`) when it is a parameter of the module-level
         function being walked."""
-        func = self.state.enclosing_function()
+        func = self.state.function
         if func is None or not func.is_module_level:
             return None
         refs = self.state.env.refs(subject.id) if type(subject) is ast.Name else None
@@ -415,8 +415,8 @@ class FactWalker:
 
     def visit_Assert(self, node: ast.Assert) -> None:
         """`assert isinstance(reader, Reader)` in `__init__` types the parameter."""
-        test, cls = node.test, self.state.current_class()
-        method = self.state.current_method()
+        test, cls = node.test, self.state.cls
+        method = self.state.method
         if cls is not None and method is not None and method.name == "__init__" \
                 and type(test) is ast.Call and is_name(test.func, "isinstance") \
                 and len(test.args) == 2 and type(test.args[0]) is ast.Name:
@@ -426,7 +426,7 @@ class FactWalker:
         self.children(node)
 
     def visit_Delete(self, node: ast.Delete) -> None:
-        method = self.state.current_method()
+        method = self.state.method
         for target in node.targets:
             attr = self_attr(target)
             if attr is not None and method is not None:
@@ -441,13 +441,13 @@ class FactWalker:
             attr = self_attr(value)
             if attr is not None:  # `self.reader.get(k)`: what it uses of an object it keeps
                 self._self_uses.members.add((self._uses_method, attr, node.attr))
-        method = self.state.current_method()
+        method = self.state.method
         if method is not None and id(node) not in self.store_nodes:
             value = node.value
             if node.attr in self.config_attrs and self_attr(value) is not None:
                 method.config_reads.add(id(value))
             if isinstance(value, ast.Name):  # `self.x`, `cls.x`, `<its class>.x`
-                cls = self.state.current_class()
+                cls = self.state.cls
                 if value.id in ("self", "cls") or (cls is not None and value.id == cls.name):
                     method.attrs_read.add(node.attr)
                     if id(node) not in method.config_reads:
@@ -478,10 +478,10 @@ class FactWalker:
         """Where a name read here is recorded (recomputed when the innermost frame changes:
         a quarter of the nodes are names)."""
         state = self.state
-        method = state.current_method()
+        method = state.method
         if method is not None:
             sink: Optional[set[str]] = method.globals_read
-        elif state.current_class() is None and not isinstance(state.frame, ClassState):
+        elif state.cls is None and not isinstance(state.frame, ClassState):
             sink = self.globals_outside
         else:
             sink = None
@@ -526,7 +526,7 @@ class FactWalker:
         self.children(node)
 
     def visit_Return(self, node: ast.Return) -> None:
-        func = self.state.enclosing_function()
+        func = self.state.function
         value = node.value
         if func is not None and value is not None and (func.is_module_level or func.method):
             handle = self.ev.handle_of(value)
@@ -552,14 +552,19 @@ class FactWalker:
             self.walk(node.value)
 
     def visit_Call(self, node: ast.Call) -> None:
-        name = self.state.q(node.func)
-        outer = self._outer_function()
-        if name in LOADERS:
+        state = self.state
+        func = node.func
+        name = state.q(func)
+        outer = state.outer
+        plain = False  # not a loader nor `set_start_method` (most calls)
+        if name is None:  # (a call of a call's result, of a subscript)
+            plain = True
+        elif name in LOADERS:
             self.loaders.append(read_loader(node, self.ev, _qualname(outer)))
-        elif name is not None and name.rpartition(".")[2] in LOADER_LAST_PARTS and (
-                row := framework_loader(name, self.state.scope.all_star_modules())) is not None:
+        elif name.rpartition(".")[2] in LOADER_LAST_PARTS and (
+                row := framework_loader(name, state.scope.all_star_modules())) is not None:
             self.loaders.append(read_framework_loader(node, row, self.ev, _qualname(outer)))
-        elif name in _STAR_LOADER_NAMES and any(self.state.scope.all_star_modules()):
+        elif name in _STAR_LOADER_NAMES and any(state.scope.all_star_modules()):
             # `DataLoader` from `from utils import *`: the linker decides (LoaderCall.star_name)
             self.loaders.append(read_loader(node, self.ev, _qualname(outer), star_name=name))
         elif name in SET_START_METHOD and (node.args or node.keywords):
@@ -569,31 +574,43 @@ class FactWalker:
             else:
                 self.scoped_starts.setdefault(outer.qualname, method)
         else:
-            self._note_calls(node, name, outer)
+            plain = True
+        if plain:
+            if outer.is_module_level if outer is not None else not state.frames:
+                self._note_calls(node, name, outer)  # (it notes nothing elsewhere)
             if name is not None and (node.args or node.keywords) \
                     and name not in _NOT_HANDLE_CALLEES \
                     and name.partition(".")[0] not in _LIBRARY_ROOTS \
-                    and self._function_call(node.func):
-                args = self.ev.arg_refs(node, with_refs=True)
-                if any(a.refs for a in args):  # `val(net, test_dataset)`: linked to val's params
-                    self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
-                    if name not in self.function_names \
-                            and name.rpartition(".")[2][:1].isupper():  # a class: a DataLoader?
-                        self.loader_candidates.append(
-                            read_candidate_loader(node, name, self.ev, _qualname(outer)))
-            elif type(node.func) is ast.Attribute and (node.args or node.keywords):
-                self._method_site(node, node.func)
-        if type(node.func) is ast.Attribute:
-            self._cache_add(node, node.func)  # before the call binds the container here
-            self._method_call(node, node.func)
-        self.walk(node.func)
+                    and self._function_call(func):
+                self._function_site(node, name, outer)
+            elif type(func) is ast.Attribute and (node.args or node.keywords):
+                self._method_site(node, func)
+        if type(func) is ast.Attribute:
+            self._cache_add(node, func)  # before the call binds the container here
+            self._method_call(node, func)
+        self.walk(func)
         self.walk_all(node.args)
         for keyword in node.keywords:
             self.walk(keyword.value)
 
+    def _function_site(self, node: ast.Call, name: str, outer: Optional[FunctionState]
+                       ) -> None:
+        """`val(net, test_dataset)`: a call site linked to val's parameters, when an argument
+        may be a dataset; of a class, also read as a DataLoader call (the linker decides)."""
+        ev = self.ev
+        ev.steady(node)  # (nothing is bound below: its arguments' refs are computed once)
+        args = ev.arg_refs(node, with_refs=True)
+        if any(a.refs for a in args):
+            self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
+            if name not in self.function_names \
+                    and name.rpartition(".")[2][:1].isupper():  # a class: a DataLoader?
+                self.loader_candidates.append(
+                    read_candidate_loader(node, name, ev, _qualname(outer)))
+        ev.steady(None)
+
     def _outer_function(self) -> Optional[FunctionState]:
         """The outermost function (or method) the walk is in: what a call inside it runs for."""
-        return self.state.outermost_function()
+        return self.state.outer
 
     def _note_calls(self, node: ast.Call, name: Optional[str],
                     outer: Optional[FunctionState]) -> None:
@@ -642,16 +659,19 @@ class FactWalker:
             return
         receiver = func.value
         if is_self(receiver):
-            cls = self.state.current_class()
-            refs = [DatasetRef("call", cls.qualname)] if cls is not None else []
+            cls = self.state.cls
+            if cls is None:
+                return
+            args = self.ev.arg_refs(node, with_refs=True)  # (first: most calls pass no dataset)
+            refs = [DatasetRef("call", cls.qualname)] if args else []
         elif type(receiver) is ast.Name and self.state.env.refs(receiver.id) \
                 or type(receiver) in (ast.Call, ast.Attribute):
             refs = [r for r in self.ev.refs_of(receiver) if r.target != OWN_CLASS]
+            args = self.ev.arg_refs(node, with_refs=True) if refs else []
         else:
             return
         if not refs:
             return
-        args = self.ev.arg_refs(node, with_refs=True)
         if any(a.refs for a in args):
             self.calls.append(CallSite(func.attr, tuple(args), self.positions.span(node),
                                        tuple(refs)))
@@ -659,10 +679,10 @@ class FactWalker:
     def _method_call(self, node: ast.Call, func: ast.Attribute) -> None:
         state = self.state
         method_name = func.attr
-        frame = state.enclosing_function()
+        frame = state.function
         if frame is not None:
             frame.method_calls.add(method_name)
-        method, cls = state.current_method(), state.current_class()
+        method, cls = state.method, state.cls
         receiver = func.value
         if method is not None:
             if is_self(receiver):
@@ -690,7 +710,7 @@ class FactWalker:
         """`self.envs.append(lmdb.open(p))` holds a handle; `datasets.append(DS(p))` and
         `self.dbs.append(Inner(p))` collect datasets."""
         state = self.state
-        cls, method = state.current_class(), state.current_method()
+        cls, method = state.cls, state.method
         attr = self_attr(receiver)
         if attr is None and type(receiver) is ast.Subscript \
                 and not self.ev.is_identity(receiver.slice):  # `self.lmdbs[t].append(DS(p))`
@@ -710,7 +730,7 @@ class FactWalker:
                 state.env.assign_refs(receiver.id, refs)
 
     def _record_close(self, receiver: ast.expr) -> None:
-        cls, method = self.state.current_class(), self.state.current_method()
+        cls, method = self.state.cls, self.state.method
         attr = self_attr(receiver)
         if attr is None and type(receiver) is ast.Name:
             attr = self.loop_items.get(receiver.id)
@@ -733,7 +753,7 @@ class FactWalker:
         if isinstance(target, ast.Attribute):
             self._attr_assign(target, value)
         elif isinstance(target, ast.Subscript):
-            cls, method = state.current_class(), state.current_method()
+            cls, method = state.cls, state.method
             attr = self_attr(target.value) if cls and method else None
             handle = self.ev.handle_of(value) if attr else None
             if attr and handle and cls and method:
@@ -760,7 +780,7 @@ class FactWalker:
                     self._assign(element, item)
                 return
             refs = self.ev.refs_of(value)
-            cls, method = state.current_class(), state.current_method()
+            cls, method = state.cls, state.method
             for element in targets:
                 if isinstance(element, ast.Name) and refs:
                     state.env.assign_refs(element.id, refs)
@@ -786,7 +806,7 @@ class FactWalker:
 
     def _attr_assign(self, target: ast.Attribute, value: ast.expr) -> None:
         state = self.state
-        cls, method = state.current_class(), state.current_method()
+        cls, method = state.cls, state.method
         attr = target.attr
         if cls is not None and method is not None and is_self(target.value):
             held = self.ev.handles_in(value)
@@ -812,7 +832,7 @@ class FactWalker:
             if refs:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
             return
-        func = state.enclosing_function()
+        func = state.function
         if func is not None and not is_self(target.value) \
                 and self.ev.handle_of(value) is not None:
             func.attr_handle_assigns.add(attr)  # e.g. worker_init_fn: info.dataset.s = ...
@@ -860,7 +880,7 @@ class FactWalker:
     def _name_assign(self, name: str, value: ast.expr) -> None:
         state = self.state
         handle = self.ev.handle_of(value)
-        func = state.enclosing_function()
+        func = state.function
         if handle is None and func is None and not state.frames:
             handle = self._module_alias(value)
         if handle is not None:
@@ -884,7 +904,7 @@ class FactWalker:
         """`_CACHE[path] = zipfile.ZipFile(path)` in a function, `_CACHE` a module-level
         container: a process-global handle cache, filled by that function."""
         state = self.state
-        func = state.enclosing_function()
+        func = state.function
         if func is None or name in func.env.bindings or name not in state.module_env.bindings:
             return
         handle = self.ev.handle_of(value)
