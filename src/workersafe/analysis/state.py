@@ -245,7 +245,10 @@ class State:
         self._qualified: dict[int, Optional[str]] = {}
         # dotted name → its qualified name, under the same condition (many nodes, few names)
         self._by_name: dict[str, str] = {}
-        self.module_env = Env()
+        self._module_env = Env()
+        # the Env of the innermost function, or the module's (kept by push, pop and setting
+        # `module_env`; read it, do not set it)
+        self.env = self._module_env
         # innermost last; a tuple, replaced by push and pop only (which keep what follows)
         self.frames: tuple[Frame, ...] = ()
         # what the frames say, kept by push and pop (asked for at most nodes of the walk; read
@@ -351,6 +354,7 @@ class State:
                 if outer is None:
                     outer = frame
         self.function, self.outer = inner, outer
+        self.env = inner.env if inner is not None else self._module_env
         last = frames[-1] if frames else None
         self.method = last.method if isinstance(last, FunctionState) else None
         owner = frames[-2] if len(frames) >= 2 and isinstance(last, FunctionState) else None
@@ -374,16 +378,20 @@ class State:
         return self.outer
 
     @property
-    def env(self) -> Env:
-        """The Env of the innermost function, or the module's."""
-        func = self.function
-        return func.env if func is not None else self.module_env
+    def module_env(self) -> Env:
+        return self._module_env
+
+    @module_env.setter
+    def module_env(self, env: Env) -> None:
+        self._module_env = env
+        if self.function is None:
+            self.env = env
 
     def local_handle(self, name: str) -> Optional[Handle]:
         func = self.function
         if func is not None:
             return func.env.handles.get(name)
-        local = self.module_env.handles.get(name)
+        local = self._module_env.handles.get(name)
         if local is not None:
             return local
         pair = self.module_handles.get(name)

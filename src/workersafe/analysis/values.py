@@ -513,6 +513,16 @@ class Evaluator:
 
     def value_of(self, expr: ast.expr) -> Value:
         """What `name = expr` binds the name to."""
+        kind = type(expr)
+        if kind is ast.Call:  # (most values: `int_value`, `dict_literal` of one, inline)
+            assert isinstance(expr, ast.Call)
+            func = expr.func
+            kwargs = {k.arg: k.value for k in expr.keywords if k.arg} \
+                if type(func) is ast.Name and func.id == "dict" else None
+            return Value(self._refs_of_call(expr), None, kwargs, self.context_of_call(expr),
+                         self.is_identity(expr))
+        if kind is ast.Constant:  # no refs, no dict, no context, not an identity
+            return Value([], int_value(expr))
         return Value(self.refs_of(expr), int_value(expr), dict_literal(expr),
                      self.context_of_call(expr), self.is_identity(expr))
 

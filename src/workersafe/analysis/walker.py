@@ -149,20 +149,26 @@ class FactWalker:
         fields = _FIELDS.get(kind)
         if fields is None:
             fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _SKIPPED)
-        walk = self.walk
         for name in fields:
             value = getattr(node, name, None)
             if type(value) is list:
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        walk(item)
+                self.walk_all(value)
             elif isinstance(value, ast.AST):
-                walk(value)
+                self.walk(value)
 
     def walk_all(self, nodes: Sequence[Optional[ast.AST]]) -> None:
+        """`walk` of each node (and None or a string skipped), names inline (as `walk`)."""
+        walk = self.walk
         for node in nodes:
-            if node is not None:
-                self.walk(node)
+            if type(node) is _NAME:
+                if self.depth >= MAX_DEPTH:
+                    raise TooDeep(node)
+                if id(node) not in self.store_nodes:
+                    sink = self._sink if self._sink_valid else self._new_sink()
+                    if sink is not None:
+                        sink.add(node.id)
+            elif isinstance(node, ast.AST):
+                walk(node)
 
     def _push(self, frame: Frame) -> None:
         self.state.push(frame)
