@@ -431,14 +431,21 @@ class Evaluator:
         """`cls(...)`, `type(self)(...)`, `self.__class__(...)` → OWN_CLASS (the class the
         method is looked up on, decided when linking); `self._build(...)` in a method of `C`
         → "C._build" (what that method returns, when linking)."""
-        if is_name(func, "cls") or (type(func) is ast.Attribute and func.attr == "__class__"
-                                    and is_self(func.value)) or (
-                type(func) is ast.Call and is_name(func.func, "type") and len(func.args) == 1
-                and is_self(func.args[0])):
+        kind = type(func)
+        if kind is ast.Name:
+            return OWN_CLASS if func.id == "cls" else None  # type: ignore[attr-defined]
+        if kind is ast.Attribute:
+            assert isinstance(func, ast.Attribute)
+            if not is_self(func.value):
+                return None
+            if func.attr == "__class__":
+                return OWN_CLASS
+            cls = self.state.cls
+            return f"{cls.qualname}.{func.attr}" if cls is not None else None
+        if isinstance(func, ast.Call) and is_name(func.func, "type") and len(func.args) == 1 \
+                and is_self(func.args[0]):
             return OWN_CLASS
-        method = self_attr(func)
-        cls = self.state.cls
-        return f"{cls.qualname}.{method}" if method is not None and cls is not None else None
+        return None
 
     def arg_refs(self, call: ast.Call, every: bool = False, with_refs: bool = False
                  ) -> list[ArgRef]:
@@ -454,6 +461,7 @@ class Evaluator:
                 self._steady_refs = each
         if with_refs and not any(each):
             return found
+        env = self.state.env
         for index, arg in enumerate(args):
             if arg.star:
                 if every:
@@ -461,11 +469,17 @@ class Evaluator:
                 continue
             value = arg.value
             refs = each[index]
-            number = int_value(value)
-            if number is None and type(value) is ast.Name:
-                number = self.state.env.int_value(value.id)[1]
-            none = is_none(value)
-            truth = bool(value.value) if type(value) is ast.Constant else None
+            kind = type(value)  # (int_value, is_none and the truth of a constant, inline)
+            if kind is ast.Constant:
+                constant = value.value  # type: ignore[attr-defined]
+                number = constant if type(constant) is int else None
+                none = constant is None
+                truth: Optional[bool] = bool(constant)
+            else:
+                number = env.int_value(value.id)[1] \
+                    if isinstance(value, ast.Name) else None
+                none = False
+                truth = None
             if refs or number is not None or truth is not None or every:
                 keyword = arg.keyword or ""
                 found.append(ArgRef(-1 if keyword else index, keyword, tuple(refs), number,

@@ -631,21 +631,25 @@ class FactWalker:
             sink = outer.calls
         else:
             return
-        scope, bindings = self.state.scope, self.state.env.bindings
+        state = self.state
+        scope, bindings = state.scope, state.env.bindings
         # the callee (`f(...)`, `mod.f(...)`) and each argument that is a bare name
-        # (`mp.spawn(main_worker)`); not a local, `obj.m` or `a.b` passed on
-        root = _root(node.func)
-        candidates = [(name, node.func, root)] if type(root) is ast.Name else []
-        candidates += [(None, a, a) for a in node.args if type(a) is ast.Name]
-        candidates += [(None, k.value, k.value) for k in node.keywords
-                       if type(k.value) is ast.Name]
-        for called, expr, local in candidates:
-            if local.id in bindings or scope.lookup(local.id) is None:
-                continue  # not a module-level function or import
-            called = called or self.state.q(expr)
-            if called and called.partition(".")[0] not in _LIBRARY_ROOTS \
-                    and called not in _NOT_HANDLE_CALLEES:
-                sink.add(called)
+        # (`mp.spawn(main_worker)`); not a local, `obj.m` or `a.b` passed on; each only if
+        # not a local and bound in the scope (a module-level function or import)
+        func = node.func
+        root = _root(func)
+        if type(root) is ast.Name and root.id not in bindings \
+                and scope.lookup(root.id) is not None:
+            _note_called(sink, name or state.q(func))
+        for arg in node.args:
+            if type(arg) is ast.Name and arg.id not in bindings \
+                    and scope.lookup(arg.id) is not None:
+                _note_called(sink, state.q(arg))
+        for keyword in node.keywords:
+            arg = keyword.value
+            if type(arg) is ast.Name and arg.id not in bindings \
+                    and scope.lookup(arg.id) is not None:
+                _note_called(sink, state.q(arg))
 
     def _function_call(self, func: ast.expr) -> bool:
         """A call of a function by name (`val(...)`, `mod.val(...)` with `mod` imported),
@@ -996,6 +1000,13 @@ def _alternative_names(value: ast.expr) -> Iterator[str]:
 def _qualname(function: Optional[FunctionState]) -> str:
     """What LoaderCall.function says of a call in `function` ("": module level)."""
     return function.qualname if function is not None else ""
+
+
+def _note_called(sink: set[str], called: Optional[str]) -> None:
+    """Add a project function called (or passed on) to `sink`; not a library's, a builtin."""
+    if called and called.partition(".")[0] not in _LIBRARY_ROOTS \
+            and called not in _NOT_HANDLE_CALLEES:
+        sink.add(called)
 
 
 def _decorator_callee(node: ast.expr) -> ast.expr:
