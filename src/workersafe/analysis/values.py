@@ -87,10 +87,11 @@ def _texts(call: ast.Call, args: list[Arg]) -> tuple[tuple[int, str, str], ...]:
     name from a registry or a factory."""
     found = []
     for index, arg in enumerate(args):
-        text = string(arg.value) if not arg.star else None
-        if text is not None:
-            found.append((-1 if arg.keyword else index, arg.keyword or "", text))
-    first = dict_literal(call.args[0]) if call.args else None
+        value = arg.value  # (`string`, inline)
+        if type(value) is ast.Constant and type(value.value) is str and not arg.star:
+            found.append((-1 if arg.keyword else index, arg.keyword or "", value.value))
+    first = dict_literal(call.args[0]) if call.args \
+        and type(call.args[0]) in (ast.Dict, ast.Call) else None
     for key in ("type", "name"):
         text = string(first.get(key)) if first else None
         if text is not None:
@@ -167,6 +168,7 @@ class Evaluator:
     def __init__(self, state: State, positions: Positions) -> None:
         self.state = state
         self.registry = state.registry
+        self._types = state.registry.types  # (`registry.lookup`, without the call)
         self.positions = positions
         # the file names a process identity at all (else no expression in it is one)
         self.identity_possible = True
@@ -260,7 +262,7 @@ class Evaluator:
 
     def _handle_of_call(self, call: ast.Call) -> Optional[Handle]:
         name = self.state.q(call.func)
-        if name is not None and self.registry.lookup(name) is not None:
+        if name is not None and self._types.get(name) is not None:
             return Handle(call, name)
         func = call.func
         if type(func) is ast.Attribute:
@@ -388,7 +390,7 @@ class Evaluator:
             return self.refs_of(arg) if arg is not None else []
         if name.startswith(("torch.", "builtins.")) or name in _BUILTINS:
             return []
-        if self.registry.lookup(name) is not None or name in PROCESS_IDENTITY:
+        if self._types.get(name) is not None or name in PROCESS_IDENTITY:
             return []
         # What else a constructor is given (a holder object passed in): class-like names only
         short = name.rpartition(".")[2]

@@ -458,7 +458,16 @@ class FactWalker:
                     method.attrs_read.add(node.attr)
                     if id(node) not in method.config_reads:
                         method.attrs_used.add(node.attr)
-        self.walk(node.value)
+        value = node.value
+        if type(value) is _NAME:  # (most attributes: `walk` of the name, inline)
+            if self.depth >= MAX_DEPTH:
+                raise TooDeep(value)
+            if id(value) not in self.store_nodes:
+                sink = self._sink if self._sink_valid else self._new_sink()
+                if sink is not None:
+                    sink.add(value.id)
+        else:
+            self.walk(value)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if self._uses_method and self._self_uses is not None:
@@ -752,13 +761,15 @@ class FactWalker:
 
     def _assign(self, target: ast.expr, value: ast.expr) -> None:
         state = self.state
-        frame = state.frame
+        frame = state.frames[-1] if state.frames else None
         if isinstance(frame, ClassState):
             if isinstance(target, ast.Name):
                 for each in self.ev.handles_in(value):
                     frame.class_held[(target.id, id(each.call))] = each
             return
-        if isinstance(target, (ast.Name, ast.Tuple, ast.List)):
+        if isinstance(target, (ast.Name, ast.Tuple, ast.List)) and (  # (imported_by_call's
+                type(value) is ast.Subscript or isinstance(value, ast.Call)  # first test)
+                and value.args and type(value.args[0]) is ast.Constant):
             self._bind_imported(target, value)
         if isinstance(target, ast.Attribute):
             self._attr_assign(target, value)
