@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Any, Callable, Iterable, NamedTuple, Optional
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
 from ..facts import (
     LOOKUP_VERBS, OWN_CLASS, ArgRef, AttrArg, DatasetRef, HandleArg, HandleSite, RefKind,
@@ -90,13 +90,35 @@ def _texts(call: ast.Call, args: list[Arg]) -> tuple[tuple[int, str, str], ...]:
         value = arg.value  # (`string`, inline)
         if type(value) is ast.Constant and type(value.value) is str and not arg.star:
             found.append((-1 if arg.keyword else index, arg.keyword or "", value.value))
-    first = dict_literal(call.args[0]) if call.args \
-        and type(call.args[0]) in (ast.Dict, ast.Call) else None
+    if call.args and type(call.args[0]) in (ast.Dict, ast.Call):
+        _dict_texts(call.args[0], found)
+    return tuple(found)
+
+
+def _dict_texts(first: ast.expr, found: list[tuple[int, str, str]]) -> None:
+    """The "type" and "name" keys of a dict given first (`_texts`), added to `found`."""
+    literal = dict_literal(first)
     for key in ("type", "name"):
-        text = string(first.get(key)) if first else None
+        text = string(literal.get(key)) if literal else None
         if text is not None:
             found.append((0, key, text))
-    return tuple(found)
+
+
+# What `_refs_of_call` makes of a callee's qualified name, as far as the name alone decides:
+# (_WRAPPER, ...) a dataset wrapper; (_NO_REFS, ...) never a dataset (torch, a builtin, a
+# handle's constructor, a process identity); else (_REFS, its last part, whether it is
+# class-like, whether it is lookup-like).
+_WRAPPER, _NO_REFS, _REFS = 0, 1, 2
+
+
+def _callee_of(name: str, types: Mapping[str, Any]) -> tuple[int, str, bool, bool]:
+    if name in WRAPPERS:
+        return _WRAPPER, "", False, False
+    if name.startswith(("torch.", "builtins.")) or name in _BUILTINS \
+            or types.get(name) is not None or name in PROCESS_IDENTITY:
+        return _NO_REFS, "", False, False
+    short = name.rpartition(".")[2]
+    return _REFS, short, short[:1].isupper() or name == OWN_CLASS, short.startswith(LOOKUP_VERBS)
 
 
 def string(node: Optional[ast.AST]) -> Optional[str]:
@@ -169,6 +191,7 @@ class Evaluator:
         self.state = state
         self.registry = state.registry
         self._types = state.registry.types  # (`registry.lookup`, without the call)
+        self._callees: dict[str, tuple[int, str, bool, bool]] = {}  # name → _callee_of(name)
         self.positions = positions
         # the file names a process identity at all (else no expression in it is one)
         self.identity_possible = True
@@ -381,19 +404,19 @@ class Evaluator:
                         for r in self._refs_of_call(func)
                         if r.kind == "call" and not r.result_called]
             return []
-        wrapper = WRAPPERS.get(name)
-        if wrapper is not None:
-            how, position, keyword = wrapper
+        callee = self._callees.get(name)
+        if callee is None:
+            callee = self._callees[name] = _callee_of(name, self._types)
+        code, short, class_like, lookup = callee
+        if code is _WRAPPER:
+            how, position, keyword = WRAPPERS[name]
             if how == "all":
                 return [r for arg in self.args(call) for r in self.refs_of(arg.value)]
             arg = argument(call, position, keyword)
             return self.refs_of(arg) if arg is not None else []
-        if name.startswith(("torch.", "builtins.")) or name in _BUILTINS:
-            return []
-        if self._types.get(name) is not None or name in PROCESS_IDENTITY:
+        if code is _NO_REFS:
             return []
         # What else a constructor is given (a holder object passed in): class-like names only
-        short = name.rpartition(".")[2]
         registry = self.state.q(call.args[1]) if short == "build_from_cfg" \
             and len(call.args) > 1 else None
         if registry:  # mmcv's `build_from_cfg(cfg, DATASETS)`: `DATASETS.build(cfg)`
@@ -401,22 +424,33 @@ class Evaluator:
                                key_params=tuple(k for k in self._key_params(call) if k[0] == 0))]
         if not call.args and not call.keywords:  # `f()`: what the lines below make of it
             return [self._ref("call", name, 0)]
-        class_like = short[:1].isupper() or name == OWN_CLASS
-        passed = tuple(self.arg_refs(call)) if class_like and (call.args or call.keywords) \
-            else ()
-        unknown = False  # `*args` or `**kwargs` given
-        for given in self.args(call):
+        passed = tuple(self.arg_refs(call)) if class_like else ()
+        # `_handle_args`, whether `*args` or `**kwargs` is given, and `_texts` (of a call not
+        # class-like), in one pass over the arguments
+        handles: list[HandleArg] = []
+        texts: list[tuple[int, str, str]] = []
+        unknown = False
+        for index, given in enumerate(self.args(call)):
             if given.star:
                 unknown = True
-                break
+                continue
+            value = given.value
+            keyword = given.keyword or ""
+            if isinstance(value, ast.Constant):  # (no handle)
+                if type(value.value) is str and not class_like:
+                    texts.append((-1 if keyword else index, keyword, value.value))
+                continue
+            handle = self.handle_of(value)
+            if handle is not None and not handle.closed:
+                handles.append(HandleArg(-1 if keyword else index, keyword, self.site(handle)))
+        if not class_like and call.args and type(call.args[0]) in (ast.Dict, ast.Call):
+            _dict_texts(call.args[0], texts)
         attr_args = tuple(self._attr_args(call)) if class_like else ()
-        return [DatasetRef("call", name, tuple(self._handle_args(call)), passed,
+        return [DatasetRef("call", name, tuple(handles), passed,
                            -1 if unknown else len(call.args),
                            tuple([k.arg for k in call.keywords if k.arg]),
-                           attr_args=attr_args,
-                           texts=() if class_like else _texts(call, self.args(call)),
-                           key_params=self._key_params(call)
-                           if short.startswith(LOOKUP_VERBS) else ())]
+                           attr_args=attr_args, texts=tuple(texts),
+                           key_params=self._key_params(call) if lookup else ())]
 
     def _key_params(self, call: ast.Call) -> tuple[tuple[int, str, str], ...]:
         """The parameters a call passes on as they are: (position or -1, keyword, the

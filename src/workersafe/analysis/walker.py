@@ -170,6 +170,32 @@ class FactWalker:
             elif isinstance(node, ast.AST):
                 walk(node)
 
+    # The most frequent nodes without a hook of their own: `children` of each, field by field.
+    def visit_Expr(self, node: ast.Expr) -> None:
+        self.walk(node.value)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        self.walk(node.left)
+        self.walk_all(node.comparators)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        self.walk(node.left)
+        self.walk(node.right)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
+        self.walk(node.operand)
+
+    def visit_Tuple(self, node: ast.Tuple | ast.List) -> None:
+        self.walk_all(node.elts)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self.walk_all(node.values)
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> None:
+        self.walk(node.value)
+        if node.format_spec is not None:
+            self.walk(node.format_spec)
+
     def _push(self, frame: Frame) -> None:
         self.state.push(frame)
         self._sink_valid = False
@@ -767,11 +793,14 @@ class FactWalker:
                 for each in self.ev.handles_in(value):
                     frame.class_held[(target.id, id(each.call))] = each
             return
-        if isinstance(target, (ast.Name, ast.Tuple, ast.List)) and (  # (imported_by_call's
+        kind = type(target)
+        if (kind is ast.Name or kind is ast.Tuple or kind is ast.List) and (  # (imported_by_call's
                 type(value) is ast.Subscript or isinstance(value, ast.Call)  # first test)
                 and value.args and type(value.args[0]) is ast.Constant):
             self._bind_imported(target, value)
-        if isinstance(target, ast.Attribute):
+        if isinstance(target, ast.Name):  # (most targets)
+            self._name_assign(target.id, value)
+        elif isinstance(target, ast.Attribute):
             self._attr_assign(target, value)
         elif isinstance(target, ast.Subscript):
             cls, method = state.cls, state.method
@@ -792,8 +821,6 @@ class FactWalker:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
             elif refs and type(target.value) is ast.Name:  # datasets[name] = DS(p)
                 state.env.assign_refs(target.value.id, refs)
-        elif isinstance(target, ast.Name):
-            self._name_assign(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             targets = elements(target)
             if isinstance(value, (ast.Tuple, ast.List)) and len(targets) == len(value.elts):
@@ -1056,6 +1083,7 @@ _HOOKS[ast.AsyncFunctionDef] = _HOOKS[ast.FunctionDef]
 _HOOKS[ast.AsyncWith] = _HOOKS[ast.With]
 _HOOKS[ast.AsyncFor] = _HOOKS[ast.For]
 _HOOKS[ast.SetComp] = _HOOKS[ast.GeneratorExp] = _HOOKS[ast.ListComp]
+_HOOKS[ast.List] = _HOOKS[ast.Tuple]
 
 
 # Methods putting a value into a container, with the value's position.
