@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional
 
 from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
 from ..frameworks import LOADER_LAST_PARTS, framework_loader
@@ -35,7 +35,7 @@ MAX_DEPTH = 1000
 class TooDeep(Exception):
     """The file nests deeper than MAX_DEPTH; the message is for WS001."""
 
-    def __init__(self, node: ast.AST) -> None:
+    def __init__(self, node: Optional[ast.AST]) -> None:
         super().__init__(f"too deeply nested to analyse (an expression more than {MAX_DEPTH} "
                          f"levels deep, line {getattr(node, 'lineno', '?')})")
 
@@ -156,17 +156,25 @@ class FactWalker:
             elif isinstance(value, ast.AST):
                 self.walk(value)
 
-    def walk_all(self, nodes: Sequence[Optional[ast.AST]]) -> None:
-        """`walk` of each node (and None or a string skipped), names inline (as `walk`)."""
+    def walk_all(self, nodes: Iterable[Optional[ast.AST]]) -> None:
+        """`walk` of each node (and None or a string skipped), names and constants inline (as
+        `walk` reads them)."""
         walk = self.walk
         for node in nodes:
-            if type(node) is _NAME:
+            kind = type(node)
+            if kind is _NAME:
                 if self.depth >= MAX_DEPTH:
                     raise TooDeep(node)
                 if id(node) not in self.store_nodes:
                     sink = self._sink if self._sink_valid else self._new_sink()
                     if sink is not None:
-                        sink.add(node.id)
+                        sink.add(node.id)  # type: ignore[union-attr]
+            elif kind is _CONSTANT:
+                if self.depth >= MAX_DEPTH:
+                    raise TooDeep(node)
+                value = node.value  # type: ignore[union-attr]
+                if value is None or value is True or value is False:
+                    self._read_names((repr(value),))
             elif isinstance(node, ast.AST):
                 walk(node)
 
@@ -631,8 +639,8 @@ class FactWalker:
             self._method_call(node, func)
         self.walk(func)
         self.walk_all(node.args)
-        for keyword in node.keywords:
-            self.walk(keyword.value)
+        if node.keywords:
+            self.walk_all([keyword.value for keyword in node.keywords])
 
     def _function_site(self, node: ast.Call, name: str, outer: Optional[FunctionState]
                        ) -> None:
