@@ -308,7 +308,8 @@ class State:
         """The qualified name of a dotted expression, through this file's imports (computed
         once per node while no binding changes)."""
         if type(node) is ast.Name:  # (by its name: as cheap as by the node)
-            return self.qualify(node.id)
+            found = self._by_name.get(node.id)  # (`qualify`, inline)
+            return found if found is not None else self.qualify(node.id)
         key = id(node)
         cached = self._qualified.get(key, _UNKNOWN)
         if cached is not _UNKNOWN:
