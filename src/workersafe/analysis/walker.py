@@ -627,15 +627,17 @@ class FactWalker:
         if plain:
             if outer.is_module_level if outer is not None else not state.frames:
                 self._note_calls(node, name, outer)  # (it notes nothing elsewhere)
-            if name is not None and (node.args or node.keywords) \
-                    and name not in _NOT_HANDLE_CALLEES \
+            if not (node.args or node.keywords):
+                pass  # (no argument: no call site)
+            elif name is not None and name not in _NOT_HANDLE_CALLEES \
                     and name.partition(".")[0] not in _LIBRARY_ROOTS \
                     and self._function_call(func):
                 self._function_site(node, name, outer)
-            elif type(func) is ast.Attribute and (node.args or node.keywords):
+            elif type(func) is ast.Attribute:
                 self._method_site(node, func)
         if type(func) is ast.Attribute:
-            self._cache_add(node, func)  # before the call binds the container here
+            if func.attr in _CACHE_ADDERS:
+                self._cache_add(node, func)  # before the call binds the container here
             self._method_call(node, func)
         self.walk(func)
         self.walk_all(node.args)
