@@ -257,6 +257,9 @@ class State:
         self.outer: Optional[FunctionState] = None  # the outermost function
         self.cls: Optional[ClassState] = None  # current_class()
         self.method: Optional[MethodState] = None  # current_method()
+        # what they said before each frame was pushed (one entry per frame)
+        self._saved: list[tuple[Optional[FunctionState], Optional[FunctionState],
+                                Optional[ClassState], Optional[MethodState]]] = []
         # module-level name → (handle, whether it is returned by a cached function)
         self.module_handles: dict[str, tuple[Handle, bool]] = {}
         # module-level container → (handle, the function storing it: `_CACHE[k] = open(k)`)
@@ -339,12 +342,35 @@ class State:
         return ".".join([module, *reversed(attrs)]) if module else None
 
     def push(self, *frames: Frame) -> None:
-        self.frames += frames
-        self._refresh()
+        """Enter `frames` (what the frames say is updated by the one frame entered; what it
+        said before is kept for `pop`)."""
+        saved = self._saved
+        for frame in frames:
+            saved.append((self.function, self.outer, self.cls, self.method))
+            last = self.frames[-1] if self.frames else None
+            self.frames += (frame,)
+            if type(frame) is FunctionState:
+                self.function = frame
+                if self.outer is None:
+                    self.outer = frame
+                self.method = frame.method
+                self.cls = last if isinstance(last, ClassState) else None
+            else:
+                self.method = self.cls = None
+        func = self.function
+        self.env = func.env if func is not None else self._module_env
 
     def pop(self, count: int = 1) -> None:
         self.frames = self.frames[:-count]
-        self._refresh()
+        saved = self._saved
+        if 0 < count <= len(saved):
+            self.function, self.outer, self.cls, self.method = saved[-count]
+            del saved[-count:]
+            func = self.function
+            self.env = func.env if func is not None else self._module_env
+        else:  # (not a pop of frames pushed)
+            saved.clear()
+            self._refresh()
 
     def _refresh(self) -> None:
         frames = self.frames
