@@ -477,31 +477,32 @@ class FactWalker:
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         value = node.value
-        if self._uses_method and type(value) is ast.Attribute and self._self_uses is not None:
-            attr = self_attr(value)
-            if attr is not None:  # `self.reader.get(k)`: what it uses of an object it keeps
-                self._self_uses.members.add((self._uses_method, attr, node.attr))
         method = self.state.method
-        if method is not None and id(node) not in self.store_nodes:
-            value = node.value
-            if node.attr in self.config_attrs and self_attr(value) is not None:
-                method.config_reads.add(id(value))
-            if isinstance(value, ast.Name):  # `self.x`, `cls.x`, `<its class>.x`
+        read = method is not None and id(node) not in self.store_nodes  # (an attribute read)
+        if isinstance(value, ast.Name):  # (most attributes)
+            if read and method is not None:  # `self.x`, `cls.x`, `<its class>.x`
                 cls = self.state.cls
                 if value.id in ("self", "cls") or (cls is not None and value.id == cls.name):
                     method.attrs_read.add(node.attr)
                     if id(node) not in method.config_reads:
                         method.attrs_used.add(node.attr)
-        value = node.value
-        if type(value) is _NAME:  # (most attributes: `walk` of the name, inline)
+            # `walk` of the name, inline
             if self.depth >= MAX_DEPTH:
                 raise TooDeep(value)
             if id(value) not in self.store_nodes:
                 sink = self._sink if self._sink_valid else self._new_sink()
                 if sink is not None:
                     sink.add(value.id)
-        else:
-            self.walk(value)
+            return
+        if type(value) is ast.Attribute:
+            attr = self_attr(value)
+            if attr is not None:
+                if self._uses_method and self._self_uses is not None:
+                    # `self.reader.get(k)`: what it uses of an object it keeps
+                    self._self_uses.members.add((self._uses_method, attr, node.attr))
+                if read and method is not None and node.attr in self.config_attrs:
+                    method.config_reads.add(id(value))
+        self.walk(value)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if self._uses_method and self._self_uses is not None:
