@@ -69,8 +69,13 @@ class Env:
         # assigned twice: not a constant
         binding.int_value = None if binding.assigned else value.int_value
         binding.assigned = True
-        if value.refs:
-            self.assign_refs(name, value.refs)
+        refs = value.refs
+        if refs:  # (`assign_refs`, inline)
+            if binding.refs is None:
+                binding.refs = list(refs)
+            else:
+                binding.refs.extend(r for r in refs if r not in binding.refs)
+            self._ref_names.setdefault(name)
         if value.kwargs is not None:
             binding.kwargs = value.kwargs
         if value.context:

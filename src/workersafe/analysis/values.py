@@ -570,7 +570,7 @@ class Evaluator:
             kwargs = {k.arg: k.value for k in expr.keywords if k.arg} \
                 if type(func) is ast.Name and func.id == "dict" else None
             return Value(self._refs_of_call(expr), None, kwargs, self.context_of_call(expr),
-                         self.is_identity(expr))
+                         self.identity_possible and self.is_identity(expr))
         if kind is ast.Constant:  # no refs, no dict, no context, not an identity
             return Value([], int_value(expr))
         return Value(self.refs_of(expr), int_value(expr), dict_literal(expr),

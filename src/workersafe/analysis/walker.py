@@ -353,7 +353,7 @@ class FactWalker:
                 self._self_uses.lazy.add(self._uses_method)
             if presence(node.test)[0] is not None:
                 self._self_uses.presence.add(self._uses_method)
-        guarded = self.ev.is_identity(node.test)
+        guarded = self.ev.identity_possible and self.ev.is_identity(node.test)
         self.state.pid_guard_depth += guarded
         self.walk(node.test)
         outer, choice = self._choice, self._chosen_by(node.test)
@@ -682,8 +682,9 @@ class FactWalker:
         # the callee (`f(...)`, `mod.f(...)`) and each argument that is a bare name
         # (`mp.spawn(main_worker)`); not a local, `obj.m` or `a.b` passed on; each only if
         # not a local and bound in the scope (a module-level function or import)
-        func = node.func
-        root = _root(func)
+        func = root = node.func
+        while type(root) is ast.Attribute:  # (`_root`, inline)
+            root = root.value
         if type(root) is ast.Name and root.id not in bindings \
                 and scope.lookup(root.id) is not None:
             _note_called(sink, name or state.q(func))
