@@ -152,7 +152,8 @@ class FactWalker:
         for name in fields:
             value = getattr(node, name, None)
             if type(value) is list:
-                self.walk_all(value)
+                if value:
+                    self.walk_all(value)
             elif isinstance(value, ast.AST):
                 self.walk(value)
 
@@ -252,9 +253,11 @@ class FactWalker:
         outer_uses = self._self_uses
         if not state.frames[:-1]:
             self._self_uses = self.self_uses[id(node)] = SelfUses()
-        self.walk_all(node.decorator_list)
+        if node.decorator_list:
+            self.walk_all(node.decorator_list)
         self.walk_all(node.bases)
-        self.walk_all(node.keywords)
+        if node.keywords:
+            self.walk_all(node.keywords)
         self.walk_all(node.body)
         self._self_uses = outer_uses
         self._pop()
@@ -300,7 +303,8 @@ class FactWalker:
         if isinstance(owner, ClassState):
             self._uses_method = node.name
         self._push(func)
-        self.walk_all(node.decorator_list)
+        if node.decorator_list:
+            self.walk_all(node.decorator_list)
         self.visit_arguments(node.args)
         self.walk_all(node.body)
         self._pop()
@@ -309,8 +313,10 @@ class FactWalker:
 
     def visit_arguments(self, node: ast.arguments) -> None:
         """Only defaults hold syntax we read (annotations are not walked)."""
-        self.walk_all(node.defaults)
-        self.walk_all(node.kw_defaults)
+        if node.defaults:
+            self.walk_all(node.defaults)
+        if node.kw_defaults:
+            self.walk_all(node.kw_defaults)
 
     def visit_Global(self, node: ast.Global) -> None:
         func = self.state.function
@@ -360,7 +366,8 @@ class FactWalker:
         self._choice = choice or outer
         self.walk_all(node.body)
         self._choice = outer
-        self.walk_all(node.orelse)
+        if node.orelse:
+            self.walk_all(node.orelse)
         self.state.pid_guard_depth -= guarded
 
     def visit_Match(self, node: ast.Match) -> None:
@@ -641,7 +648,8 @@ class FactWalker:
                 self._cache_add(node, func)  # before the call binds the container here
             self._method_call(node, func)
         self.walk(func)
-        self.walk_all(node.args)
+        if node.args:
+            self.walk_all(node.args)
         if node.keywords:
             self.walk_all([keyword.value for keyword in node.keywords])
 
