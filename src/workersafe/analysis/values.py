@@ -492,7 +492,8 @@ class Evaluator:
         args = self.args(call)
         each = self._steady_refs if call is self._steady else None
         if each is None:
-            each = [[] if arg.star else self.refs_of(arg.value) for arg in args]
+            each = [[] if arg.star or type(arg.value) is ast.Constant  # (`refs_of`: none)
+                    else self.refs_of(arg.value) for arg in args]
             if call is self._steady:
                 self._steady_refs = each
         if with_refs and not any(each):
