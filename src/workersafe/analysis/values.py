@@ -289,7 +289,9 @@ class Evaluator:
             return Handle(call, name)
         func = call.func
         if type(func) is ast.Attribute:
-            base = self.handle_of(func.value)
+            value = func.value  # (a name's: `handle_of`, inline)
+            base = self.state.local_handle(value.id) if isinstance(value, ast.Name) \
+                else self.handle_of(value)
             if base is not None and func.attr in self.registry.derived_methods(base.handle):
                 return base.as_derived()
         if name in _KEEP_ELEMENTS and len(call.args) == 1 and not call.keywords:
@@ -339,6 +341,11 @@ class Evaluator:
             return [self._ref("name", qualified)] if qualified and "." in qualified else []
         if kind is ast.Constant:
             return []
+        if isinstance(expr, ast.Attribute):  # `self.x`: what the class keeps in it
+            cls = self.state.cls
+            if cls is not None and is_self(expr.value):
+                return [self._ref("attr", f"{cls.qualname}.{expr.attr}")]
+            return []
         how = _REFS_OF.get(kind)
         return how(self, expr) if how is not None else []
 
@@ -350,12 +357,6 @@ class Evaluator:
             found = self._refs[kind, target, positional] = DatasetRef(kind, target,
                                                                       positional=positional)
         return found
-
-    def _refs_of_attribute(self, expr: ast.Attribute) -> list[DatasetRef]:
-        cls = self.state.cls
-        if is_self(expr.value) and cls is not None:
-            return [self._ref("attr", f"{cls.qualname}.{expr.attr}")]
-        return []
 
     def _refs_of_value(self, expr: ast.Subscript | ast.Starred) -> list[DatasetRef]:
         return self.refs_of(expr.value)
@@ -617,7 +618,6 @@ _HANDLE_OF: dict[type, Callable[[Evaluator, Any], Optional[Handle]]] = {
     ast.IfExp: Evaluator._handle_of_ifexp,
 }
 _REFS_OF: dict[type, Callable[[Evaluator, Any], list[DatasetRef]]] = {
-    ast.Attribute: Evaluator._refs_of_attribute,
     ast.Subscript: Evaluator._refs_of_value, ast.Starred: Evaluator._refs_of_value,
     ast.List: Evaluator._refs_of_elements, ast.Tuple: Evaluator._refs_of_elements,
     ast.IfExp: Evaluator._refs_of_ifexp,
