@@ -49,8 +49,13 @@ _NEW_TUPLE = tuple.__new__
 def call_args(call: ast.Call) -> list[Arg]:
     """The arguments of a call in source order (ast keeps positional and keyword apart)."""
     new, arg = _NEW_TUPLE, Arg  # (`Arg(...)` without its Python-level `__new__`: one per call)
+    positional = call.args
+    if len(positional) == 1 and not call.keywords:  # (most calls given any: one argument)
+        one = positional[0]
+        return [new(arg, (None, "*", one.value)) if type(one) is ast.Starred
+                else new(arg, (None, "", one))]
     args = [new(arg, (None, "*", a.value)) if type(a) is ast.Starred else new(arg, (None, "", a))
-            for a in call.args]
+            for a in positional]
     if not call.keywords:
         return args
     keywords = [new(arg, (k.arg, "" if k.arg else "**", k.value)) for k in call.keywords]
