@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import field
-from typing import Optional, Union
+from typing import NamedTuple, Optional, Union
 
 from ..facts import DatasetRef, HeldCall, Span
 from ..records import record
@@ -69,8 +69,13 @@ class Env:
         # assigned twice: not a constant
         binding.int_value = None if binding.assigned else value.int_value
         binding.assigned = True
-        if value.refs:
-            self.assign_refs(name, value.refs)
+        refs = value.refs
+        if refs:  # (`assign_refs`, inline)
+            if binding.refs is None:
+                binding.refs = list(refs)
+            else:
+                binding.refs.extend(r for r in refs if r not in binding.refs)
+            self._ref_names.setdefault(name)
         if value.kwargs is not None:
             binding.kwargs = value.kwargs
         if value.context:
@@ -200,6 +205,32 @@ class FunctionState:
 
 
 Frame = Union[ClassState, FunctionState, None]
+
+
+class RegistrySets(NamedTuple):
+    """What every walk asks of the registry as a whole (computed once per registry object: a
+    registry is frozen, and its rows are not changed once it is made)."""
+
+    registry: Registry
+    known: frozenset[str]  # the constructors' qualified names
+    closers: frozenset[str]  # Registry.closers
+    config_attrs: frozenset[str]  # Registry.config_attrs
+    module_roots: frozenset[str]  # Registry.module_roots
+
+
+_last_sets: list[RegistrySets] = []  # the registry last asked for (one run uses one or two)
+
+
+def registry_sets(registry: Registry) -> RegistrySets:
+    for sets in _last_sets:
+        if sets.registry is registry:
+            return sets
+    sets = RegistrySets(registry, frozenset(registry.types), registry.closers(),
+                        registry.config_attrs(), registry.module_roots())
+    _last_sets[:] = [sets]
+    return sets
+
+
 _UNKNOWN = object()  # None: a nested class, not analysed
 
 
@@ -209,7 +240,9 @@ class State:
     def __init__(self, module_name: str, registry: Registry) -> None:
         self.module_name = module_name
         self.registry = registry
-        self.known = frozenset(registry.types)
+        sets = registry_sets(registry)
+        self.known = sets.known
+        self.sets = sets
         self.module_scope = self._scope = Scope()
         # id() of a node → its qualified name under the current scope (`q`): hooks and
         # evaluators ask for the same callee several times. Cleared whenever what a name means
@@ -217,14 +250,21 @@ class State:
         self._qualified: dict[int, Optional[str]] = {}
         # dotted name → its qualified name, under the same condition (many nodes, few names)
         self._by_name: dict[str, str] = {}
-        self.module_env = Env()
+        self._module_env = Env()
+        # the Env of the innermost function, or the module's (kept by push, pop and setting
+        # `module_env`; read it, do not set it)
+        self.env = self._module_env
         # innermost last; a tuple, replaced by push and pop only (which keep what follows)
         self.frames: tuple[Frame, ...] = ()
-        # what the frames say, kept by push and pop (asked for at most nodes of the walk)
-        self._function: Optional[FunctionState] = None  # the innermost function
-        self._outer: Optional[FunctionState] = None  # the outermost function
-        self._class: Optional[ClassState] = None  # current_class()
-        self._method: Optional[MethodState] = None  # current_method()
+        # what the frames say, kept by push and pop (asked for at most nodes of the walk; read
+        # them, do not set them)
+        self.function: Optional[FunctionState] = None  # the innermost function
+        self.outer: Optional[FunctionState] = None  # the outermost function
+        self.cls: Optional[ClassState] = None  # current_class()
+        self.method: Optional[MethodState] = None  # current_method()
+        # what they said before each frame was pushed (one entry per frame)
+        self._saved: list[tuple[Optional[FunctionState], Optional[FunctionState],
+                                Optional[ClassState], Optional[MethodState]]] = []
         # module-level name → (handle, whether it is returned by a cached function)
         self.module_handles: dict[str, tuple[Handle, bool]] = {}
         # module-level container → (handle, the function storing it: `_CACHE[k] = open(k)`)
@@ -276,7 +316,8 @@ class State:
         """The qualified name of a dotted expression, through this file's imports (computed
         once per node while no binding changes)."""
         if type(node) is ast.Name:  # (by its name: as cheap as by the node)
-            return self.qualify(node.id)
+            found = self._by_name.get(node.id)  # (`qualify`, inline)
+            return found if found is not None else self.qualify(node.id)
         key = id(node)
         cached = self._qualified.get(key, _UNKNOWN)
         if cached is not _UNKNOWN:
@@ -306,12 +347,35 @@ class State:
         return ".".join([module, *reversed(attrs)]) if module else None
 
     def push(self, *frames: Frame) -> None:
-        self.frames += frames
-        self._refresh()
+        """Enter `frames` (what the frames say is updated by the one frame entered; what it
+        said before is kept for `pop`)."""
+        saved = self._saved
+        for frame in frames:
+            saved.append((self.function, self.outer, self.cls, self.method))
+            last = self.frames[-1] if self.frames else None
+            self.frames += (frame,)
+            if type(frame) is FunctionState:
+                self.function = frame
+                if self.outer is None:
+                    self.outer = frame
+                self.method = frame.method
+                self.cls = last if isinstance(last, ClassState) else None
+            else:
+                self.method = self.cls = None
+        func = self.function
+        self.env = func.env if func is not None else self._module_env
 
     def pop(self, count: int = 1) -> None:
         self.frames = self.frames[:-count]
-        self._refresh()
+        saved = self._saved
+        if 0 < count <= len(saved):
+            self.function, self.outer, self.cls, self.method = saved[-count]
+            del saved[-count:]
+            func = self.function
+            self.env = func.env if func is not None else self._module_env
+        else:  # (not a pop of frames pushed)
+            saved.clear()
+            self._refresh()
 
     def _refresh(self) -> None:
         frames = self.frames
@@ -321,11 +385,12 @@ class State:
                 inner = frame
                 if outer is None:
                     outer = frame
-        self._function, self._outer = inner, outer
+        self.function, self.outer = inner, outer
+        self.env = inner.env if inner is not None else self._module_env
         last = frames[-1] if frames else None
-        self._method = last.method if isinstance(last, FunctionState) else None
+        self.method = last.method if isinstance(last, FunctionState) else None
         owner = frames[-2] if len(frames) >= 2 and isinstance(last, FunctionState) else None
-        self._class = owner if isinstance(owner, ClassState) else None
+        self.cls = owner if isinstance(owner, ClassState) else None
 
     @property
     def frame(self) -> Frame:
@@ -333,28 +398,32 @@ class State:
 
     def current_class(self) -> Optional[ClassState]:
         """The class whose method we are in (directly), if any."""
-        return self._class
+        return self.cls
 
     def current_method(self) -> Optional[MethodState]:
-        return self._method
+        return self.method
 
     def enclosing_function(self) -> Optional[FunctionState]:
-        return self._function
+        return self.function
 
     def outermost_function(self) -> Optional[FunctionState]:
-        return self._outer
+        return self.outer
 
     @property
-    def env(self) -> Env:
-        """The Env of the innermost function, or the module's."""
-        func = self._function
-        return func.env if func is not None else self.module_env
+    def module_env(self) -> Env:
+        return self._module_env
+
+    @module_env.setter
+    def module_env(self, env: Env) -> None:
+        self._module_env = env
+        if self.function is None:
+            self.env = env
 
     def local_handle(self, name: str) -> Optional[Handle]:
-        func = self._function
+        func = self.function
         if func is not None:
             return func.env.handles.get(name)
-        local = self.module_env.handles.get(name)
+        local = self._module_env.handles.get(name)
         if local is not None:
             return local
         pair = self.module_handles.get(name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Any, Callable, Iterable, NamedTuple, Optional
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
 from ..facts import (
     LOOKUP_VERBS, OWN_CLASS, ArgRef, AttrArg, DatasetRef, HandleArg, HandleSite, RefKind,
@@ -49,8 +49,13 @@ _NEW_TUPLE = tuple.__new__
 def call_args(call: ast.Call) -> list[Arg]:
     """The arguments of a call in source order (ast keeps positional and keyword apart)."""
     new, arg = _NEW_TUPLE, Arg  # (`Arg(...)` without its Python-level `__new__`: one per call)
+    positional = call.args
+    if len(positional) == 1 and not call.keywords:  # (most calls given any: one argument)
+        one = positional[0]
+        return [new(arg, (None, "*", one.value)) if type(one) is ast.Starred
+                else new(arg, (None, "", one))]
     args = [new(arg, (None, "*", a.value)) if type(a) is ast.Starred else new(arg, (None, "", a))
-            for a in call.args]
+            for a in positional]
     if not call.keywords:
         return args
     keywords = [new(arg, (k.arg, "" if k.arg else "**", k.value)) for k in call.keywords]
@@ -87,15 +92,38 @@ def _texts(call: ast.Call, args: list[Arg]) -> tuple[tuple[int, str, str], ...]:
     name from a registry or a factory."""
     found = []
     for index, arg in enumerate(args):
-        text = string(arg.value) if not arg.star else None
-        if text is not None:
-            found.append((-1 if arg.keyword else index, arg.keyword or "", text))
-    first = dict_literal(call.args[0]) if call.args else None
+        value = arg.value  # (`string`, inline)
+        if type(value) is ast.Constant and type(value.value) is str and not arg.star:
+            found.append((-1 if arg.keyword else index, arg.keyword or "", value.value))
+    if call.args and type(call.args[0]) in (ast.Dict, ast.Call):
+        _dict_texts(call.args[0], found)
+    return tuple(found)
+
+
+def _dict_texts(first: ast.expr, found: list[tuple[int, str, str]]) -> None:
+    """The "type" and "name" keys of a dict given first (`_texts`), added to `found`."""
+    literal = dict_literal(first)
     for key in ("type", "name"):
-        text = string(first.get(key)) if first else None
+        text = string(literal.get(key)) if literal else None
         if text is not None:
             found.append((0, key, text))
-    return tuple(found)
+
+
+# What `_refs_of_call` makes of a callee's qualified name, as far as the name alone decides:
+# (_WRAPPER, ...) a dataset wrapper; (_NO_REFS, ...) never a dataset (torch, a builtin, a
+# handle's constructor, a process identity); else (_REFS, its last part, whether it is
+# class-like, whether it is lookup-like).
+_WRAPPER, _NO_REFS, _REFS = 0, 1, 2
+
+
+def _callee_of(name: str, types: Mapping[str, Any]) -> tuple[int, str, bool, bool]:
+    if name in WRAPPERS:
+        return _WRAPPER, "", False, False
+    if name.startswith(("torch.", "builtins.")) or name in _BUILTINS \
+            or types.get(name) is not None or name in PROCESS_IDENTITY:
+        return _NO_REFS, "", False, False
+    short = name.rpartition(".")[2]
+    return _REFS, short, short[:1].isupper() or name == OWN_CLASS, short.startswith(LOOKUP_VERBS)
 
 
 def string(node: Optional[ast.AST]) -> Optional[str]:
@@ -167,6 +195,8 @@ class Evaluator:
     def __init__(self, state: State, positions: Positions) -> None:
         self.state = state
         self.registry = state.registry
+        self._types = state.registry.types  # (`registry.lookup`, without the call)
+        self._callees: dict[str, tuple[int, str, bool, bool]] = {}  # name → _callee_of(name)
         self.positions = positions
         # the file names a process identity at all (else no expression in it is one)
         self.identity_possible = True
@@ -174,6 +204,10 @@ class Evaluator:
         # shared with other evaluators of the same tree (`share_args`)
         self._args: dict[int, list[Arg]] = {}
         self._refs: dict[tuple[str, str, int], DatasetRef] = {}  # (_ref)
+        # a call whose arguments' refs `arg_refs` keeps while nothing is bound (`steady`), and
+        # those refs once computed
+        self._steady: Optional[ast.Call] = None
+        self._steady_refs: Optional[list[list[DatasetRef]]] = None
 
     def args(self, call: ast.Call) -> list[Arg]:
         """`call_args(call)`, computed once per call node (do not change the list)."""
@@ -181,6 +215,11 @@ class Evaluator:
         if found is None:
             found = self._args[id(call)] = call_args(call)
         return found
+
+    def steady(self, call: Optional[ast.Call]) -> None:
+        """From now until `steady(None)`, nothing the refs of `call`'s arguments depend on
+        changes (no name is bound, no handle held): `arg_refs` computes them once."""
+        self._steady, self._steady_refs = call, None
 
     def share_args(self, other: Evaluator) -> None:
         """Use `other`'s arguments computed so far and to come (an evaluator of the same tree)."""
@@ -219,7 +258,7 @@ class Evaluator:
     def _handle_of_attribute(self, expr: ast.Attribute) -> Optional[Handle]:
         if not is_self(expr.value):
             return None
-        cls, method = self.state.current_class(), self.state.current_method()
+        cls, method = self.state.cls, self.state.method
         if cls is not None and method is not None:
             return cls.held_in(method.name, expr.attr)
         return None
@@ -251,11 +290,13 @@ class Evaluator:
 
     def _handle_of_call(self, call: ast.Call) -> Optional[Handle]:
         name = self.state.q(call.func)
-        if name is not None and self.registry.lookup(name) is not None:
+        if name is not None and self._types.get(name) is not None:
             return Handle(call, name)
         func = call.func
         if type(func) is ast.Attribute:
-            base = self.handle_of(func.value)
+            value = func.value  # (a name's: `handle_of`, inline)
+            base = self.state.local_handle(value.id) if isinstance(value, ast.Name) \
+                else self.handle_of(value)
             if base is not None and func.attr in self.registry.derived_methods(base.handle):
                 return base.as_derived()
         if name in _KEEP_ELEMENTS and len(call.args) == 1 and not call.keywords:
@@ -305,6 +346,11 @@ class Evaluator:
             return [self._ref("name", qualified)] if qualified and "." in qualified else []
         if kind is ast.Constant:
             return []
+        if isinstance(expr, ast.Attribute):  # `self.x`: what the class keeps in it
+            cls = self.state.cls
+            if cls is not None and is_self(expr.value):
+                return [self._ref("attr", f"{cls.qualname}.{expr.attr}")]
+            return []
         how = _REFS_OF.get(kind)
         return how(self, expr) if how is not None else []
 
@@ -316,12 +362,6 @@ class Evaluator:
             found = self._refs[kind, target, positional] = DatasetRef(kind, target,
                                                                       positional=positional)
         return found
-
-    def _refs_of_attribute(self, expr: ast.Attribute) -> list[DatasetRef]:
-        cls = self.state.current_class()
-        if is_self(expr.value) and cls is not None:
-            return [self._ref("attr", f"{cls.qualname}.{expr.attr}")]
-        return []
 
     def _refs_of_value(self, expr: ast.Subscript | ast.Starred) -> list[DatasetRef]:
         return self.refs_of(expr.value)
@@ -370,19 +410,19 @@ class Evaluator:
                         for r in self._refs_of_call(func)
                         if r.kind == "call" and not r.result_called]
             return []
-        wrapper = WRAPPERS.get(name)
-        if wrapper is not None:
-            how, position, keyword = wrapper
+        callee = self._callees.get(name)
+        if callee is None:
+            callee = self._callees[name] = _callee_of(name, self._types)
+        code, short, class_like, lookup = callee
+        if code is _WRAPPER:
+            how, position, keyword = WRAPPERS[name]
             if how == "all":
                 return [r for arg in self.args(call) for r in self.refs_of(arg.value)]
             arg = argument(call, position, keyword)
             return self.refs_of(arg) if arg is not None else []
-        if name.startswith(("torch.", "builtins.")) or name in _BUILTINS:
-            return []
-        if self.registry.lookup(name) is not None or name in PROCESS_IDENTITY:
+        if code is _NO_REFS:
             return []
         # What else a constructor is given (a holder object passed in): class-like names only
-        short = name.rpartition(".")[2]
         registry = self.state.q(call.args[1]) if short == "build_from_cfg" \
             and len(call.args) > 1 else None
         if registry:  # mmcv's `build_from_cfg(cfg, DATASETS)`: `DATASETS.build(cfg)`
@@ -390,22 +430,33 @@ class Evaluator:
                                key_params=tuple(k for k in self._key_params(call) if k[0] == 0))]
         if not call.args and not call.keywords:  # `f()`: what the lines below make of it
             return [self._ref("call", name, 0)]
-        class_like = short[:1].isupper() or name == OWN_CLASS
-        passed = tuple(self.arg_refs(call)) if class_like and (call.args or call.keywords) \
-            else ()
-        unknown = False  # `*args` or `**kwargs` given
-        for given in self.args(call):
+        passed = tuple(self.arg_refs(call)) if class_like else ()
+        # `_handle_args`, whether `*args` or `**kwargs` is given, and `_texts` (of a call not
+        # class-like), in one pass over the arguments
+        handles: list[HandleArg] = []
+        texts: list[tuple[int, str, str]] = []
+        unknown = False
+        for index, given in enumerate(self.args(call)):
             if given.star:
                 unknown = True
-                break
+                continue
+            value = given.value
+            keyword = given.keyword or ""
+            if isinstance(value, ast.Constant):  # (no handle)
+                if type(value.value) is str and not class_like:
+                    texts.append((-1 if keyword else index, keyword, value.value))
+                continue
+            handle = self.handle_of(value)
+            if handle is not None and not handle.closed:
+                handles.append(HandleArg(-1 if keyword else index, keyword, self.site(handle)))
+        if not class_like and call.args and type(call.args[0]) in (ast.Dict, ast.Call):
+            _dict_texts(call.args[0], texts)
         attr_args = tuple(self._attr_args(call)) if class_like else ()
-        return [DatasetRef("call", name, tuple(self._handle_args(call)), passed,
+        return [DatasetRef("call", name, tuple(handles), passed,
                            -1 if unknown else len(call.args),
                            tuple([k.arg for k in call.keywords if k.arg]),
-                           attr_args=attr_args,
-                           texts=() if class_like else _texts(call, self.args(call)),
-                           key_params=self._key_params(call)
-                           if short.startswith(LOOKUP_VERBS) else ())]
+                           attr_args=attr_args, texts=tuple(texts),
+                           key_params=self._key_params(call) if lookup else ())]
 
     def _key_params(self, call: ast.Call) -> tuple[tuple[int, str, str], ...]:
         """The parameters a call passes on as they are: (position or -1, keyword, the
@@ -422,14 +473,21 @@ class Evaluator:
         """`cls(...)`, `type(self)(...)`, `self.__class__(...)` → OWN_CLASS (the class the
         method is looked up on, decided when linking); `self._build(...)` in a method of `C`
         → "C._build" (what that method returns, when linking)."""
-        if is_name(func, "cls") or (type(func) is ast.Attribute and func.attr == "__class__"
-                                    and is_self(func.value)) or (
-                type(func) is ast.Call and is_name(func.func, "type") and len(func.args) == 1
-                and is_self(func.args[0])):
+        kind = type(func)
+        if kind is ast.Name:
+            return OWN_CLASS if func.id == "cls" else None  # type: ignore[attr-defined]
+        if kind is ast.Attribute:
+            assert isinstance(func, ast.Attribute)
+            if not is_self(func.value):
+                return None
+            if func.attr == "__class__":
+                return OWN_CLASS
+            cls = self.state.cls
+            return f"{cls.qualname}.{func.attr}" if cls is not None else None
+        if isinstance(func, ast.Call) and is_name(func.func, "type") and len(func.args) == 1 \
+                and is_self(func.args[0]):
             return OWN_CLASS
-        method = self_attr(func)
-        cls = self.state.current_class()
-        return f"{cls.qualname}.{method}" if method is not None and cls is not None else None
+        return None
 
     def arg_refs(self, call: ast.Call, every: bool = False, with_refs: bool = False
                  ) -> list[ArgRef]:
@@ -438,9 +496,15 @@ class Evaluator:
         (an empty list) unless one of them may be a dataset."""
         found: list[ArgRef] = []
         args = self.args(call)
-        each: list[list[DatasetRef]] = [[] if arg.star else self.refs_of(arg.value) for arg in args]
+        each = self._steady_refs if call is self._steady else None
+        if each is None:
+            each = [[] if arg.star or type(arg.value) is ast.Constant  # (`refs_of`: none)
+                    else self.refs_of(arg.value) for arg in args]
+            if call is self._steady:
+                self._steady_refs = each
         if with_refs and not any(each):
             return found
+        env = self.state.env
         for index, arg in enumerate(args):
             if arg.star:
                 if every:
@@ -448,11 +512,17 @@ class Evaluator:
                 continue
             value = arg.value
             refs = each[index]
-            number = int_value(value)
-            if number is None and type(value) is ast.Name:
-                number = self.state.env.int_value(value.id)[1]
-            none = is_none(value)
-            truth = bool(value.value) if type(value) is ast.Constant else None
+            kind = type(value)  # (int_value, is_none and the truth of a constant, inline)
+            if kind is ast.Constant:
+                constant = value.value  # type: ignore[attr-defined]
+                number = constant if type(constant) is int else None
+                none = constant is None
+                truth: Optional[bool] = bool(constant)
+            else:
+                number = env.int_value(value.id)[1] \
+                    if isinstance(value, ast.Name) else None
+                none = False
+                truth = None
             if refs or number is not None or truth is not None or every:
                 keyword = arg.keyword or ""
                 found.append(ArgRef(-1 if keyword else index, keyword, tuple(refs), number,
@@ -500,6 +570,16 @@ class Evaluator:
 
     def value_of(self, expr: ast.expr) -> Value:
         """What `name = expr` binds the name to."""
+        kind = type(expr)
+        if kind is ast.Call:  # (most values: `int_value`, `dict_literal` of one, inline)
+            assert isinstance(expr, ast.Call)
+            func = expr.func
+            kwargs = {k.arg: k.value for k in expr.keywords if k.arg} \
+                if type(func) is ast.Name and func.id == "dict" else None
+            return Value(self._refs_of_call(expr), None, kwargs, self.context_of_call(expr),
+                         self.identity_possible and self.is_identity(expr))
+        if kind is ast.Constant:  # no refs, no dict, no context, not an identity
+            return Value([], int_value(expr))
         return Value(self.refs_of(expr), int_value(expr), dict_literal(expr),
                      self.context_of_call(expr), self.is_identity(expr))
 
@@ -520,7 +600,7 @@ class Evaluator:
             return self.state.env.identity(expr.id)
         elif kind is ast.Attribute:
             assert isinstance(expr, ast.Attribute)
-            cls = self.state.current_class()
+            cls = self.state.cls
             if cls is not None and is_self(expr.value):
                 return expr.attr in cls.identity_attrs
         for child in child_nodes(expr):
@@ -543,7 +623,6 @@ _HANDLE_OF: dict[type, Callable[[Evaluator, Any], Optional[Handle]]] = {
     ast.IfExp: Evaluator._handle_of_ifexp,
 }
 _REFS_OF: dict[type, Callable[[Evaluator, Any], list[DatasetRef]]] = {
-    ast.Attribute: Evaluator._refs_of_attribute,
     ast.Subscript: Evaluator._refs_of_value, ast.Starred: Evaluator._refs_of_value,
     ast.List: Evaluator._refs_of_elements, ast.Tuple: Evaluator._refs_of_elements,
     ast.IfExp: Evaluator._refs_of_ifexp,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional
 
 from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
 from ..frameworks import LOADER_LAST_PARTS, framework_loader
@@ -35,7 +35,7 @@ MAX_DEPTH = 1000
 class TooDeep(Exception):
     """The file nests deeper than MAX_DEPTH; the message is for WS001."""
 
-    def __init__(self, node: ast.AST) -> None:
+    def __init__(self, node: Optional[ast.AST]) -> None:
         super().__init__(f"too deeply nested to analyse (an expression more than {MAX_DEPTH} "
                          f"levels deep, line {getattr(node, 'lineno', '?')})")
 
@@ -86,8 +86,8 @@ class FactWalker:
         self.state = State(module_name, registry)
         self.ev = Evaluator(self.state, positions)
         self.positions = positions
-        self.config_attrs = registry.config_attrs()
-        self.closers = registry.closers()
+        self.config_attrs = self.state.sets.config_attrs
+        self.closers = self.state.sets.closers
         self.classes: list[ClassState] = []
         self.functions: list[FunctionState] = []
         self.function_names: set[str] = set()  # qualified names of `functions`
@@ -149,20 +149,61 @@ class FactWalker:
         fields = _FIELDS.get(kind)
         if fields is None:
             fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _SKIPPED)
-        walk = self.walk
         for name in fields:
             value = getattr(node, name, None)
             if type(value) is list:
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        walk(item)
+                if value:
+                    self.walk_all(value)
             elif isinstance(value, ast.AST):
-                walk(value)
+                self.walk(value)
 
-    def walk_all(self, nodes: Sequence[Optional[ast.AST]]) -> None:
+    def walk_all(self, nodes: Iterable[Optional[ast.AST]]) -> None:
+        """`walk` of each node (and None or a string skipped), names and constants inline (as
+        `walk` reads them)."""
+        walk = self.walk
         for node in nodes:
-            if node is not None:
-                self.walk(node)
+            kind = type(node)
+            if kind is _NAME:
+                if self.depth >= MAX_DEPTH:
+                    raise TooDeep(node)
+                if id(node) not in self.store_nodes:
+                    sink = self._sink if self._sink_valid else self._new_sink()
+                    if sink is not None:
+                        sink.add(node.id)  # type: ignore[union-attr]
+            elif kind is _CONSTANT:
+                if self.depth >= MAX_DEPTH:
+                    raise TooDeep(node)
+                value = node.value  # type: ignore[union-attr]
+                if value is None or value is True or value is False:
+                    self._read_names((repr(value),))
+            elif isinstance(node, ast.AST):
+                walk(node)
+
+    # The most frequent nodes without a hook of their own: `children` of each, field by field.
+    def visit_Expr(self, node: ast.Expr) -> None:
+        self.walk(node.value)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        self.walk(node.left)
+        self.walk_all(node.comparators)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        self.walk(node.left)
+        self.walk(node.right)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
+        self.walk(node.operand)
+
+    def visit_Tuple(self, node: ast.Tuple | ast.List) -> None:
+        self.walk_all(node.elts)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self.walk_all(node.values)
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> None:
+        self.walk(node.value)
+        if node.format_spec is not None:
+            self.walk(node.format_spec)
 
     def _push(self, frame: Frame) -> None:
         self.state.push(frame)
@@ -192,7 +233,7 @@ class FactWalker:
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         bind_import_from(self.state.scope, node, self.module_name, self.is_package,
-                         self.state.registry.module_roots() if node.level else frozenset())
+                         self.state.sets.module_roots if node.level else frozenset())
         self.state.rebound()
         names = [node.module.split(".", 1)[0]] if node.module else []
         names += [part for alias in node.names for part in (alias.name, alias.asname)
@@ -212,9 +253,11 @@ class FactWalker:
         outer_uses = self._self_uses
         if not state.frames[:-1]:
             self._self_uses = self.self_uses[id(node)] = SelfUses()
-        self.walk_all(node.decorator_list)
+        if node.decorator_list:
+            self.walk_all(node.decorator_list)
         self.walk_all(node.bases)
-        self.walk_all(node.keywords)
+        if node.keywords:
+            self.walk_all(node.keywords)
         self.walk_all(node.body)
         self._self_uses = outer_uses
         self._pop()
@@ -260,7 +303,8 @@ class FactWalker:
         if isinstance(owner, ClassState):
             self._uses_method = node.name
         self._push(func)
-        self.walk_all(node.decorator_list)
+        if node.decorator_list:
+            self.walk_all(node.decorator_list)
         self.visit_arguments(node.args)
         self.walk_all(node.body)
         self._pop()
@@ -269,11 +313,13 @@ class FactWalker:
 
     def visit_arguments(self, node: ast.arguments) -> None:
         """Only defaults hold syntax we read (annotations are not walked)."""
-        self.walk_all(node.defaults)
-        self.walk_all(node.kw_defaults)
+        if node.defaults:
+            self.walk_all(node.defaults)
+        if node.kw_defaults:
+            self.walk_all(node.kw_defaults)
 
     def visit_Global(self, node: ast.Global) -> None:
-        func = self.state.enclosing_function()
+        func = self.state.function
         if func is not None:
             func.globals_declared.update(node.names)
         self._read_names(node.names)
@@ -313,14 +359,15 @@ class FactWalker:
                 self._self_uses.lazy.add(self._uses_method)
             if presence(node.test)[0] is not None:
                 self._self_uses.presence.add(self._uses_method)
-        guarded = self.ev.is_identity(node.test)
+        guarded = self.ev.identity_possible and self.ev.is_identity(node.test)
         self.state.pid_guard_depth += guarded
         self.walk(node.test)
         outer, choice = self._choice, self._chosen_by(node.test)
         self._choice = choice or outer
         self.walk_all(node.body)
         self._choice = outer
-        self.walk_all(node.orelse)
+        if node.orelse:
+            self.walk_all(node.orelse)
         self.state.pid_guard_depth -= guarded
 
     def visit_Match(self, node: ast.Match) -> None:
@@ -353,7 +400,7 @@ class FactWalker:
     def _param_choice(self, subject: ast.expr, text: str) -> Optional[tuple[str, str]]:
         """(the parameter `subject` is, `text`) when it is a parameter of the module-level
         function being walked."""
-        func = self.state.enclosing_function()
+        func = self.state.function
         if func is None or not func.is_module_level:
             return None
         refs = self.state.env.refs(subject.id) if type(subject) is ast.Name else None
@@ -415,8 +462,8 @@ class FactWalker:
 
     def visit_Assert(self, node: ast.Assert) -> None:
         """`assert isinstance(reader, Reader)` in `__init__` types the parameter."""
-        test, cls = node.test, self.state.current_class()
-        method = self.state.current_method()
+        test, cls = node.test, self.state.cls
+        method = self.state.method
         if cls is not None and method is not None and method.name == "__init__" \
                 and type(test) is ast.Call and is_name(test.func, "isinstance") \
                 and len(test.args) == 2 and type(test.args[0]) is ast.Name:
@@ -426,7 +473,7 @@ class FactWalker:
         self.children(node)
 
     def visit_Delete(self, node: ast.Delete) -> None:
-        method = self.state.current_method()
+        method = self.state.method
         for target in node.targets:
             attr = self_attr(target)
             if attr is not None and method is not None:
@@ -437,22 +484,32 @@ class FactWalker:
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         value = node.value
-        if self._uses_method and type(value) is ast.Attribute and self._self_uses is not None:
-            attr = self_attr(value)
-            if attr is not None:  # `self.reader.get(k)`: what it uses of an object it keeps
-                self._self_uses.members.add((self._uses_method, attr, node.attr))
-        method = self.state.current_method()
-        if method is not None and id(node) not in self.store_nodes:
-            value = node.value
-            if node.attr in self.config_attrs and self_attr(value) is not None:
-                method.config_reads.add(id(value))
-            if isinstance(value, ast.Name):  # `self.x`, `cls.x`, `<its class>.x`
-                cls = self.state.current_class()
+        method = self.state.method
+        read = method is not None and id(node) not in self.store_nodes  # (an attribute read)
+        if isinstance(value, ast.Name):  # (most attributes)
+            if read and method is not None:  # `self.x`, `cls.x`, `<its class>.x`
+                cls = self.state.cls
                 if value.id in ("self", "cls") or (cls is not None and value.id == cls.name):
                     method.attrs_read.add(node.attr)
                     if id(node) not in method.config_reads:
                         method.attrs_used.add(node.attr)
-        self.walk(node.value)
+            # `walk` of the name, inline
+            if self.depth >= MAX_DEPTH:
+                raise TooDeep(value)
+            if id(value) not in self.store_nodes:
+                sink = self._sink if self._sink_valid else self._new_sink()
+                if sink is not None:
+                    sink.add(value.id)
+            return
+        if type(value) is ast.Attribute:
+            attr = self_attr(value)
+            if attr is not None:
+                if self._uses_method and self._self_uses is not None:
+                    # `self.reader.get(k)`: what it uses of an object it keeps
+                    self._self_uses.members.add((self._uses_method, attr, node.attr))
+                if read and method is not None and node.attr in self.config_attrs:
+                    method.config_reads.add(id(value))
+        self.walk(value)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if self._uses_method and self._self_uses is not None:
@@ -478,10 +535,10 @@ class FactWalker:
         """Where a name read here is recorded (recomputed when the innermost frame changes:
         a quarter of the nodes are names)."""
         state = self.state
-        method = state.current_method()
+        method = state.method
         if method is not None:
             sink: Optional[set[str]] = method.globals_read
-        elif state.current_class() is None and not isinstance(state.frame, ClassState):
+        elif state.cls is None and not isinstance(state.frame, ClassState):
             sink = self.globals_outside
         else:
             sink = None
@@ -526,7 +583,7 @@ class FactWalker:
         self.children(node)
 
     def visit_Return(self, node: ast.Return) -> None:
-        func = self.state.enclosing_function()
+        func = self.state.function
         value = node.value
         if func is not None and value is not None and (func.is_module_level or func.method):
             handle = self.ev.handle_of(value)
@@ -552,14 +609,19 @@ class FactWalker:
             self.walk(node.value)
 
     def visit_Call(self, node: ast.Call) -> None:
-        name = self.state.q(node.func)
-        outer = self._outer_function()
-        if name in LOADERS:
+        state = self.state
+        func = node.func
+        name = state.q(func)
+        outer = state.outer
+        plain = False  # not a loader nor `set_start_method` (most calls)
+        if name is None:  # (a call of a call's result, of a subscript)
+            plain = True
+        elif name in LOADERS:
             self.loaders.append(read_loader(node, self.ev, _qualname(outer)))
-        elif name is not None and name.rpartition(".")[2] in LOADER_LAST_PARTS and (
-                row := framework_loader(name, self.state.scope.all_star_modules())) is not None:
+        elif name.rpartition(".")[2] in LOADER_LAST_PARTS and (
+                row := framework_loader(name, state.scope.all_star_modules())) is not None:
             self.loaders.append(read_framework_loader(node, row, self.ev, _qualname(outer)))
-        elif name in _STAR_LOADER_NAMES and any(self.state.scope.all_star_modules()):
+        elif name in _STAR_LOADER_NAMES and any(state.scope.all_star_modules()):
             # `DataLoader` from `from utils import *`: the linker decides (LoaderCall.star_name)
             self.loaders.append(read_loader(node, self.ev, _qualname(outer), star_name=name))
         elif name in SET_START_METHOD and (node.args or node.keywords):
@@ -569,31 +631,46 @@ class FactWalker:
             else:
                 self.scoped_starts.setdefault(outer.qualname, method)
         else:
-            self._note_calls(node, name, outer)
-            if name is not None and (node.args or node.keywords) \
-                    and name not in _NOT_HANDLE_CALLEES \
+            plain = True
+        if plain:
+            if outer.is_module_level if outer is not None else not state.frames:
+                self._note_calls(node, name, outer)  # (it notes nothing elsewhere)
+            if not (node.args or node.keywords):
+                pass  # (no argument: no call site)
+            elif name is not None and name not in _NOT_HANDLE_CALLEES \
                     and name.partition(".")[0] not in _LIBRARY_ROOTS \
-                    and self._function_call(node.func):
-                args = self.ev.arg_refs(node, with_refs=True)
-                if any(a.refs for a in args):  # `val(net, test_dataset)`: linked to val's params
-                    self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
-                    if name not in self.function_names \
-                            and name.rpartition(".")[2][:1].isupper():  # a class: a DataLoader?
-                        self.loader_candidates.append(
-                            read_candidate_loader(node, name, self.ev, _qualname(outer)))
-            elif type(node.func) is ast.Attribute and (node.args or node.keywords):
-                self._method_site(node, node.func)
-        if type(node.func) is ast.Attribute:
-            self._cache_add(node, node.func)  # before the call binds the container here
-            self._method_call(node, node.func)
-        self.walk(node.func)
-        self.walk_all(node.args)
-        for keyword in node.keywords:
-            self.walk(keyword.value)
+                    and self._function_call(func):
+                self._function_site(node, name, outer)
+            elif type(func) is ast.Attribute:
+                self._method_site(node, func)
+        if type(func) is ast.Attribute:
+            if func.attr in _CACHE_ADDERS:
+                self._cache_add(node, func)  # before the call binds the container here
+            self._method_call(node, func)
+        self.walk(func)
+        if node.args:
+            self.walk_all(node.args)
+        if node.keywords:
+            self.walk_all([keyword.value for keyword in node.keywords])
+
+    def _function_site(self, node: ast.Call, name: str, outer: Optional[FunctionState]
+                       ) -> None:
+        """`val(net, test_dataset)`: a call site linked to val's parameters, when an argument
+        may be a dataset; of a class, also read as a DataLoader call (the linker decides)."""
+        ev = self.ev
+        ev.steady(node)  # (nothing is bound below: its arguments' refs are computed once)
+        args = ev.arg_refs(node, with_refs=True)
+        if any(a.refs for a in args):
+            self.calls.append(CallSite(name, tuple(args), self.positions.span(node)))
+            if name not in self.function_names \
+                    and name.rpartition(".")[2][:1].isupper():  # a class: a DataLoader?
+                self.loader_candidates.append(
+                    read_candidate_loader(node, name, ev, _qualname(outer)))
+        ev.steady(None)
 
     def _outer_function(self) -> Optional[FunctionState]:
         """The outermost function (or method) the walk is in: what a call inside it runs for."""
-        return self.state.outermost_function()
+        return self.state.outer
 
     def _note_calls(self, node: ast.Call, name: Optional[str],
                     outer: Optional[FunctionState]) -> None:
@@ -608,21 +685,26 @@ class FactWalker:
             sink = outer.calls
         else:
             return
-        scope, bindings = self.state.scope, self.state.env.bindings
+        state = self.state
+        scope, bindings = state.scope, state.env.bindings
         # the callee (`f(...)`, `mod.f(...)`) and each argument that is a bare name
-        # (`mp.spawn(main_worker)`); not a local, `obj.m` or `a.b` passed on
-        root = _root(node.func)
-        candidates = [(name, node.func, root)] if type(root) is ast.Name else []
-        candidates += [(None, a, a) for a in node.args if type(a) is ast.Name]
-        candidates += [(None, k.value, k.value) for k in node.keywords
-                       if type(k.value) is ast.Name]
-        for called, expr, local in candidates:
-            if local.id in bindings or scope.lookup(local.id) is None:
-                continue  # not a module-level function or import
-            called = called or self.state.q(expr)
-            if called and called.partition(".")[0] not in _LIBRARY_ROOTS \
-                    and called not in _NOT_HANDLE_CALLEES:
-                sink.add(called)
+        # (`mp.spawn(main_worker)`); not a local, `obj.m` or `a.b` passed on; each only if
+        # not a local and bound in the scope (a module-level function or import)
+        func = root = node.func
+        while type(root) is ast.Attribute:  # (`_root`, inline)
+            root = root.value
+        if type(root) is ast.Name and root.id not in bindings \
+                and scope.lookup(root.id) is not None:
+            _note_called(sink, name or state.q(func))
+        for arg in node.args:
+            if type(arg) is ast.Name and arg.id not in bindings \
+                    and scope.lookup(arg.id) is not None:
+                _note_called(sink, state.q(arg))
+        for keyword in node.keywords:
+            arg = keyword.value
+            if type(arg) is ast.Name and arg.id not in bindings \
+                    and scope.lookup(arg.id) is not None:
+                _note_called(sink, state.q(arg))
 
     def _function_call(self, func: ast.expr) -> bool:
         """A call of a function by name (`val(...)`, `mod.val(...)` with `mod` imported),
@@ -642,16 +724,19 @@ class FactWalker:
             return
         receiver = func.value
         if is_self(receiver):
-            cls = self.state.current_class()
-            refs = [DatasetRef("call", cls.qualname)] if cls is not None else []
+            cls = self.state.cls
+            if cls is None:
+                return
+            args = self.ev.arg_refs(node, with_refs=True)  # (first: most calls pass no dataset)
+            refs = [DatasetRef("call", cls.qualname)] if args else []
         elif type(receiver) is ast.Name and self.state.env.refs(receiver.id) \
                 or type(receiver) in (ast.Call, ast.Attribute):
             refs = [r for r in self.ev.refs_of(receiver) if r.target != OWN_CLASS]
+            args = self.ev.arg_refs(node, with_refs=True) if refs else []
         else:
             return
         if not refs:
             return
-        args = self.ev.arg_refs(node, with_refs=True)
         if any(a.refs for a in args):
             self.calls.append(CallSite(func.attr, tuple(args), self.positions.span(node),
                                        tuple(refs)))
@@ -659,10 +744,10 @@ class FactWalker:
     def _method_call(self, node: ast.Call, func: ast.Attribute) -> None:
         state = self.state
         method_name = func.attr
-        frame = state.enclosing_function()
+        frame = state.function
         if frame is not None:
             frame.method_calls.add(method_name)
-        method, cls = state.current_method(), state.current_class()
+        method, cls = state.method, state.cls
         receiver = func.value
         if method is not None:
             if is_self(receiver):
@@ -690,7 +775,7 @@ class FactWalker:
         """`self.envs.append(lmdb.open(p))` holds a handle; `datasets.append(DS(p))` and
         `self.dbs.append(Inner(p))` collect datasets."""
         state = self.state
-        cls, method = state.current_class(), state.current_method()
+        cls, method = state.cls, state.method
         attr = self_attr(receiver)
         if attr is None and type(receiver) is ast.Subscript \
                 and not self.ev.is_identity(receiver.slice):  # `self.lmdbs[t].append(DS(p))`
@@ -710,7 +795,7 @@ class FactWalker:
                 state.env.assign_refs(receiver.id, refs)
 
     def _record_close(self, receiver: ast.expr) -> None:
-        cls, method = self.state.current_class(), self.state.current_method()
+        cls, method = self.state.cls, self.state.method
         attr = self_attr(receiver)
         if attr is None and type(receiver) is ast.Name:
             attr = self.loop_items.get(receiver.id)
@@ -722,18 +807,23 @@ class FactWalker:
 
     def _assign(self, target: ast.expr, value: ast.expr) -> None:
         state = self.state
-        frame = state.frame
+        frame = state.frames[-1] if state.frames else None
         if isinstance(frame, ClassState):
             if isinstance(target, ast.Name):
                 for each in self.ev.handles_in(value):
                     frame.class_held[(target.id, id(each.call))] = each
             return
-        if isinstance(target, (ast.Name, ast.Tuple, ast.List)):
+        kind = type(target)
+        if (kind is ast.Name or kind is ast.Tuple or kind is ast.List) and (  # (imported_by_call's
+                type(value) is ast.Subscript or isinstance(value, ast.Call)  # first test)
+                and value.args and type(value.args[0]) is ast.Constant):
             self._bind_imported(target, value)
-        if isinstance(target, ast.Attribute):
+        if isinstance(target, ast.Name):  # (most targets)
+            self._name_assign(target.id, value)
+        elif isinstance(target, ast.Attribute):
             self._attr_assign(target, value)
         elif isinstance(target, ast.Subscript):
-            cls, method = state.current_class(), state.current_method()
+            cls, method = state.cls, state.method
             attr = self_attr(target.value) if cls and method else None
             handle = self.ev.handle_of(value) if attr else None
             if attr and handle and cls and method:
@@ -751,8 +841,6 @@ class FactWalker:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
             elif refs and type(target.value) is ast.Name:  # datasets[name] = DS(p)
                 state.env.assign_refs(target.value.id, refs)
-        elif isinstance(target, ast.Name):
-            self._name_assign(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             targets = elements(target)
             if isinstance(value, (ast.Tuple, ast.List)) and len(targets) == len(value.elts):
@@ -760,7 +848,7 @@ class FactWalker:
                     self._assign(element, item)
                 return
             refs = self.ev.refs_of(value)
-            cls, method = state.current_class(), state.current_method()
+            cls, method = state.cls, state.method
             for element in targets:
                 if isinstance(element, ast.Name) and refs:
                     state.env.assign_refs(element.id, refs)
@@ -786,7 +874,7 @@ class FactWalker:
 
     def _attr_assign(self, target: ast.Attribute, value: ast.expr) -> None:
         state = self.state
-        cls, method = state.current_class(), state.current_method()
+        cls, method = state.cls, state.method
         attr = target.attr
         if cls is not None and method is not None and is_self(target.value):
             held = self.ev.handles_in(value)
@@ -812,7 +900,7 @@ class FactWalker:
             if refs:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
             return
-        func = state.enclosing_function()
+        func = state.function
         if func is not None and not is_self(target.value) \
                 and self.ev.handle_of(value) is not None:
             func.attr_handle_assigns.add(attr)  # e.g. worker_init_fn: info.dataset.s = ...
@@ -860,7 +948,7 @@ class FactWalker:
     def _name_assign(self, name: str, value: ast.expr) -> None:
         state = self.state
         handle = self.ev.handle_of(value)
-        func = state.enclosing_function()
+        func = state.function
         if handle is None and func is None and not state.frames:
             handle = self._module_alias(value)
         if handle is not None:
@@ -884,7 +972,7 @@ class FactWalker:
         """`_CACHE[path] = zipfile.ZipFile(path)` in a function, `_CACHE` a module-level
         container: a process-global handle cache, filled by that function."""
         state = self.state
-        func = state.enclosing_function()
+        func = state.function
         if func is None or name in func.env.bindings or name not in state.module_env.bindings:
             return
         handle = self.ev.handle_of(value)
@@ -972,6 +1060,13 @@ def _qualname(function: Optional[FunctionState]) -> str:
     return function.qualname if function is not None else ""
 
 
+def _note_called(sink: set[str], called: Optional[str]) -> None:
+    """Add a project function called (or passed on) to `sink`; not a library's, a builtin."""
+    if called and called.partition(".")[0] not in _LIBRARY_ROOTS \
+            and called not in _NOT_HANDLE_CALLEES:
+        sink.add(called)
+
+
 def _decorator_callee(node: ast.expr) -> ast.expr:
     return node.func if type(node) is ast.Call else node
 
@@ -1008,6 +1103,7 @@ _HOOKS[ast.AsyncFunctionDef] = _HOOKS[ast.FunctionDef]
 _HOOKS[ast.AsyncWith] = _HOOKS[ast.With]
 _HOOKS[ast.AsyncFor] = _HOOKS[ast.For]
 _HOOKS[ast.SetComp] = _HOOKS[ast.GeneratorExp] = _HOOKS[ast.ListComp]
+_HOOKS[ast.List] = _HOOKS[ast.Tuple]
 
 
 # Methods putting a value into a container, with the value's position.
