@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 from typing import Callable, Iterable, Optional
 
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
@@ -196,6 +197,7 @@ class Selection:
             homes.setdefault(name, set()).add((home, returned))
         naming = words_pattern(dataset_names)
         loud = self.dataset_files | self.handle_files
+        classes = {c.name for f in facts.values() for c in f.classes}
         scopes = {home for _, home, _ in names}
         # the files that can reach a definition: only those are read for its name
         candidates = set(self.texts) if "" in scopes else \
@@ -205,12 +207,13 @@ class Selection:
             if path in facts or path not in self.texts:  # not read: a warm run's quiet file
                 continue
             text = self.texts[path]
-            here = [how for name in pattern.found(text) for how in homes[name]]
+            here = [(name, *how) for name in pattern.found(text) for how in homes[name]]
             if not here:
                 continue
             names_dataset = path in loud or (naming is not None and naming.search(text))
             if any((not home or path in self._reachers(home)) and (names_dataset or not returned)
-                   for home, returned in here):
+                   and (name in classes or _may_call(text, name))
+                   for name, home, returned in here):
                 found.add(path)
         quiet, loud = self._verdicts  # a caller is read again next time, though it names
         quiet -= found  # no handle and no dataset
@@ -311,6 +314,24 @@ class Selection:
         if found is None:
             found = self._lines[path] = import_lines(self.texts[path])
         return found
+
+
+def _may_call(text: str, name: str) -> bool:
+    """Whether `text` may hold a call site the linker ties to the function or method `name`,
+    or a re-export of it: the name then comes before a call's parenthesis (`name(`,
+    `obj.name (`, `(name)(`, `name  # note` then `(` on the next line) or in an import list
+    (`from m import name as n`, `name,`, `name)`, `name` ending the line). A name only
+    mentioned (`for each file`, `"select"`, `getattr(o, "name")`, `name.__doc__`) ties nothing:
+    the linker follows call sites of functions, not values of them (a class is followed as
+    a value: `run(Trainer)`; a dunder is called without its name: `Cls(ds)`)."""
+    if name.startswith("__") and name.endswith("__"):
+        return True
+    return _call_or_import(name).search(text) is not None
+
+
+@lru_cache(maxsize=1024)
+def _call_or_import(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(name) + r"[ \t\r\f]*(?:[(),;#\\]|as(?!\w)|$)", re.M)
 
 
 def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
