@@ -64,6 +64,8 @@ class Selection:
         self._verdicts: tuple[set[str], set[str]] = (set(), set())
         # files the callers' round found before it was needed (`complete`)
         self._deferred_callers: set[str] = set()
+        self._binds: dict[tuple[str, str], bool] = {}  # `_may_bind`
+        self._froms: dict[str, list[tuple[str, tuple[str, ...]]]] = {}  # `_from_imports`
 
     def first(self) -> list[str]:
         """The files parsed first: a handle and a dataset word in the same file."""
@@ -103,7 +105,7 @@ class Selection:
         interesting_alone: dict[int, bool] = {}  # by id: `facts` holds every one while here
         while True:
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
-                                      handle_files)
+                                      handle_files, self._may_bind)
             pattern = words_pattern(_interesting_names(facts.values()))
             if pattern is not None:
                 wanted |= {p for p in dataset_files | handle_files if pattern.search(texts[p])}
@@ -113,6 +115,7 @@ class Selection:
                 wanted |= {p for p in dataset_files | handle_files
                            if p not in facts and self._imported_by(p) & modules
                            and named.search(texts[p])}
+                wanted |= self._reexporters(modules, exported, facts)
             callers = self._callers(facts, dataset_names, loader_names) - set(facts)
             wanted |= self._gate(callers, callers_needed, self._deferred_callers)
             if starts_needed:
@@ -301,6 +304,45 @@ class Selection:
             found = self._runs[path] = (runs, ends)
         return found
 
+    def _reexporters(self, modules: set[str], exported: set[str],
+                     facts: dict[str, FileFacts]) -> set[str]:
+        """The other packages importing a name an interesting module exports, or such a
+        module (`from .remote import RemoteImages as Images` in imaging/__init__.py, naming
+        neither a dataset nor a handle): a name may resolve through them (`imaging.Images`),
+        and a package above them through them in turn (the next round). From import lines;
+        a list not on one line (`from a import (`) counts as naming any."""
+        found = set()
+        loud = self.dataset_files | self.handle_files
+        for path in self.texts:
+            if path in facts or path in loud or not self.by_path[path].is_package:
+                continue
+            for module, names in self._from_imports(path):
+                if (module in modules and (not names or not exported.isdisjoint(names))) \
+                        or any(f"{module}.{name}" in modules for name in names):
+                    found.add(path)
+                    break
+        return found
+
+    def _from_imports(self, path: str) -> list[tuple[str, tuple[str, ...]]]:
+        """(module, the names listed: () when unknown) for each `from` import of a file."""
+        found = self._froms.get(path)
+        if found is None:
+            file = self.by_path[path]
+            found = self._froms[path] = [
+                (module_of_import(file.module, file.is_package, level, name), names)
+                for level, name, names in self._import_lines(path) if names is not None]
+        return found
+
+    def _may_bind(self, path: str, name: str) -> bool:
+        """Whether the module `path` may bind `name` (define, import or assign it): only if
+        its text spells it, or through a star import (`from .x import *`)."""
+        found = self._binds.get((path, name))
+        if found is None:
+            text = self.texts[path]
+            found = self._binds[(path, name)] = "import *" in text or re.search(
+                r"(?<!\w)" + re.escape(name) + r"(?!\w)", text) is not None
+        return found
+
     def _imported_by(self, path: str) -> set[str]:
         if path not in self._imports:
             file = self.by_path[path]
@@ -335,10 +377,14 @@ def _call_or_import(name: str) -> re.Pattern[str]:
 
 
 def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
-                    dataset_words: set[str], handle_files: set[str]) -> set[str]:
+                    dataset_words: set[str], handle_files: set[str],
+                    may_bind: Optional[Callable[[str, str], bool]] = None) -> set[str]:
     """Files defining names that dataset-relevant facts refer to: the bases of classes that
     hold handles or may be datasets, what loaders construct (through factories and module
-    variables, followed on demand), worker_init_fns."""
+    variables, followed on demand), worker_init_fns. A module found for a name only as a
+    package above it (`pkg` for `pkg.self.config.get`, a script's sibling spelling of a
+    local's attribute, or of `os.path.join`) is parsed only if it may bind the next part
+    (`may_bind`): the linker resolves the name through that binding, or not at all."""
     every = list(all_facts)
     demanded: set[str] = set()
     sources: dict[str, FileFacts] = {}
@@ -365,6 +411,9 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
             demand((r.target for _, refs in cls.attr_refs for r in refs), facts)
             demand((t for _, t in cls.param_types), facts)  # `reader: FeatureReader`
             demand((c.callee for c in cls.held_calls if not c.callee.startswith("self.")), facts)
+            # the registry a decorator puts it in (`@register("h5")`): its module tells the
+            # linker which lookups (`build_dataset("h5")`) build it
+            demand((callee for callee, _ in cls.registered), facts)
         for loader in facts.loaders:
             demand((r.target for r in loader.datasets), facts)
             demand((r.target for d in loader.datasets for a in d.arg_refs for r in a.refs), facts)
@@ -373,13 +422,26 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
     _follow_factories(every, demand, demanded)
     wanted: set[str] = set()
     for name in demanded:
-        path = _module_file(name, by_module)
+        found = _module_part(name, by_module)
         package = sources[name].module.rpartition(".")[0]
-        if path is None and package:  # a sibling module of a script
-            path = _module_file(f"{package}.{name}", by_module)
-        if path is not None:
-            wanted.add(path)
+        if found is None and package:  # a sibling module of a script
+            found = _module_part(f"{package}.{name}", by_module)
+        if found is not None:
+            path, part = found
+            if not part or may_bind is None or may_bind(path, part):
+                wanted.add(path)
     return wanted
+
+
+def _module_part(name: str, by_module: dict[str, str]) -> Optional[tuple[str, str]]:
+    """`_module_file`'s module for `name`, and the part of `name` after it ("" when `name`
+    is the module): what that module must bind for the name to resolve through it."""
+    parts = name.split(".") if name else []
+    for cut in range(len(parts), 0, -1):
+        path = by_module.get(".".join(parts[:cut]))
+        if path is not None:
+            return path, parts[cut] if cut < len(parts) else ""
+    return None
 
 
 def _demand_loader_classes(every: list[FileFacts], demand: Demand, class_names: set[str]
