@@ -114,6 +114,7 @@ class Selection:
             if modules and named is not None:
                 wanted |= {p for p in dataset_files | handle_files
                            if p not in facts and self._imported_by(p) & modules
+                           and self._binds_from(p, modules, exported)
                            and named.search(texts[p])}
                 wanted |= self._reexporters(modules, exported, facts)
             callers = self._callers(facts, dataset_names, loader_names) - set(facts)
@@ -322,6 +323,22 @@ class Selection:
                     found.add(path)
                     break
         return found
+
+    def _binds_from(self, path: str, modules: set[str], exported: set[str]) -> bool:
+        """Whether a file importing one of `modules` may get what they export through it:
+        it imports the module itself (`import a.b`: `a.b.X`), a module below it, or one of
+        the names it exports (`from a.b import X`), or names not all on the line (`from a.b
+        import (`, `*`); not a file importing only other names from there (`from
+        torch_geometric.data import Data`, where `DataLoader` then comes from elsewhere)."""
+        file = self.by_path[path]
+        for level, name, names in self._import_lines(path):
+            module = module_of_import(file.module, file.is_package, level, name)
+            if module not in modules:
+                continue
+            if names is None or not names or "*" in names or not exported.isdisjoint(names) \
+                    or any(f"{module}.{n}" in modules for n in names):
+                return True
+        return False
 
     def _from_imports(self, path: str) -> list[tuple[str, tuple[str, ...]]]:
         """(module, the names listed: () when unknown) for each `from` import of a file."""
