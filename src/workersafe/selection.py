@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from functools import lru_cache
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
 from .facts import LOOKUP_VERBS, DatasetRef, FileFacts, LoaderCall
@@ -105,7 +105,8 @@ class Selection:
         interesting_alone: dict[int, bool] = {}  # by id: `facts` holds every one while here
         while True:
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
-                                      handle_files, self._may_bind)
+                                      handle_files, self._may_bind, set(words) | loader_names,
+                                      self._arg_callees(facts, loader_names))
             pattern = words_pattern(_interesting_names(facts.values()))
             if pattern is not None:
                 wanted |= {p for p in dataset_files | handle_files if pattern.search(texts[p])}
@@ -135,6 +136,17 @@ class Selection:
                 return
             facts.update(parse([self.by_path[p] for p in sorted(wanted)]))
             wanted = set()
+
+    def _arg_callees(self, facts: dict[str, FileFacts], loader_names: set[str]) -> set[str]:
+        """Short names of the callables an argument of which may reach a loader's dataset:
+        the loader callables and the classes keeping one (`_keeping_classes`)."""
+        for path, f in facts.items():
+            if path not in self._calls:
+                self._calls[path] = _Calls(f)
+        indexes = [self._calls[path] for path in facts]
+        every = list(facts.values())
+        return _loader_callables(every, loader_names, indexes) | {
+            _short(name) for name in _keeping_classes(every, loader_names, indexes)}
 
     def _gate(self, found: set[str], needed: bool, deferred: set[str]) -> set[str]:
         """What a gated round adds now: all it found (and had deferred) once needed, else only
@@ -395,7 +407,9 @@ def _call_or_import(name: str) -> re.Pattern[str]:
 
 def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
                     dataset_words: set[str], handle_files: set[str],
-                    may_bind: Optional[Callable[[str, str], bool]] = None) -> set[str]:
+                    may_bind: Optional[Callable[[str, str], bool]] = None,
+                    loader_words: Optional[set[str]] = None,
+                    arg_callees: Optional[set[str]] = None) -> set[str]:
     """Files defining names that dataset-relevant facts refer to: the bases of classes that
     hold handles or may be datasets, what loaders construct (through factories and module
     variables, followed on demand), worker_init_fns. A module found for a name only as a
@@ -435,7 +449,9 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
             demand((r.target for r in loader.datasets), facts)
             demand((r.target for d in loader.datasets for a in d.arg_refs for r in a.refs), facts)
             demand(loader.worker_inits, facts)
-    _demand_loader_classes(every, demand, dataset_words)
+    if arg_callees is not None:
+        _demand_dataset_calls(every, demand, dataset_words, arg_callees)
+    _demand_loader_classes(every, demand, dataset_words if loader_words is None else loader_words)
     _follow_factories(every, demand, demanded)
     wanted: set[str] = set()
     for name in demanded:
@@ -459,6 +475,34 @@ def _module_part(name: str, by_module: dict[str, str]) -> Optional[tuple[str, st
         if path is not None:
             return path, parts[cut] if cut < len(parts) else ""
     return None
+
+
+def _demand_dataset_calls(every: list[FileFacts], demand: Demand, class_names: set[str],
+                          arg_callees: set[str]) -> None:
+    """The classes the class graph says may be datasets (`class_names`) built where a loader
+    may get them: in an argument of a callable that may hand it to one (`arg_callees`:
+    `make_loader(Transformed(Remote(url)))`), or as an attribute a loader reads
+    (`self.ds = Transformed(...)`, `DataLoader(self.ds)`; by the attribute's name, in any
+    class); a loader's own dataset is demanded with its arguments already."""
+    def dataset_calls(refs: Iterable[DatasetRef]) -> Iterator[str]:
+        return (r.target for r in _attr_free_refs(refs)
+                if r.kind == "call" and _short(r.target) in class_names)
+
+    read: set[str] = set()  # attributes loaders read
+    for facts in every:
+        for site in facts.calls:
+            if _short(site.target) in arg_callees:
+                demand(dataset_calls(r for a in site.args for r in a.refs), facts)
+        loaders = [*facts.loaders, *facts.loader_candidates]
+        read |= {_short(r.target) for r in _attr_free_refs(
+            r for loader in loaders for refs in ([*loader.datasets],
+                                                 [r for a in loader.args for r in a.refs])
+            for r in refs) if r.kind == "attr"}
+    if read:
+        for facts in every:
+            for cls in facts.classes:
+                demand(dataset_calls(r for attr, refs in cls.attr_refs if attr in read
+                                     for r in refs), facts)
 
 
 def _demand_loader_classes(every: list[FileFacts], demand: Demand, class_names: set[str]
@@ -644,6 +688,17 @@ def _attr_refs(refs: Iterable[DatasetRef]) -> frozenset[str]:
             found.add(ref.target)
         stack.extend(r for a in ref.arg_refs for r in a.refs)
     return frozenset(found)
+
+
+def _attr_free_refs(refs: Iterable[DatasetRef]) -> list[DatasetRef]:
+    """`refs` and the references inside their arguments, transitively."""
+    found: list[DatasetRef] = []
+    stack = list(refs)
+    while stack:
+        ref = stack.pop()
+        found.append(ref)
+        stack.extend(r for a in ref.arg_refs for r in a.refs)
+    return found
 
 
 def _kept_refs(refs: Iterable[DatasetRef], kept: set[str]) -> set[str]:
