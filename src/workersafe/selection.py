@@ -92,6 +92,10 @@ class Selection:
         words = self.prefilter.dataset_words
         dataset_names = _dataset_class_names(texts, handle_files | dataset_files, words)
         loader_names = _dataset_class_names(texts, handle_files | dataset_files, ("DataLoader",))
+        # and through an alias of it (`DataLoader as TorchLoader`): a DataLoader subclass
+        loader_aliases = _loader_aliases(texts, dataset_files)
+        loader_like = loader_names | _dataset_class_names(
+            texts, handle_files | dataset_files, loader_aliases) if loader_aliases else loader_names
         by_module = {f.module: f.path for f in self.by_path.values() if f.module}
         aliases = module_aliases((f.path, f.module) for f in self.by_path.values())
         by_module.update((alias, by_module[module]) for alias, module in aliases.items()
@@ -105,7 +109,7 @@ class Selection:
         interesting_alone: dict[int, bool] = {}  # by id: `facts` holds every one while here
         while True:
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
-                                      handle_files, self._may_bind, set(words) | loader_names,
+                                      handle_files, self._may_bind, set(words) | loader_like,
                                       self._arg_callees(facts, loader_names))
             pattern = words_pattern(_interesting_names(facts.values()))
             if pattern is not None:
@@ -758,6 +762,16 @@ def _dataset_class_names(texts: dict[str, str], paths: set[str], words: tuple[st
     graph = [(name, bases) for p in paths for name, bases in class_bases(texts[p])]
     names = {name for name, bases in graph if any(w in b for b in bases for w in words)}
     return _subclass_names(graph, names)
+
+
+_LOADER_ALIAS = re.compile(r"\bDataLoader[ \t]+as[ \t]+(\w+)")
+
+
+def _loader_aliases(texts: dict[str, str], paths: set[str]) -> tuple[str, ...]:
+    """The names DataLoader is imported as (`from torch.utils.data import DataLoader as
+    TorchLoader`), in the files naming it."""
+    return tuple(sorted({alias for p in paths if "DataLoader" in texts[p]
+                         for alias in _LOADER_ALIAS.findall(texts[p])}))
 
 
 def _handle_subclass_files(texts: dict[str, str], handle_files: set[str],
