@@ -6,7 +6,8 @@ datasets; files are parsed when they hold such a class and a handle, define some
 fact refers to, or name something a parsed fact is interested in. A name is looked for only
 where it can come from: a function's or class's callers among the files that can import its
 module (import lines, followed through re-exports), so a script's own `train()` pulls nothing
-in."""
+in, and only where it is spelled as a call or an import (the linker ties call sites, not
+mentions). A name's module is parsed only if it may bind the name (spells it, or star-imports)."""
 
 from __future__ import annotations
 
@@ -489,7 +490,7 @@ def _demand_dataset_calls(every: list[FileFacts], demand: Demand, class_names: s
     (`self.ds = Transformed(...)`, `DataLoader(self.ds)`; by the attribute's name, in any
     class); a loader's own dataset is demanded with its arguments already."""
     def dataset_calls(refs: Iterable[DatasetRef]) -> Iterator[str]:
-        return (r.target for r in _attr_free_refs(refs)
+        return (r.target for r in _nested_refs(refs)
                 if r.kind == "call" and _short(r.target) in class_names)
 
     read: set[str] = set()  # attributes loaders read
@@ -498,7 +499,7 @@ def _demand_dataset_calls(every: list[FileFacts], demand: Demand, class_names: s
             if _short(site.target) in arg_callees:
                 demand(dataset_calls(r for a in site.args for r in a.refs), facts)
         loaders = [*facts.loaders, *facts.loader_candidates]
-        read |= {_short(r.target) for r in _attr_free_refs(
+        read |= {_short(r.target) for r in _nested_refs(
             r for loader in loaders for refs in ([*loader.datasets],
                                                  [r for a in loader.args for r in a.refs])
             for r in refs) if r.kind == "attr"}
@@ -694,7 +695,7 @@ def _attr_refs(refs: Iterable[DatasetRef]) -> frozenset[str]:
     return frozenset(found)
 
 
-def _attr_free_refs(refs: Iterable[DatasetRef]) -> list[DatasetRef]:
+def _nested_refs(refs: Iterable[DatasetRef]) -> list[DatasetRef]:
     """`refs` and the references inside their arguments, transitively."""
     found: list[DatasetRef] = []
     stack = list(refs)
