@@ -6,13 +6,15 @@ datasets; files are parsed when they hold such a class and a handle, define some
 fact refers to, or name something a parsed fact is interested in. A name is looked for only
 where it can come from: a function's or class's callers among the files that can import its
 module (import lines, followed through re-exports), so a script's own `train()` pulls nothing
-in."""
+in, and only where it is spelled as a call or an import (the linker ties call sites, not
+mentions). A name's module is parsed only if it may bind the name (spells it, or star-imports)."""
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Callable, Iterable, Optional
+from functools import lru_cache
+from typing import Callable, Iterable, Iterator, Optional
 
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
 from .facts import LOOKUP_VERBS, DatasetRef, FileFacts, LoaderCall
@@ -63,6 +65,8 @@ class Selection:
         self._verdicts: tuple[set[str], set[str]] = (set(), set())
         # files the callers' round found before it was needed (`complete`)
         self._deferred_callers: set[str] = set()
+        self._binds: dict[tuple[str, str], bool] = {}  # `_may_bind`
+        self._froms: dict[str, list[tuple[str, tuple[str, ...]]]] = {}  # `_from_imports`
 
     def first(self) -> list[str]:
         """The files parsed first: a handle and a dataset word in the same file."""
@@ -89,6 +93,10 @@ class Selection:
         words = self.prefilter.dataset_words
         dataset_names = _dataset_class_names(texts, handle_files | dataset_files, words)
         loader_names = _dataset_class_names(texts, handle_files | dataset_files, ("DataLoader",))
+        # and through an alias of it (`DataLoader as TorchLoader`): a DataLoader subclass
+        loader_aliases = _loader_aliases(texts, dataset_files)
+        loader_like = loader_names | _dataset_class_names(
+            texts, handle_files | dataset_files, loader_aliases) if loader_aliases else loader_names
         by_module = {f.module: f.path for f in self.by_path.values() if f.module}
         aliases = module_aliases((f.path, f.module) for f in self.by_path.values())
         by_module.update((alias, by_module[module]) for alias, module in aliases.items()
@@ -102,7 +110,8 @@ class Selection:
         interesting_alone: dict[int, bool] = {}  # by id: `facts` holds every one while here
         while True:
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
-                                      handle_files)
+                                      handle_files, self._may_bind, set(words) | loader_like,
+                                      self._arg_callees(facts, loader_names))
             pattern = words_pattern(_interesting_names(facts.values()))
             if pattern is not None:
                 wanted |= {p for p in dataset_files | handle_files if pattern.search(texts[p])}
@@ -111,7 +120,9 @@ class Selection:
             if modules and named is not None:
                 wanted |= {p for p in dataset_files | handle_files
                            if p not in facts and self._imported_by(p) & modules
+                           and self._binds_from(p, modules, exported)
                            and named.search(texts[p])}
+                wanted |= self._reexporters(modules, exported, facts)
             callers = self._callers(facts, dataset_names, loader_names) - set(facts)
             wanted |= self._gate(callers, callers_needed, self._deferred_callers)
             if starts_needed:
@@ -130,6 +141,17 @@ class Selection:
                 return
             facts.update(parse([self.by_path[p] for p in sorted(wanted)]))
             wanted = set()
+
+    def _arg_callees(self, facts: dict[str, FileFacts], loader_names: set[str]) -> set[str]:
+        """Short names of the callables an argument of which may reach a loader's dataset:
+        the loader callables and the classes keeping one (`_keeping_classes`)."""
+        for path, f in facts.items():
+            if path not in self._calls:
+                self._calls[path] = _Calls(f)
+        indexes = [self._calls[path] for path in facts]
+        every = list(facts.values())
+        return _loader_callables(every, loader_names, indexes) | {
+            _short(name) for name in _keeping_classes(every, loader_names, indexes)}
 
     def _gate(self, found: set[str], needed: bool, deferred: set[str]) -> set[str]:
         """What a gated round adds now: all it found (and had deferred) once needed, else only
@@ -196,6 +218,7 @@ class Selection:
             homes.setdefault(name, set()).add((home, returned))
         naming = words_pattern(dataset_names)
         loud = self.dataset_files | self.handle_files
+        classes = {c.name for f in facts.values() for c in f.classes}
         scopes = {home for _, home, _ in names}
         # the files that can reach a definition: only those are read for its name
         candidates = set(self.texts) if "" in scopes else \
@@ -205,12 +228,13 @@ class Selection:
             if path in facts or path not in self.texts:  # not read: a warm run's quiet file
                 continue
             text = self.texts[path]
-            here = [how for name in pattern.found(text) for how in homes[name]]
+            here = [(name, *how) for name in pattern.found(text) for how in homes[name]]
             if not here:
                 continue
             names_dataset = path in loud or (naming is not None and naming.search(text))
             if any((not home or path in self._reachers(home)) and (names_dataset or not returned)
-                   for home, returned in here):
+                   and (name in classes or _may_call(text, name))
+                   for name, home, returned in here):
                 found.add(path)
         quiet, loud = self._verdicts  # a caller is read again next time, though it names
         quiet -= found  # no handle and no dataset
@@ -298,6 +322,61 @@ class Selection:
             found = self._runs[path] = (runs, ends)
         return found
 
+    def _reexporters(self, modules: set[str], exported: set[str],
+                     facts: dict[str, FileFacts]) -> set[str]:
+        """The other packages importing a name an interesting module exports, or such a
+        module (`from .remote import RemoteImages as Images` in imaging/__init__.py, naming
+        neither a dataset nor a handle): a name may resolve through them (`imaging.Images`),
+        and a package above them through them in turn (the next round). From import lines;
+        a list not on one line (`from a import (`) counts as naming any."""
+        found = set()
+        loud = self.dataset_files | self.handle_files
+        for path in self.texts:
+            if path in facts or path in loud or not self.by_path[path].is_package:
+                continue
+            for module, names in self._from_imports(path):
+                if (module in modules and (not names or not exported.isdisjoint(names))) \
+                        or any(f"{module}.{name}" in modules for name in names):
+                    found.add(path)
+                    break
+        return found
+
+    def _binds_from(self, path: str, modules: set[str], exported: set[str]) -> bool:
+        """Whether a file importing one of `modules` may get what they export through it:
+        it imports the module itself (`import a.b`: `a.b.X`), a module below it, or one of
+        the names it exports (`from a.b import X`), or names not all on the line (`from a.b
+        import (`, `*`); not a file importing only other names from there (`from
+        torch_geometric.data import Data`, where `DataLoader` then comes from elsewhere)."""
+        file = self.by_path[path]
+        for level, name, names in self._import_lines(path):
+            module = module_of_import(file.module, file.is_package, level, name)
+            if module not in modules:
+                continue
+            if names is None or not names or "*" in names or not exported.isdisjoint(names) \
+                    or any(f"{module}.{n}" in modules for n in names):
+                return True
+        return False
+
+    def _from_imports(self, path: str) -> list[tuple[str, tuple[str, ...]]]:
+        """(module, the names listed: () when unknown) for each `from` import of a file."""
+        found = self._froms.get(path)
+        if found is None:
+            file = self.by_path[path]
+            found = self._froms[path] = [
+                (module_of_import(file.module, file.is_package, level, name), names)
+                for level, name, names in self._import_lines(path) if names is not None]
+        return found
+
+    def _may_bind(self, path: str, name: str) -> bool:
+        """Whether the module `path` may bind `name` (define, import or assign it): only if
+        its text spells it, or through a star import (`from .x import *`)."""
+        found = self._binds.get((path, name))
+        if found is None:
+            text = self.texts[path]
+            found = self._binds[(path, name)] = "import *" in text or re.search(
+                r"(?<!\w)" + re.escape(name) + r"(?!\w)", text) is not None
+        return found
+
     def _imported_by(self, path: str) -> set[str]:
         if path not in self._imports:
             file = self.by_path[path]
@@ -313,11 +392,35 @@ class Selection:
         return found
 
 
+def _may_call(text: str, name: str) -> bool:
+    """Whether `text` may hold a call site the linker ties to the function or method `name`,
+    or a re-export of it: the name then comes before a call's parenthesis (`name(`,
+    `obj.name (`, `(name)(`, `name  # note` then `(` on the next line) or in an import list
+    (`from m import name as n`, `name,`, `name)`, `name` ending the line). A name only
+    mentioned (`for each file`, `"select"`, `getattr(o, "name")`, `name.__doc__`) ties nothing:
+    the linker follows call sites of functions, not values of them (a class is followed as
+    a value: `run(Trainer)`; a dunder is called without its name: `Cls(ds)`)."""
+    if name.startswith("__") and name.endswith("__"):
+        return True
+    return _call_or_import(name).search(text) is not None
+
+
+@lru_cache(maxsize=1024)
+def _call_or_import(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(name) + r"[ \t\r\f]*(?:[(),;#\\]|as(?!\w)|$)", re.M)
+
+
 def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
-                    dataset_words: set[str], handle_files: set[str]) -> set[str]:
+                    dataset_words: set[str], handle_files: set[str],
+                    may_bind: Optional[Callable[[str, str], bool]] = None,
+                    loader_words: Optional[set[str]] = None,
+                    arg_callees: Optional[set[str]] = None) -> set[str]:
     """Files defining names that dataset-relevant facts refer to: the bases of classes that
     hold handles or may be datasets, what loaders construct (through factories and module
-    variables, followed on demand), worker_init_fns."""
+    variables, followed on demand), worker_init_fns. A module found for a name only as a
+    package above it (`pkg` for `pkg.self.config.get`, a script's sibling spelling of a
+    local's attribute, or of `os.path.join`) is parsed only if it may bind the next part
+    (`may_bind`): the linker resolves the name through that binding, or not at all."""
     every = list(all_facts)
     demanded: set[str] = set()
     sources: dict[str, FileFacts] = {}
@@ -344,21 +447,67 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
             demand((r.target for _, refs in cls.attr_refs for r in refs), facts)
             demand((t for _, t in cls.param_types), facts)  # `reader: FeatureReader`
             demand((c.callee for c in cls.held_calls if not c.callee.startswith("self.")), facts)
+            # the registry a decorator puts it in (`@register("h5")`): its module tells the
+            # linker which lookups (`build_dataset("h5")`) build it
+            demand((callee for callee, _ in cls.registered), facts)
         for loader in facts.loaders:
             demand((r.target for r in loader.datasets), facts)
             demand((r.target for d in loader.datasets for a in d.arg_refs for r in a.refs), facts)
             demand(loader.worker_inits, facts)
-    _demand_loader_classes(every, demand, dataset_words)
+    if arg_callees is not None:
+        _demand_dataset_calls(every, demand, dataset_words, arg_callees)
+    _demand_loader_classes(every, demand, dataset_words if loader_words is None else loader_words)
     _follow_factories(every, demand, demanded)
     wanted: set[str] = set()
     for name in demanded:
-        path = _module_file(name, by_module)
+        found = _module_part(name, by_module)
         package = sources[name].module.rpartition(".")[0]
-        if path is None and package:  # a sibling module of a script
-            path = _module_file(f"{package}.{name}", by_module)
-        if path is not None:
-            wanted.add(path)
+        if found is None and package:  # a sibling module of a script
+            found = _module_part(f"{package}.{name}", by_module)
+        if found is not None:
+            path, part = found
+            if not part or may_bind is None or may_bind(path, part):
+                wanted.add(path)
     return wanted
+
+
+def _module_part(name: str, by_module: dict[str, str]) -> Optional[tuple[str, str]]:
+    """`_module_file`'s module for `name`, and the part of `name` after it ("" when `name`
+    is the module): what that module must bind for the name to resolve through it."""
+    parts = name.split(".") if name else []
+    for cut in range(len(parts), 0, -1):
+        path = by_module.get(".".join(parts[:cut]))
+        if path is not None:
+            return path, parts[cut] if cut < len(parts) else ""
+    return None
+
+
+def _demand_dataset_calls(every: list[FileFacts], demand: Demand, class_names: set[str],
+                          arg_callees: set[str]) -> None:
+    """The classes the class graph says may be datasets (`class_names`) built where a loader
+    may get them: in an argument of a callable that may hand it to one (`arg_callees`:
+    `make_loader(Transformed(Remote(url)))`), or as an attribute a loader reads
+    (`self.ds = Transformed(...)`, `DataLoader(self.ds)`; by the attribute's name, in any
+    class); a loader's own dataset is demanded with its arguments already."""
+    def dataset_calls(refs: Iterable[DatasetRef]) -> Iterator[str]:
+        return (r.target for r in _nested_refs(refs)
+                if r.kind == "call" and _short(r.target) in class_names)
+
+    read: set[str] = set()  # attributes loaders read
+    for facts in every:
+        for site in facts.calls:
+            if _short(site.target) in arg_callees:
+                demand(dataset_calls(r for a in site.args for r in a.refs), facts)
+        loaders = [*facts.loaders, *facts.loader_candidates]
+        read |= {_short(r.target) for r in _nested_refs(
+            r for loader in loaders for refs in ([*loader.datasets],
+                                                 [r for a in loader.args for r in a.refs])
+            for r in refs) if r.kind == "attr"}
+    if read:
+        for facts in every:
+            for cls in facts.classes:
+                demand(dataset_calls(r for attr, refs in cls.attr_refs if attr in read
+                                     for r in refs), facts)
 
 
 def _demand_loader_classes(every: list[FileFacts], demand: Demand, class_names: set[str]
@@ -546,6 +695,17 @@ def _attr_refs(refs: Iterable[DatasetRef]) -> frozenset[str]:
     return frozenset(found)
 
 
+def _nested_refs(refs: Iterable[DatasetRef]) -> list[DatasetRef]:
+    """`refs` and the references inside their arguments, transitively."""
+    found: list[DatasetRef] = []
+    stack = list(refs)
+    while stack:
+        ref = stack.pop()
+        found.append(ref)
+        stack.extend(r for a in ref.arg_refs for r in a.refs)
+    return found
+
+
 def _kept_refs(refs: Iterable[DatasetRef], kept: set[str]) -> set[str]:
     """The kept attributes (`<class>.<attr>`) among `refs` and the arguments inside them
     (`wrap(self.train_set)`, `ConcatDataset([self.a, self.b])`)."""
@@ -603,6 +763,16 @@ def _dataset_class_names(texts: dict[str, str], paths: set[str], words: tuple[st
     graph = [(name, bases) for p in paths for name, bases in class_bases(texts[p])]
     names = {name for name, bases in graph if any(w in b for b in bases for w in words)}
     return _subclass_names(graph, names)
+
+
+_LOADER_ALIAS = re.compile(r"\bDataLoader[ \t]+as[ \t]+(\w+)")
+
+
+def _loader_aliases(texts: dict[str, str], paths: set[str]) -> tuple[str, ...]:
+    """The names DataLoader is imported as (`from torch.utils.data import DataLoader as
+    TorchLoader`), in the files naming it."""
+    return tuple(sorted({alias for p in paths if "DataLoader" in texts[p]
+                         for alias in _LOADER_ALIAS.findall(texts[p])}))
 
 
 def _handle_subclass_files(texts: dict[str, str], handle_files: set[str],
