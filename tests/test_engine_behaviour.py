@@ -398,3 +398,25 @@ def test_without_jobs_the_pool_takes_only_idle_cpus(monkeypatch: pytest.MonkeyPa
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
         assert par._worker_count(files, texts, 0) == workers, load
         assert par._worker_count(files, texts, 3) == 3
+
+
+def test_path_answers_follow_the_working_directory_from_one_run_to_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One process (the language server, a test run) checks two trees one after the other:
+    what the first taught the path caches (`mylib` is a package there) must not answer for the
+    second, where the same relative directory is not one."""
+    from workersafe.discovery import discover, module_spellings
+
+    for name, package in (("a", True), ("b", False)):
+        lib = tmp_path / name / "helpers" / "mylib"
+        lib.mkdir(parents=True)
+        (lib / "ds.py").write_text("x = 1\n")
+        if package:
+            (lib / "__init__.py").write_text("")
+    answers = []
+    for name in ("a", "b"):
+        monkeypatch.chdir(tmp_path / name)
+        files = {f.path: f.module for f in discover(["."])}
+        path = os.path.join("helpers", "mylib", "ds.py")
+        answers.append(module_spellings(path, files[path]))
+    assert answers == [("mylib.ds",), ()]

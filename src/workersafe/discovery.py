@@ -32,6 +32,7 @@ class DiscoveryError(Exception):
 
 
 def discover(paths: Iterable[str], exclude: Iterable[str] = ()) -> list[SourceFile]:
+    forget_paths()
     patterns = tuple(exclude)
     found: dict[str, SourceFile] = {}
     for path in paths:
@@ -48,6 +49,14 @@ def discover(paths: Iterable[str], exclude: Iterable[str] = ()) -> list[SourceFi
                 found.setdefault(os.path.normpath(path),
                                  _source_file(path, _package_root(os.path.dirname(path) or ".")))
     return sorted(found.values(), key=lambda f: f.path)
+
+
+def forget_paths() -> None:
+    """Forget what the path caches below learnt: they answer from the working directory and
+    the files on disk as they were (a long-running process, the language server or a test
+    run, may change either between two runs)."""
+    for cached in (_packages_of, _package_chain, _is_package_dir, _absolute):
+        cached.cache_clear()
 
 
 def _source_root(directory: str) -> str:
