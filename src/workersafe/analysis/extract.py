@@ -202,7 +202,7 @@ def _names_and_globals(node: ast.AST) -> tuple[set[str], set[str]]:
     local: set[str] = set()
     declared: set[str] = set()
     binders = _BINDERS
-    name_type, load = ast.Name, ast.Load
+    name_type, load, attribute, constant = ast.Name, ast.Load, ast.Attribute, ast.Constant
     fields_of = REVERSED_FIELDS
     # every node under `node` (nodes.subtree's, in its order; the sets do not depend on it),
     # read as the traversal reaches it: no list of the nodes
@@ -210,12 +210,15 @@ def _names_and_globals(node: ast.AST) -> tuple[set[str], set[str]]:
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
         sub = pop()
-        if sub is None:
-            continue  # (a list's None: `Dict.keys` of `**d`)
         kind = type(sub)
         if kind is name_type:  # (the most frequent: a leaf)
             (read if type(sub.ctx) is load else stored).add(sub.id)  # type: ignore[attr-defined]
             continue
+        if kind is attribute:  # (then these two: an attribute's one node is its value)
+            push(sub.value)  # type: ignore[attr-defined]
+            continue
+        if kind is constant or sub is None:
+            continue  # (a constant holds no node; a list's None: `Dict.keys` of `**d`)
         if kind in binders:
             if kind is ast.arg:
                 local.add(sub.arg)  # type: ignore[attr-defined]
