@@ -210,6 +210,8 @@ def _names_and_globals(node: ast.AST) -> tuple[set[str], set[str]]:
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
         sub = pop()
+        if sub is None:
+            continue  # (a list's None: `Dict.keys` of `**d`)
         kind = type(sub)
         if kind is name_type:  # (the most frequent: a leaf)
             (read if type(sub.ctx) is load else stored).add(sub.id)  # type: ignore[attr-defined]
@@ -217,8 +219,8 @@ def _names_and_globals(node: ast.AST) -> tuple[set[str], set[str]]:
         if kind is attribute:  # (then these two: an attribute's one node is its value)
             push(sub.value)  # type: ignore[attr-defined]
             continue
-        if kind is constant or sub is None:
-            continue  # (a constant holds no node; a list's None: `Dict.keys` of `**d`)
+        if kind is constant:
+            continue  # (a constant holds no node)
         if kind in binders:
             if kind is ast.arg:
                 local.add(sub.arg)  # type: ignore[attr-defined]
