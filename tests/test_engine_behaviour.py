@@ -59,11 +59,13 @@ def test_libcst_not_imported_without_candidates(tmp_path: Path) -> None:
 
 
 def test_flake8_plugin_imports_no_analysis_for_plain_files(tmp_path: Path) -> None:
-    """A file that creates no handle (most files flake8 checks; here a dataset without one) is
-    turned away by the prefilter before the engine, the analysis or the facts are imported."""
+    """A file that creates no handle (most files flake8 checks; here a dataset without one), or
+    no dataset or loader (a session without one: no finding in one file alone), is turned away
+    by the prefilter before the engine, the analysis or the facts are imported."""
     (tmp_path / "plain.py").write_text("x = 1\n")
     (tmp_path / "ds.py").write_text("from torch.utils.data import Dataset\n\n\n"
                                     "class D(Dataset):\n    pass\n")
+    (tmp_path / "client.py").write_text("import requests\n\nSESSION = requests.Session()\n")
     unwanted = ["libcst", "workersafe.engine", "workersafe.facts", "workersafe.analysis",
                 "workersafe.link", "workersafe.rules", "workersafe.parse"]
     code = ("import sys\nfrom flake8.main.cli import main\n"

@@ -119,11 +119,15 @@ class Engine:
         return CheckResult(result, stats, facts, sources, files, verdicts)
 
     def check_text(self, path: str, text: str, module: str = "", noqa: bool = True,
-                   tree: Optional[ast.Module] = None) -> list[Finding]:
+                   tree: Optional[ast.Module] = None, candidate: Optional[bool] = None
+                   ) -> list[Finding]:
         """One file alone (flake8, editors, stdin): same-file knowledge only. `tree`: Python's
-        `ast` of `text` if the caller has one (flake8's), so the file is not parsed again."""
+        `ast` of `text` if the caller has one (flake8's), so the file is not parsed again;
+        `candidate`: the prefilter's `single_file_candidate(text)` if the caller asked it."""
         cells = self._cell_errors(path, text)
-        if self.prefilter and not self.filter.single_file_candidate(text):
+        if candidate is None and self.prefilter:
+            candidate = self.filter.single_file_candidate(text)
+        if self.prefilter and not candidate:
             return self._filter(cells, {}) if cells else []
         from .parse import file_facts
 
@@ -138,15 +142,19 @@ class Engine:
         return self._filter(findings, {path: source})
 
     def check_text_in_project(self, path: str, text: str, index: "Index",
-                              tree: Optional[ast.Module] = None) -> list[Finding]:
+                              tree: Optional[ast.Module] = None,
+                              handle: Optional[bool] = None) -> list[Finding]:
         """One file linked against an index of its project (the flake8 plugin's confirmed mode).
-        Only this file's findings are returned."""
+        Only this file's findings are returned. `handle`: the prefilter's
+        `mentions_handle(text)` if the caller asked it."""
         from dataclasses import replace as _replace
 
         from .parse import file_facts
 
         here = os.path.abspath(path)
-        if self.prefilter and not self.filter.mentions_handle(text):
+        if handle is None and self.prefilter:
+            handle = self.filter.mentions_handle(text)
+        if self.prefilter and not handle:
             return []
         known = index.facts.get(here)
         module = known.module if known else ""

@@ -87,6 +87,8 @@ class WorkerSafeChecker:
             from .engine import Engine
 
             cls._engine = Engine(cls.config, link=False)
+            if cls._prefilter is not None:  # the same test: its tables built once
+                cls._engine.filter = cls._prefilter
         return cls._engine
 
     @classmethod
@@ -104,15 +106,22 @@ class WorkerSafeChecker:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
         try:
-            if not self.prefilter().mentions_handle(text):
+            prefilter = self.prefilter()
+            if not prefilter.mentions_handle(text):
                 return
-            engine = self.engine()
             index = self._index()
             if index is not None:
-                findings = engine.check_text_in_project(self.filename, text, index, self.tree)
+                findings = self.engine().check_text_in_project(self.filename, text, index,
+                                                               self.tree, handle=True)
             else:
-                findings = engine.check_text(self.filename, text, _module(self.filename),
-                                             noqa=False, tree=self.tree)
+                # the engine's own test (`single_file_candidate`), finished here: a file
+                # naming a handle but no dataset or loader does not load the engine
+                candidate = prefilter.mentions_dataset(text)
+                if not candidate and not self.filename.endswith(".ipynb"):
+                    return  # (a notebook's cells that do not parse are still reported)
+                findings = self.engine().check_text(
+                    self.filename, text, _module(self.filename), noqa=False, tree=self.tree,
+                    candidate=candidate)
         except Exception as exc:  # noqa: BLE001 - never crash flake8
             message = f"internal error in workersafe ({type(exc).__name__}: {exc})"
             yield 1, 0, f"{UNREADABLE} {message}", type(self)
