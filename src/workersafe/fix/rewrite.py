@@ -21,6 +21,7 @@ from ..frameworks import LOADER_OWNER_BASE_WORDS
 from ..link import Project
 from ..rules import evaluate
 from ..ruletable import UNREADABLE
+from .annotate import Typed, checks_annotations, class_annotated, module_annotated
 from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_class
 from .cstguard import libcst_problem
 from .cstutil import (
@@ -88,6 +89,7 @@ class FileEdit:
     imports: list[cst.BaseStatement] = field(default_factory=list)
     wiring: dict[cst.Call, list[cst.BaseExpression]] = field(default_factory=dict)
     chains: bool = False  # a wired loader had a worker_init_fn: the worker init runs it first
+    typing_names: set[str] = field(default_factory=set)  # annotations need them from typing
 
 
 class Rewriter:
@@ -215,8 +217,9 @@ class Rewriter:
         assert isinstance(current, cst.ClassDef)
         wanted = [(f.plan, f.span) for f in findings if f.plan is not None]
         wanted += self._sibling_lazy_opens(path, qualname, wanted)
+        typed = self._typed(path, cls)
         guarded = guard_lazy_opens(edit.located, cls, current, wanted, self.registry, inherited,
-                                   base_strategy)
+                                   base_strategy, typed.state() if typed else "")
         edit.replacements[cls] = guarded.cls
         self.allowed_lines.setdefault(path, set()).update(guarded.changed_lines)
         self._need_module_import(edit, "os")
@@ -571,8 +574,11 @@ class Rewriter:
         if group.reopens:
             self._apply_reopen(group, cls)
             return
-        new_cls = rewrite_class(cls, group.plans, group.strategy, group.base_strategy)
+        typed = self._typed(group.path, cls)
+        new_cls = rewrite_class(cls, group.plans, group.strategy, group.base_strategy, typed)
         edit.replacements[cls] = new_cls
+        if typed is not None:
+            edit.typing_names |= typed.imports
         instance_plans = [p for p in group.plans if p.class_statement is None]
         self.fixed_classes.append(FixedClass(
             group.path, group.class_name, group.strategy,
@@ -599,7 +605,9 @@ class Rewriter:
 
     def _apply_reopen(self, group: Group, cls: cst.ClassDef) -> None:
         edit = self._edit(group.path)
-        edit.replacements[cls] = rewrite_reopen(cls, group.reopens)
+        typed = self._typed(group.path, cls)
+        edit.replacements[cls] = rewrite_reopen(cls, group.reopens,
+                                                typed.state() if typed else "")
         self.fixed_classes.append(FixedClass(
             group.path, group.class_name, "worker-init", (OPENER_NAME,), (), (),
             tuple(p.handle for p in group.reopens),
@@ -624,6 +632,60 @@ class Rewriter:
             start, end = target.located.lines_of(call)
             self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
 
+    def _typed(self, path: str, cls: Optional[cst.ClassDef] = None) -> Optional[Typed]:
+        """How to annotate what the fix adds to `cls` (else to the module's worker init) in
+        `path`, or None when it writes no annotation (the rule: `fix/annotate.py`)."""
+        module = self._edit(path).located.module
+        annotated = class_annotated(cls) if cls is not None else module_annotated(module)
+        if not annotated or not checks_annotations(path):
+            return None
+
+        def runtime_types(handle: str) -> tuple[str, ...]:
+            htype = self.registry.lookup(handle) if handle else None
+            return htype.runtime_types if htype is not None else ()
+        return Typed(module, runtime_types)
+
+    def _worker_init(self, path: str, edit: FileEdit, name: str) -> cst.BaseStatement:
+        """The file's generic worker init, annotated in an annotated script."""
+        typed = self._typed(path)
+        previous = ""
+        if typed is not None:
+            previous = typed.previous() if edit.chains else "None"
+            if edit.chains:
+                edit.typing_names |= typed.imports
+        return worker_init_function(name, _torch_data_imports(edit.located.module),
+                                    chained=edit.chains, previous=previous)
+
+    def _typing_import(self, path: str, edit: FileEdit) -> list[cst.BaseStatement]:
+        """The typing names the annotations need: joined to the module's own one-line
+        `from typing import ...` (in order when its names are), else a new import line (to
+        be inserted)."""
+        names = sorted(edit.typing_names)
+        for node in edit.located.module.body:
+            small = node.body[0] if isinstance(node, cst.SimpleStatementLine) \
+                and len(node.body) == 1 else None
+            if not (isinstance(small, cst.ImportFrom) and not small.relative
+                    and small.module is not None and dotted(small.module) == "typing"
+                    and not isinstance(small.names, cst.ImportStar) and small.lpar is None
+                    and node not in edit.replacements):
+                continue
+            aliases = [_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+                       for a in small.names]
+            plain = [a for a in aliases if " " not in a]
+            joined = sorted([*aliases, *names]) if plain == sorted(plain) \
+                else [*aliases, *names]
+            line = f"from typing import {', '.join(joined)}"
+            if len(line) > max_line():
+                break
+            assert isinstance(node, cst.SimpleStatementLine)
+            new = cst.parse_statement(line + "\n")
+            assert isinstance(new, cst.SimpleStatementLine)
+            edit.replacements[node] = node.with_changes(body=new.body)
+            start, end = edit.located.lines_of(node)
+            self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
+            return []
+        return [statement(f"from typing import {', '.join(names)}\n")]
+
     def _need_module_import(self, edit: FileEdit, module: str) -> None:
         if module in module_bindings(edit.located.module):
             return
@@ -644,8 +706,8 @@ class Rewriter:
             earlier = next((s for s in edit.located.module.body if is_worker_init(s)), None)
             if edit.chains and isinstance(earlier, cst.FunctionDef) \
                     and not chains_previous(earlier):  # written without `previous`: now with
-                edit.replacements[earlier] = worker_init_function(
-                    earlier.name.value, _torch_data_imports(edit.located.module), chained=True
+                edit.replacements[earlier] = self._worker_init(
+                    path, edit, earlier.name.value
                 ).with_changes(leading_lines=earlier.leading_lines)
                 start, end = edit.located.lines_of(earlier)
                 self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
@@ -659,21 +721,23 @@ class Rewriter:
                     or path in self.module_fixes or path in self.importer_fixes):
                 continue
             place = _worker_init_place(edit) if edit.worker_init_new else -1
+            function = self._worker_init(path, edit, edit.worker_init_name) if place >= 0 \
+                else None
+            imports = list(edit.imports)
+            if edit.typing_names:
+                imports += self._typing_import(path, edit)
             module = edit.located.module.visit(ReplaceNodes(dict(edit.replacements)))
             new_body: list[cst.BaseStatement] = []
             for index, node in enumerate(statements(module.body)):
-                if index == place:  # two blank lines around it; comments stay with `node`
-                    function = worker_init_function(edit.worker_init_name,
-                                                    _torch_data_imports(edit.located.module),
-                                                    chained=edit.chains)
-                    new_body.append(function.with_changes(
+                if index == place and function is not None:  # two blank lines around it;
+                    new_body.append(function.with_changes(  # comments stay with `node`
                         leading_lines=[BLANK, BLANK] if index else []))
                     own = list(leading_lines(node))
                     while own and own[0].comment is None:
                         own.pop(0)
                     node = with_leading_lines(node, [BLANK, BLANK, *own])
                 new_body.append(node)
-            new_body = _insert_imports(new_body, edit.imports)
+            new_body = _insert_imports(new_body, imports)
             module = module.with_changes(body=new_body)
             out[path] = module.bytes
             if path in self.module_fixes or path in self.importer_fixes:
