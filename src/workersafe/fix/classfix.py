@@ -11,13 +11,13 @@ applies to the whole class:
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import libcst as cst
 
 from .annotate import Typed
 from .cstutil import (
-    BUILTIN_NAMES, RenameSelfAttrs, ReplaceNames, bound_names, leading_lines,
+    BUILTIN_NAMES, RenameSelfAttrs, ReplaceNames, bound_names, dotted, leading_lines,
     loaded_names, realigned, self_attr, single, statements, transform, walk,
     with_leading_lines,
 )
@@ -133,7 +133,7 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
             pid = _pid_attr(plan)
             for attr in plan.attrs:
                 returns = "" if typed is None else typed.handle(
-                    plan.handle if attr == plan.attr else "",
+                    plan.handle if _made_by(opener_body, _private(attr), plan.handle) else "",
                     _annotation(opener_body, _private(attr)))
                 new_members.append(lazy_property(attr, _private(attr), pid, plan.opener,
                                                  opener_body if inline else None, returns))
@@ -195,6 +195,25 @@ def _annotation(body: Sequence[cst.BaseStatement], attr: str) -> str:
             if isinstance(node, cst.AnnAssign) and self_attr(node.target) == attr:
                 return cst.Module([]).code_for_node(node.annotation.annotation)
     return ""
+
+
+def _made_by(body: Sequence[cst.BaseStatement], attr: str, handle: str) -> bool:
+    """`self.<attr>` is assigned a call of the `handle` constructor among `body`'s statements
+    (`lmdb.open(...)`, not `self._env.begin()`, which derives from it)."""
+    last = handle.rsplit(".", 1)[-1]
+    for statement in body:
+        for node in walk(statement):
+            if isinstance(node, (cst.Assign, cst.AnnAssign)) and isinstance(node.value, cst.Call) \
+                    and any(self_attr(t) == attr for t in _targets(node)):
+                called = dotted(node.value.func)
+                return called == handle or called.rsplit(".", 1)[-1] == last
+    return False
+
+
+def _targets(node: Union[cst.Assign, cst.AnnAssign]) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.AnnAssign):
+        return [node.target]
+    return [t.target for t in node.targets]
 
 
 def _handles_opener(plans: list[AttrPlan], merged_body: list[cst.BaseStatement],
