@@ -208,6 +208,17 @@ class Typed:
         self.imports.update(needed)
         return spelled
 
+    def optional(self, inner: str) -> str:
+        """`Optional[inner]` (`inner | None` under `from __future__ import annotations`)."""
+        if inner == "Any":
+            return inner
+        names = set(_typing_names(self.module).values())
+        if future_annotations(self.module) and "Optional" not in names:
+            return f"{inner} | None"
+        if "Optional" not in names:
+            self.imports.add("Optional")
+        return f"{_spelling(self.module, 'Optional')}[{inner}]"
+
     def handle(self, handle: str, annotation: str = "") -> str:
         """A lazy property's return type: the assignment's `annotation`, else the class of
         what the `handle` constructor makes, else Any."""

@@ -339,8 +339,21 @@ class Rewriter:
     def _module_pass(self, path: str, data: bytes) -> bytes:
         """Apply the module-level rewrites to an already rendered file."""
         module = with_dominant_newline(cst.parse_module(data))
+        typed = self._typed(path)
         for name, handle in self.module_fixes.get(path, []):
-            module = rewrite_module(module, plan_module_handle(module, name, handle))
+            module = rewrite_module(module, plan_module_handle(module, name, handle), typed)
+        if typed is not None and typed.imports:
+            names = sorted(typed.imports)
+            merged = _typing_merged(module.body, names)
+            original = _typing_merged(self._edit(path).located.module.body, names)
+            if merged is not None and original is not None:
+                module = module.visit(ReplaceNodes({merged[0]: merged[1]}))
+                start, end = self._edit(path).located.lines_of(original[0])
+                self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
+            else:
+                module = module.with_changes(body=_insert_imports(
+                    statements(module.body),
+                    [statement(f"from typing import {', '.join(names)}\n")]))
         for source_module, name, accessor in self.importer_fixes.get(path, []):
             found = importer_plan(module, source_module, name, self._import_resolver(path))
             if found is not None:
@@ -661,30 +674,13 @@ class Rewriter:
         `from typing import ...` (in order when its names are), else a new import line (to
         be inserted)."""
         names = sorted(edit.typing_names)
-        for node in edit.located.module.body:
-            small = node.body[0] if isinstance(node, cst.SimpleStatementLine) \
-                and len(node.body) == 1 else None
-            if not (isinstance(small, cst.ImportFrom) and not small.relative
-                    and small.module is not None and dotted(small.module) == "typing"
-                    and not isinstance(small.names, cst.ImportStar) and small.lpar is None
-                    and node not in edit.replacements):
-                continue
-            aliases = [_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT))
-                       for a in small.names]
-            plain = [a for a in aliases if " " not in a]
-            joined = sorted([*aliases, *names]) if plain == sorted(plain) \
-                else [*aliases, *names]
-            line = f"from typing import {', '.join(joined)}"
-            if len(line) > max_line():
-                break
-            assert isinstance(node, cst.SimpleStatementLine)
-            new = cst.parse_statement(line + "\n")
-            assert isinstance(new, cst.SimpleStatementLine)
-            edit.replacements[node] = node.with_changes(body=new.body)
-            start, end = edit.located.lines_of(node)
-            self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
-            return []
-        return [statement(f"from typing import {', '.join(names)}\n")]
+        merged = _typing_merged(edit.located.module.body, names)
+        if merged is None or merged[0] in edit.replacements:
+            return [statement(f"from typing import {', '.join(names)}\n")]
+        edit.replacements[merged[0]] = merged[1]
+        start, end = edit.located.lines_of(merged[0])
+        self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
+        return []
 
     def _need_module_import(self, edit: FileEdit, module: str) -> None:
         if module in module_bindings(edit.located.module):
@@ -816,6 +812,30 @@ def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
         column = min(columns, default=column)  # continue where that line's arguments start
     # the whole line grows, with what follows the call (`print(list(DataLoader(...)))`)
     return column, len(edit.located.module.code.splitlines()[line - 1].rstrip())
+
+
+def _typing_merged(body: Sequence[cst.BaseStatement], names: Sequence[str]
+                   ) -> Optional[tuple[cst.SimpleStatementLine, cst.SimpleStatementLine]]:
+    """The module's one-line `from typing import ...` and the same with `names` joined (in
+    order when its own names are), or None when it has none or the line would be too long."""
+    for node in body:
+        small = node.body[0] if isinstance(node, cst.SimpleStatementLine) \
+            and len(node.body) == 1 else None
+        if not (isinstance(node, cst.SimpleStatementLine) and isinstance(small, cst.ImportFrom)
+                and not small.relative and small.module is not None
+                and dotted(small.module) == "typing"
+                and not isinstance(small.names, cst.ImportStar) and small.lpar is None):
+            continue
+        aliases = [_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in small.names]
+        plain = [a for a in aliases if " " not in a]
+        joined = sorted([*aliases, *names]) if plain == sorted(plain) else [*aliases, *names]
+        line = f"from typing import {', '.join(joined)}"
+        if len(line) > max_line():
+            return None
+        new = cst.parse_statement(line + "\n")
+        assert isinstance(new, cst.SimpleStatementLine)
+        return node, node.with_changes(body=new.body)
+    return None
 
 
 def _partial_spelling(module: cst.Module) -> Optional[str]:

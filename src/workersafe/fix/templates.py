@@ -190,17 +190,25 @@ def chains_previous(node: cst.FunctionDef) -> bool:
 
 
 def module_accessor(function: str, private: str, pid_name: str, handle: str,
-                    body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+                    body: Sequence[cst.BaseStatement], returns: str = "",
+                    private_type: str = "", pid_type: str = "") -> list[cst.BaseStatement]:
+    """The globals keeping the handle and its process, and the accessor making it once per
+    process. `returns`, `private_type`, `pid_type`: in an annotated module, the accessor's
+    return type and the globals' types (the accessor then also tests the handle for None,
+    which tells the checker it returns one)."""
     accessor_doc = f"This process's {handle}, created on first use (workersafe)."
+    test = f"{pid_name} != os.getpid()"
+    if returns and private_type != "Any":
+        test = f"{private} is None or {test}"
     code = (
-        f"{private} = None\n"
-        f"{pid_name} = None\n"
+        f"{private}{f': {private_type}' if returns else ''} = None\n"
+        f"{pid_name}{f': {pid_type}' if returns else ''} = None\n"
         "\n"
         "\n"
-        f"def {function}():\n"
+        f"def {function}(){_returning(returns)}:\n"
         f'    """{docstring(accessor_doc, 4)}"""\n'
         f"    global {private}, {pid_name}\n"
-        f"    if {pid_name} != os.getpid():\n"
+        f"    if {test}:\n"
         "        pass\n"
         f"        {pid_name} = os.getpid()\n"
         f"    return {private}\n"
