@@ -80,10 +80,14 @@ def _added_lines(before: str, after: str) -> set[int]:
 
 def test_typed_cases_exist() -> None:
     assert len(CASES) >= 3
-    # each annotates something: a fixed file of every case has a `-> None` the input lacks
+    # each annotates something: a line the fix added to a file of every case is annotated
+    annotated = re.compile(r"\) -> \S|^\s*[\w.]+: [^=]+ = ")
     for case in CASES:
-        assert any(_golden(p) != p and _golden(p).read_text(encoding="utf-8").count("-> ")
-                   > p.read_text(encoding="utf-8").count("-> ") for p in _inputs(case)), case
+        assert any(annotated.search(line)
+                   for p in _inputs(case) if _golden(p) != p
+                   for new in [_golden(p).read_text(encoding="utf-8").splitlines()]
+                   for number in _added_lines(p.read_text(encoding="utf-8"), "\n".join(new))
+                   for line in [new[number - 1]]), case
 
 
 @pytest.fixture(scope="module")
