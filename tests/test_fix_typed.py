@@ -1,5 +1,6 @@
 """What `fix` adds to annotated code passes `mypy --strict`: over every golden case of an
-annotated project (a folder of fixtures/fix/ whose pyproject.toml configures mypy), the fixed
+annotated project (a folder of fixtures/fix/ whose mypy configuration sets `strict` or
+`disallow_untyped_defs`: `mypy.ini`, `pyproject.toml` or `setup.cfg`), the fixed
 files are checked, with the inputs as the baseline. An input mypy accepts must stay accepted
 once fixed; an input with errors of its own may keep them, but no line the fix added may have
 one. (Libraries without type information, h5py and lmdb, are Any: the config the test writes
@@ -23,11 +24,17 @@ _ERROR = re.compile(r"^(?P<path>[^:\n]+\.py):(?P<line>\d+): error: (?P<message>.
 _CONFIG = "[mypy]\nstrict = True\nignore_missing_imports = True\n"
 
 
+_STRICT = re.compile(r"^\s*(strict|disallow_untyped_defs)\s*=\s*(true|True|1)\s*$", re.M)
+_MYPY_CONFIGS = ("mypy.ini", ".mypy.ini", "pyproject.toml", "setup.cfg")
+
+
 def _typed_cases() -> list[Path]:
+    """The folders of an annotated project whose mypy configuration requires annotations."""
     if not FIX.is_dir():
         return []
-    return sorted(p for p in FIX.iterdir() if p.is_dir() and (p / "pyproject.toml").is_file()
-                  and "[tool.mypy]" in (p / "pyproject.toml").read_text(encoding="utf-8"))
+    return sorted(p for p in FIX.iterdir() if p.is_dir() and any(
+        (p / name).is_file() and _STRICT.search((p / name).read_text(encoding="utf-8"))
+        for name in _MYPY_CONFIGS))
 
 
 CASES = _typed_cases()

@@ -7,7 +7,8 @@ The rule: the methods and functions the fix adds to a file are annotated when bo
   `disallow_untyped_defs`;
 - the code it edits is annotated: every function the class defines (for what is added to a
   class: its opener, lazy properties, `__getstate__`), or every function the module defines
-  (for the worker init of a script), has a return annotation, and there is one at least.
+  (for the worker init of a script, the accessor of a module-level handle), has a return
+  annotation, and there is one at least.
 Anything else gets what the fixer always wrote, unannotated.
 
 The spellings follow the file's own: `__getstate__` returns `dict[str, object]` (no import
@@ -16,12 +17,12 @@ file imports `Dict` from typing; the worker init's `previous` is `Optional[Calla
 None]]`, or `Callable[[int], None] | None` under `from __future__ import annotations`, with
 the names the file lacks imported from typing. A lazy property returns what the handle's
 assignment was annotated with, else the registry's class of the live object
-(`requests.Session`) as the module can spell it, else `Any`."""
+(`requests.Session`) as the module can spell it, else `Any`; a module-level accessor likewise
+(a cached factory keeps its own return annotation), its globals `Optional` of that."""
 
 from __future__ import annotations
 
 import configparser
-import functools
 import os
 import sys
 from dataclasses import dataclass, field
@@ -37,13 +38,9 @@ _TRUE = ("1", "true", "yes", "on")
 
 
 def checks_annotations(path: str) -> bool:
-    """The mypy configuration for the file at `path` requires annotated functions."""
-    return _checks(os.path.dirname(os.path.abspath(path)))
-
-
-@functools.lru_cache(maxsize=256)
-def _checks(directory: str) -> bool:
-    for folder in ancestors(directory):
+    """The mypy configuration for the file at `path` requires annotated functions. (Read
+    each time: an editor's server outlives edits of the configuration.)"""
+    for folder in ancestors(os.path.dirname(os.path.abspath(path))):
         for name in ("mypy.ini", ".mypy.ini", "pyproject.toml", "setup.cfg"):
             candidate = os.path.join(folder, name)
             if not os.path.isfile(candidate):
