@@ -131,10 +131,13 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
                                .with_changes(leading_lines=[BLANK]))
         if strategy == "lazy":
             pid = _pid_attr(plan)
+            declared = declarations(cls, plan.attrs) if typed is not None else {}
             for attr in plan.attrs:
                 returns = "" if typed is None else typed.handle(
                     plan.handle if _made_by(opener_body, _private(attr), plan.handle) else "",
-                    _annotation(opener_body, _private(attr)))
+                    _annotation(opener_body, _private(attr)) or _declared_type(declared, attr))
+                if attr in declared:  # `conn: T` in the class body: the private one's now
+                    body = _redeclared(body, declared[attr], _private(attr))
                 new_members.append(lazy_property(attr, _private(attr), pid, plan.opener,
                                                  opener_body if inline else None, returns))
                 dropped.append(_private(attr))
@@ -186,6 +189,37 @@ def _names_in_use(cls: cst.ClassDef) -> set[str]:
 
 def _private(attr: str) -> str:
     return f"_{attr}" if not attr.startswith("_") else f"_ws{attr}"
+
+
+def declarations(cls: cst.ClassDef, attrs: Sequence[str]) -> dict[str, cst.SimpleStatementLine]:
+    """The class body's bare declarations (`conn: sqlite3.Connection`, no value) of `attrs`,
+    which a property of the same name would redefine (mypy: no-redef)."""
+    found: dict[str, cst.SimpleStatementLine] = {}
+    for statement in cls.body.body:
+        small = single(statement) if isinstance(statement, cst.SimpleStatementLine) else None
+        if isinstance(statement, cst.SimpleStatementLine) and isinstance(small, cst.AnnAssign) \
+                and small.value is None and isinstance(small.target, cst.Name) \
+                and small.target.value in attrs:
+            found.setdefault(small.target.value, statement)
+    return found
+
+
+def _declared_type(declared: dict[str, cst.SimpleStatementLine], attr: str) -> str:
+    statement = declared.get(attr)
+    small = single(statement) if statement is not None else None
+    if isinstance(small, cst.AnnAssign):
+        return cst.Module([]).code_for_node(small.annotation.annotation)
+    return ""
+
+
+def _redeclared(body: list[cst.BaseStatement], declaration: cst.SimpleStatementLine,
+                private: str) -> list[cst.BaseStatement]:
+    """`body` with the declaration of the attribute made one of `private`, which the
+    property returns."""
+    small = single(declaration)
+    assert isinstance(small, cst.AnnAssign)
+    new = declaration.with_changes(body=[small.with_changes(target=cst.Name(private))])
+    return [new if member is declaration else member for member in body]
 
 
 def _annotation(body: Sequence[cst.BaseStatement], attr: str) -> str:

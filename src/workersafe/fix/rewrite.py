@@ -22,7 +22,9 @@ from ..link import Project
 from ..rules import evaluate
 from ..ruletable import UNREADABLE
 from .annotate import Typed, checks_annotations, class_annotated, module_annotated
-from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_class
+from .classfix import (
+    custom_pickling, declarations, find_class, plan_class_attr, rewrite_class,
+)
 from .cstguard import libcst_problem
 from .cstutil import (
     Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings,
@@ -592,6 +594,12 @@ class Rewriter:
         edit.replacements[cls] = new_cls
         if typed is not None:
             edit.typing_names |= typed.imports
+            if group.strategy == "lazy":  # declarations of the attributes, made private
+                attrs = [a for p in group.plans for a in p.attrs]
+                for declared in declarations(cls, attrs).values():
+                    start, end = edit.located.lines_of(declared)
+                    self.allowed_lines.setdefault(group.path, set()).update(
+                        range(start, end + 1))
         instance_plans = [p for p in group.plans if p.class_statement is None]
         self.fixed_classes.append(FixedClass(
             group.path, group.class_name, group.strategy,
