@@ -11,12 +11,13 @@ applies to the whole class:
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import libcst as cst
 
+from .annotate import Typed
 from .cstutil import (
-    BUILTIN_NAMES, RenameSelfAttrs, ReplaceNames, bound_names, leading_lines,
+    BUILTIN_NAMES, RenameSelfAttrs, ReplaceNames, bound_names, dotted, leading_lines,
     loaded_names, realigned, self_attr, single, statements, transform, walk,
     with_leading_lines,
 )
@@ -63,10 +64,12 @@ def plan_class_attr(module: cst.Module, cls: cst.ClassDef, attr: str, handle: st
 
 # --- rewriting ------------------------------------------------------------------------------
 
-def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base: str = ""
-                  ) -> cst.ClassDef:
+def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base: str = "",
+                  typed: Optional[Typed] = None) -> cst.ClassDef:
     """The class with every plan applied (one strategy for the whole class). `base`: the
-    strategy a base class was fixed with in the same run, whose pickling methods ours extend."""
+    strategy a base class was fixed with in the same run, whose pickling methods ours extend.
+    `typed`: the class is annotated (`fix/annotate.py`), and so is what the fix adds."""
+    none = "None" if typed is not None else ""
     existing = custom_pickling(cls)
     if existing:
         raise Unfixable(f"the class already defines {existing}: merge by hand")
@@ -115,7 +118,8 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
                 names_in_use.add(attr)
                 if kept is plan.keeps:
                     shared[local] = attr
-        opener_body = _prepared(plan, strategy, names_in_use, drop_first=not merged)
+        opener_body = _prepared(plan, strategy, names_in_use, drop_first=not merged,
+                                typed=typed is not None)
         # lazy, one attribute, no opener call left in `__init__`: the property opens it itself
         inline = strategy == "lazy" and len(plan.attrs) == 1 and not (
             plan.results or plan.exports)
@@ -123,13 +127,19 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
             merged_body += opener_body
         elif not inline:
             doc = f"Open this process's {' and '.join(plan.attrs)}."
-            new_members.append(open_method(plan.opener, opener_body, doc)
+            new_members.append(open_method(plan.opener, opener_body, doc, none)
                                .with_changes(leading_lines=[BLANK]))
         if strategy == "lazy":
             pid = _pid_attr(plan)
+            declared = declarations(cls, plan.attrs) if typed is not None else {}
             for attr in plan.attrs:
+                returns = "" if typed is None else typed.handle(
+                    plan.handle if _made_by(opener_body, _private(attr), plan.handle) else "",
+                    _annotation(opener_body, _private(attr)) or _declared_type(declared, attr))
+                if attr in declared:  # `conn: T` in the class body: the private one's now
+                    body = _redeclared(body, declared[attr], _private(attr))
                 new_members.append(lazy_property(attr, _private(attr), pid, plan.opener,
-                                                 opener_body if inline else None))
+                                                 opener_body if inline else None, returns))
                 dropped.append(_private(attr))
             dropped.append(pid)
             if inline:
@@ -143,13 +153,14 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
     if merged:
         body = _replace_merged(body, plans)
     if strategy == "worker-init":
-        new_members.insert(0, _handles_opener(plans, merged_body, merged))
+        new_members.insert(0, _handles_opener(plans, merged_body, merged, none))
     if getstate is not None:  # extended in place
         extended = extended_getstate(getstate, dropped)
         assert extended is not None  # custom_pickling refused any other shape
         body = [extended if member is getstate else member for member in body]
     else:
-        new_members.append(getstate_method(dropped, base=bool(base)))
+        new_members.append(getstate_method(dropped, base=bool(base),
+                                           returns=typed.state() if typed else ""))
     insert_at = _after_init(body)
     body = body[:insert_at] + new_members + body[insert_at:]
     return cls.with_changes(body=cls.body.with_changes(body=body))
@@ -180,8 +191,67 @@ def _private(attr: str) -> str:
     return f"_{attr}" if not attr.startswith("_") else f"_ws{attr}"
 
 
+def declarations(cls: cst.ClassDef, attrs: Sequence[str]) -> dict[str, cst.SimpleStatementLine]:
+    """The class body's bare declarations (`conn: sqlite3.Connection`, no value) of `attrs`,
+    which a property of the same name would redefine (mypy: no-redef)."""
+    found: dict[str, cst.SimpleStatementLine] = {}
+    for statement in cls.body.body:
+        small = single(statement) if isinstance(statement, cst.SimpleStatementLine) else None
+        if isinstance(statement, cst.SimpleStatementLine) and isinstance(small, cst.AnnAssign) \
+                and small.value is None and isinstance(small.target, cst.Name) \
+                and small.target.value in attrs:
+            found.setdefault(small.target.value, statement)
+    return found
+
+
+def _declared_type(declared: dict[str, cst.SimpleStatementLine], attr: str) -> str:
+    statement = declared.get(attr)
+    small = single(statement) if statement is not None else None
+    if isinstance(small, cst.AnnAssign):
+        return cst.Module([]).code_for_node(small.annotation.annotation)
+    return ""
+
+
+def _redeclared(body: list[cst.BaseStatement], declaration: cst.SimpleStatementLine,
+                private: str) -> list[cst.BaseStatement]:
+    """`body` with the declaration of the attribute made one of `private`, which the
+    property returns."""
+    small = single(declaration)
+    assert isinstance(small, cst.AnnAssign)
+    new = declaration.with_changes(body=[small.with_changes(target=cst.Name(private))])
+    return [new if member is declaration else member for member in body]
+
+
+def _annotation(body: Sequence[cst.BaseStatement], attr: str) -> str:
+    """The annotation of `self.<attr>: T = ...` among `body`'s statements (at any depth)."""
+    for statement in body:
+        for node in walk(statement):
+            if isinstance(node, cst.AnnAssign) and self_attr(node.target) == attr:
+                return cst.Module([]).code_for_node(node.annotation.annotation)
+    return ""
+
+
+def _made_by(body: Sequence[cst.BaseStatement], attr: str, handle: str) -> bool:
+    """`self.<attr>` is assigned a call of the `handle` constructor among `body`'s statements
+    (`lmdb.open(...)`, not `self._env.begin()`, which derives from it)."""
+    last = handle.rsplit(".", 1)[-1]
+    for statement in body:
+        for node in walk(statement):
+            if isinstance(node, (cst.Assign, cst.AnnAssign)) and isinstance(node.value, cst.Call) \
+                    and any(self_attr(t) == attr for t in _targets(node)):
+                called = dotted(node.value.func)
+                return called == handle or called.rsplit(".", 1)[-1] == last
+    return False
+
+
+def _targets(node: Union[cst.Assign, cst.AnnAssign]) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.AnnAssign):
+        return [node.target]
+    return [t.target for t in node.targets]
+
+
 def _handles_opener(plans: list[AttrPlan], merged_body: list[cst.BaseStatement],
-                    merged: bool) -> cst.FunctionDef:
+                    merged: bool, returns: str = "") -> cst.FunctionDef:
     """`open_handles()`: the one opener of a class fixed with worker-init, which `__init__`
     and the generic worker init call. `merged`: it holds every handle's statements; else
     it calls each handle's own opener (created apart in `__init__`, with code in between)."""
@@ -191,16 +261,17 @@ def _handles_opener(plans: list[AttrPlan], merged_body: list[cst.BaseStatement],
     body: list[cst.BaseStatement] = []
     if merged:
         stored = [a for p in plans if p.close_first for a in reversed(p.attrs)]
-        body += dropped_first(stored, merged_body)
+        body += dropped_first(stored, merged_body, bool(returns))
     else:
         body += [cst.parse_statement(f"self.{p.opener}()\n") for p in plans]
-    return open_method(OPENER_NAME, body, doc).with_changes(leading_lines=[BLANK])
+    return open_method(OPENER_NAME, body, doc, returns).with_changes(leading_lines=[BLANK])
 
 
-def dropped_first(stored: list[str], body: list[cst.BaseStatement]
+def dropped_first(stored: list[str], body: list[cst.BaseStatement], typed: bool = False
                   ) -> list[cst.BaseStatement]:
     """`body` after the statement dropping the `stored` attributes, but those it rebinds to a
-    new empty container (or None) before anything else (`self.shards = []`): that drops them."""
+    new empty container (or None) before anything else (`self.shards = []`): that drops them.
+    `typed`: in an annotated class (`drop_statements`)."""
     rebound: set[str] = set()
     for statement in body:
         small = single(statement)
@@ -210,7 +281,7 @@ def dropped_first(stored: list[str], body: list[cst.BaseStatement]
             break
         rebound |= {a for t in small.targets if (a := self_attr(t.target)) is not None}
     kept = [name for name in stored if name not in rebound]
-    return [drop_statement(kept), *body] if kept else list(body)
+    return [*drop_statements(kept, typed), *body] if kept else list(body)
 
 
 def _empty(value: cst.BaseExpression) -> bool:
@@ -221,6 +292,21 @@ def _empty(value: cst.BaseExpression) -> bool:
         return value.value == "None"
     return isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Name) \
         and value.func.value in ("list", "dict", "set", "tuple")
+
+
+def drop_statements(stored: list[str], typed: bool = False) -> list[cst.BaseStatement]:
+    """`drop_statement`; in an annotated class (`typed`), the attributes are popped from
+    `__dict__` instead of set to None, which would make the checker type the handle Optional
+    (`self.h5 = None` then `self.h5 = h5py.File(...)`) in every method reading it."""
+    if not typed:
+        return [drop_statement(stored)]
+    comment = "  # one open per process: drop the old first"
+    code = [f'self.__dict__.pop("{name}", None)' for name in stored]
+    if len(code[0]) + len(comment) > max_line() - 8:  # in a method: 8 columns of indent
+        return [cst.parse_statement(f"{comment.strip()}\n{code[0]}\n"),
+                *(cst.parse_statement(f"{line}\n") for line in code[1:])]
+    return [cst.parse_statement(f"{code[0]}{comment}\n"),
+            *(cst.parse_statement(f"{line}\n") for line in code[1:])]
 
 
 def drop_statement(stored: list[str]) -> cst.BaseStatement:
@@ -318,9 +404,10 @@ def _replace_moved(body: list[cst.BaseStatement], plans: list[AttrPlan],
     return out
 
 
-def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str], drop_first: bool = True
-              ) -> list[cst.BaseStatement]:
-    """The moved statements, as they read inside the new method."""
+def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str], drop_first: bool = True,
+              typed: bool = False) -> list[cst.BaseStatement]:
+    """The moved statements, as they read inside the new method (`typed`: of an annotated
+    class, see `drop_statements`)."""
     statements: list[cst.BaseStatement] = [
         s.with_changes(leading_lines=[]) for s in plan.imports]
     mapping = {n: cst.Attribute(cst.Name("self"), cst.Name(a)) for n, a in plan.renames.items()}
@@ -344,7 +431,7 @@ def _prepared(plan: AttrPlan, strategy: str, names_in_use: set[str], drop_first:
         moved.append(statement)
     if plan.close_first and drop_first:  # the library opens a file once per process: drop
         return statements + dropped_first([renames.get(a, a) for a in reversed(plan.attrs)],
-                                          moved)
+                                          moved, typed)
     return statements + moved
 
 

@@ -71,12 +71,15 @@ class _Test:
 
 def guard_lazy_opens(located: Located, cls: cst.ClassDef, current: cst.ClassDef,
                      wanted: Sequence[tuple[FixPlan, Span]], registry: Registry,
-                     inherited_pickling: str = "", base_strategy: str = "") -> GuardedClass:
+                     inherited_pickling: str = "", base_strategy: str = "",
+                     state_type: str = "") -> GuardedClass:
     """`cls`: the class as parsed (positions are read from it); `current`: the same class with
     the edits of other fixes of this run (or `cls`). `wanted`: the findings' plans and the
     spans of their creating calls. `inherited_pickling`: a pickling method a base class
     defines ("" when none); `base_strategy`: the strategy a base class was fixed with in this
-    run ("" when none), whose `__getstate__` ours extends. Raises Unfixable with the reason."""
+    run ("" when none), whose `__getstate__` ours extends. `state_type`: the return annotation
+    of a `__getstate__` added to an annotated class ("" none; `fix/annotate.py`). Raises
+    Unfixable with the reason."""
     if any(_assigns_slots(s) for s in cls.body.body):
         raise Unfixable(f"{cls.name.value} defines __slots__, which has no room for the "
                         "process id: add the process check by hand")
@@ -132,7 +135,7 @@ def guard_lazy_opens(located: Located, cls: cst.ClassDef, current: cst.ClassDef,
                 new_cls = cast(cst.ClassDef, new_cls.visit(ReplaceNodes({added: extended})))
                 result.notes.append("__getstate__ drops the handle too")
         else:
-            new_cls = _with_getstate(new_cls, dropped, base_strategy)
+            new_cls = _with_getstate(new_cls, dropped, base_strategy, state_type)
             result.notes.append("__getstate__ drops the handle")
     result.cls = new_cls
     return result
@@ -289,18 +292,19 @@ def _release(attrs: list[str], absent: dict[str, bool]) -> list[cst.BaseStatemen
     return [cst.parse_statement(f"{line}\n") for line in code]
 
 
-def _getstate(dropped: dict[str, bool], base_strategy: str = "") -> cst.FunctionDef:
+def _getstate(dropped: dict[str, bool], base_strategy: str = "", state_type: str = ""
+              ) -> cst.FunctionDef:
     reset = [a for a, none in dropped.items() if none]
     gone = [a for a, none in dropped.items() if not none]
-    return getstate_method(gone, base=bool(base_strategy), reset=reset)
+    return getstate_method(gone, base=bool(base_strategy), reset=reset, returns=state_type)
 
 
-def _with_getstate(cls: cst.ClassDef, dropped: dict[str, bool], base_strategy: str
-                   ) -> cst.ClassDef:
+def _with_getstate(cls: cst.ClassDef, dropped: dict[str, bool], base_strategy: str,
+                   state_type: str = "") -> cst.ClassDef:
     body = statements(cls.body.body)
     at = next((i + 1 for i, s in enumerate(body)
                if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), len(body))
-    method = _getstate(dropped, base_strategy)
+    method = _getstate(dropped, base_strategy, state_type)
     return cls.with_changes(body=cls.body.with_changes(body=[*body[:at], method, *body[at:]]))
 
 

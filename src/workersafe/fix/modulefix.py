@@ -10,6 +10,7 @@ from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
+from .annotate import Typed
 from .cstutil import (
     ReplaceNames, bound_names, dotted, leading_lines, loaded_names, single, statements,
     realigned, transform, walk, with_leading_lines,
@@ -184,8 +185,11 @@ def _root_name(node: cst.BaseExpression) -> Optional[str]:
     return node.value if isinstance(node, cst.Name) else None
 
 
-def rewrite_module(module: cst.Module, plan: ModulePlan) -> cst.Module:
-    """Replace the creation with the accessor, and reads of the name with calls to it."""
+def rewrite_module(module: cst.Module, plan: ModulePlan, typed: Optional[Typed] = None
+                   ) -> cst.Module:
+    """Replace the creation with the accessor, and reads of the name with calls to it.
+    `typed`: the module is annotated (`fix/annotate.py`): so are the accessor and its
+    globals."""
     call = cst.Call(cst.Name(plan.accessor))
     private = cst.Name(plan.private)
     moved_ids = {id(s) for s in plan.statements}
@@ -200,7 +204,8 @@ def rewrite_module(module: cst.Module, plan: ModulePlan) -> cst.Module:
         if plan.factory:
             assert isinstance(statement, cst.FunctionDef)
             members = module_accessor(plan.accessor, plan.private, plan.pid_name, plan.handle,
-                                      _factory_body(statement, plan.private))
+                                      _factory_body(statement, plan.private),
+                                      *_accessor_types(plan, statement, typed))
             members[0] = with_leading_lines(members[0], leading_lines(statement))
             new_body.extend(members)
             new_body.append(_SPACER)
@@ -209,12 +214,31 @@ def rewrite_module(module: cst.Module, plan: ModulePlan) -> cst.Module:
                    for s in plan.statements]
         renamed[0] = with_leading_lines(renamed[0], [])
         members = module_accessor(plan.accessor, plan.private, plan.pid_name, plan.handle,
-                                  renamed)
+                                  renamed, *_accessor_types(plan, statement, typed))
         members[0] = with_leading_lines(members[0], leading_lines(statement))
         new_body.extend(members)
         new_body.append(_SPACER)
     module = module.with_changes(body=_space_after_functions(new_body))
     return _drop_unused_functools(module) if plan.factory else module
+
+
+def _accessor_types(plan: ModulePlan, first: cst.BaseStatement, typed: Optional[Typed]
+                    ) -> tuple[str, str, str]:
+    """The accessor's return type and its two globals' types, in an annotated module (else
+    empty): a factory's own return annotation, else the handle's class when the accessor
+    returns what its constructor makes, else Any."""
+    if typed is None:
+        return "", "", ""
+    returns = ""
+    if isinstance(first, cst.FunctionDef) and first.returns is not None:
+        returns = cst.Module([]).code_for_node(first.returns.annotation)
+    made = next((single(s) for s in plan.statements if _assigns(s, plan.name)), None)
+    last = plan.handle.rsplit(".", 1)[-1]
+    constructed = isinstance(made, cst.Assign) and isinstance(made.value, cst.Call) and (
+        dotted(made.value.func) in (plan.handle, last)
+        or dotted(made.value.func).endswith(f".{last}"))
+    returns = typed.handle(plan.handle if constructed or plan.factory else "", returns)
+    return returns, typed.optional(returns), typed.optional("int")
 
 
 def _drop_unused_functools(module: cst.Module) -> cst.Module:

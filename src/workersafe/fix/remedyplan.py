@@ -489,13 +489,15 @@ def _is_docstring(small: Optional[cst.BaseSmallStatement]) -> bool:
 def _init_edits(init: cst.FunctionDef, attrs: list[str], new_lines: list[cst.BaseStatement],
                 this: str, openers: list[str], cls: cst.ClassDef
                 ) -> dict[cst.CSTNode, cst.CSTNode]:
-    """`__init__` with the creation in place of `self.<attr> = None` (or last)."""
+    """`__init__` with the creation in place of `self.<attr> = None` (or last). An annotation
+    there (`self.session: Optional[Session] = None`) stays on the creation's assignment."""
     body = init.body
     if not isinstance(body, cst.IndentedBlock):
         raise Unfixable("__init__ is written on one line: fix it by hand")
     items = list(body.body)
     opened = set(attrs) | _set_by_openers(cls, openers, this)
     nones = [i for i, s in enumerate(items) if _sets_none(s, this) in opened]
+    new_lines = _annotated_as([items[i] for i in nones], new_lines, this)
     if items and isinstance(single(items[-1]), cst.Return):
         raise Unfixable("__init__ ends in a return statement: fix it by hand")
     reads = _self_reads(new_lines, this) | _opener_reads(cls, openers)
@@ -513,6 +515,30 @@ def _init_edits(init: cst.FunctionDef, attrs: list[str], new_lines: list[cst.Bas
     if at == len(items):
         new_items += new_lines
     return {init: init.with_changes(body=body.with_changes(body=new_items))}
+
+
+def _annotated_as(removed: list[cst.BaseStatement], new_lines: list[cst.BaseStatement],
+                  this: str) -> list[cst.BaseStatement]:
+    """`new_lines` with the first plain `this.<attr> = value` of each attribute that a
+    `removed` line annotated (`this.<attr>: T = None`) written `this.<attr>: T = value`."""
+    annotations: dict[str, cst.Annotation] = {}
+    for statement in removed:
+        small = single(statement)
+        if isinstance(small, cst.AnnAssign):
+            annotations.setdefault(_sets_none(statement, this), small.annotation)
+    out: list[cst.BaseStatement] = []
+    for statement in new_lines:
+        small = single(statement)
+        target, value = _assignment(small)
+        attr = target.attr.value if isinstance(target, cst.Attribute) and isinstance(
+            target.value, cst.Name) and target.value.value == this else ""
+        if isinstance(small, cst.Assign) and value is not None and attr in annotations \
+                and isinstance(statement, cst.SimpleStatementLine):
+            statement = statement.with_changes(body=[cst.AnnAssign(
+                target=small.targets[0].target, annotation=annotations.pop(attr),
+                value=value)])
+        out.append(statement)
+    return out
 
 
 def _made_in(init: cst.FunctionDef, this: str) -> set[str]:

@@ -19,7 +19,7 @@ from .cstutil import (
     module_bindings, self_attr, single, statements, transform, walk,
 )
 from .handles import HandleNames
-from .classfix import _names_in_use, drop_statement
+from .classfix import _names_in_use, drop_statements
 from .initplan import find_method
 from .plan import Unfixable
 from .templates import BLANK, OPENER_NAME, getstate_method, open_method
@@ -187,9 +187,11 @@ def _rebound_after(method: cst.FunctionDef, creation: cst.SimpleStatementLine
     return out
 
 
-def rewrite_reopen(cls: cst.ClassDef, plans: list[ReopenPlan]) -> cst.ClassDef:
+def rewrite_reopen(cls: cst.ClassDef, plans: list[ReopenPlan], state_type: str = ""
+                   ) -> cst.ClassDef:
     """The class with the creations' locals kept on self, one opener making the same calls
-    again, and the pickling methods."""
+    again, and the pickling methods. `state_type`: `__getstate__`'s return annotation in an
+    annotated class ("" none; `fix/annotate.py`), whose opener returns None."""
     members = [s for s in cls.body.body if isinstance(s, cst.FunctionDef)]
     taken = {m.name.value for m in members}
     for name in ("__getstate__", "__setstate__", "__reduce__", "__reduce_ex__", OPENER_NAME):
@@ -219,7 +221,7 @@ def rewrite_reopen(cls: cst.ClassDef, plans: list[ReopenPlan]) -> cst.ClassDef:
     for plan in plans:
         inner: list[cst.BaseStatement] = list(plan.imports)
         if plan.close_first:
-            inner.append(drop_statement(list(reversed(plan.attrs))))
+            inner += drop_statements(list(reversed(plan.attrs)), bool(state_type))
         mapping = {local: cst.Attribute(cst.Name("self"), cst.Name(attr))
                    for local, attr in plan.captured.items()}
         call = plan.call.visit(ReplaceNames(mapping)) if mapping else plan.call
@@ -239,7 +241,8 @@ def rewrite_reopen(cls: cst.ClassDef, plans: list[ReopenPlan]) -> cst.ClassDef:
             body += inner
     what = " and ".join(p.attr for p in plans)
     opener = open_method(OPENER_NAME, body, f"Reopen this process's {what} as __init__ opened "
-                         "it (in each DataLoader worker).").with_changes(leading_lines=[BLANK])
+                         "it (in each DataLoader worker).", "None" if state_type else ""
+                         ).with_changes(leading_lines=[BLANK])
     # an attribute __init__ also sets some other way (`self.zf = None` in the other branch)
     # is left out only when the parent opened it: the other value must reach spawned workers
     init = find_method(cls, "__init__")
@@ -247,7 +250,7 @@ def rewrite_reopen(cls: cst.ClassDef, plans: list[ReopenPlan]) -> cst.ClassDef:
     opened = [(p.marker, p.attrs) for p in plans if p.nested and set_twice & set(p.attrs)]
     conditional = {a for _, attrs in opened for a in attrs}
     dropped = [a for p in plans for a in p.attrs if a not in conditional]
-    added = [opener, getstate_method(dropped, opened=opened)]
+    added = [opener, getstate_method(dropped, opened=opened, returns=state_type)]
     old = statements(new.body.body)
     at = next((i + 1 for i, s in enumerate(old)
                if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), len(old))

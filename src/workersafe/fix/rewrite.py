@@ -21,7 +21,10 @@ from ..frameworks import LOADER_OWNER_BASE_WORDS
 from ..link import Project
 from ..rules import evaluate
 from ..ruletable import UNREADABLE
-from .classfix import custom_pickling, find_class, plan_class_attr, rewrite_class
+from .annotate import Typed, checks_annotations, class_annotated, module_annotated
+from .classfix import (
+    custom_pickling, declarations, find_class, plan_class_attr, rewrite_class,
+)
 from .cstguard import libcst_problem
 from .cstutil import (
     Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings,
@@ -88,6 +91,7 @@ class FileEdit:
     imports: list[cst.BaseStatement] = field(default_factory=list)
     wiring: dict[cst.Call, list[cst.BaseExpression]] = field(default_factory=dict)
     chains: bool = False  # a wired loader had a worker_init_fn: the worker init runs it first
+    typing_names: set[str] = field(default_factory=set)  # annotations need them from typing
 
 
 class Rewriter:
@@ -215,8 +219,9 @@ class Rewriter:
         assert isinstance(current, cst.ClassDef)
         wanted = [(f.plan, f.span) for f in findings if f.plan is not None]
         wanted += self._sibling_lazy_opens(path, qualname, wanted)
+        typed = self._typed(path, cls)
         guarded = guard_lazy_opens(edit.located, cls, current, wanted, self.registry, inherited,
-                                   base_strategy)
+                                   base_strategy, typed.state() if typed else "")
         edit.replacements[cls] = guarded.cls
         self.allowed_lines.setdefault(path, set()).update(guarded.changed_lines)
         self._need_module_import(edit, "os")
@@ -336,8 +341,21 @@ class Rewriter:
     def _module_pass(self, path: str, data: bytes) -> bytes:
         """Apply the module-level rewrites to an already rendered file."""
         module = with_dominant_newline(cst.parse_module(data))
+        typed = self._typed(path)
         for name, handle in self.module_fixes.get(path, []):
-            module = rewrite_module(module, plan_module_handle(module, name, handle))
+            module = rewrite_module(module, plan_module_handle(module, name, handle), typed)
+        if typed is not None and typed.imports:
+            names = sorted(typed.imports)
+            merged = _typing_merged(module.body, names)
+            original = _typing_merged(self._edit(path).located.module.body, names)
+            if merged is not None and original is not None:
+                module = module.visit(ReplaceNodes({merged[0]: merged[1]}))
+                start, end = self._edit(path).located.lines_of(original[0])
+                self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
+            else:
+                module = module.with_changes(body=_insert_imports(
+                    statements(module.body),
+                    [statement(f"from typing import {', '.join(names)}\n")]))
         for source_module, name, accessor in self.importer_fixes.get(path, []):
             found = importer_plan(module, source_module, name, self._import_resolver(path))
             if found is not None:
@@ -571,8 +589,17 @@ class Rewriter:
         if group.reopens:
             self._apply_reopen(group, cls)
             return
-        new_cls = rewrite_class(cls, group.plans, group.strategy, group.base_strategy)
+        typed = self._typed(group.path, cls)
+        new_cls = rewrite_class(cls, group.plans, group.strategy, group.base_strategy, typed)
         edit.replacements[cls] = new_cls
+        if typed is not None:
+            edit.typing_names |= typed.imports
+            if group.strategy == "lazy":  # declarations of the attributes, made private
+                attrs = [a for p in group.plans for a in p.attrs]
+                for declared in declarations(cls, attrs).values():
+                    start, end = edit.located.lines_of(declared)
+                    self.allowed_lines.setdefault(group.path, set()).update(
+                        range(start, end + 1))
         instance_plans = [p for p in group.plans if p.class_statement is None]
         self.fixed_classes.append(FixedClass(
             group.path, group.class_name, group.strategy,
@@ -599,7 +626,9 @@ class Rewriter:
 
     def _apply_reopen(self, group: Group, cls: cst.ClassDef) -> None:
         edit = self._edit(group.path)
-        edit.replacements[cls] = rewrite_reopen(cls, group.reopens)
+        typed = self._typed(group.path, cls)
+        edit.replacements[cls] = rewrite_reopen(cls, group.reopens,
+                                                typed.state() if typed else "")
         self.fixed_classes.append(FixedClass(
             group.path, group.class_name, "worker-init", (OPENER_NAME,), (), (),
             tuple(p.handle for p in group.reopens),
@@ -624,6 +653,43 @@ class Rewriter:
             start, end = target.located.lines_of(call)
             self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
 
+    def _typed(self, path: str, cls: Optional[cst.ClassDef] = None) -> Optional[Typed]:
+        """How to annotate what the fix adds to `cls` (else to the module's worker init) in
+        `path`, or None when it writes no annotation (the rule: `fix/annotate.py`)."""
+        module = self._edit(path).located.module
+        annotated = class_annotated(cls) if cls is not None else module_annotated(module)
+        if not annotated or not checks_annotations(path):
+            return None
+
+        def runtime_types(handle: str) -> tuple[str, ...]:
+            htype = self.registry.lookup(handle) if handle else None
+            return htype.runtime_types if htype is not None else ()
+        return Typed(module, runtime_types)
+
+    def _worker_init(self, path: str, edit: FileEdit, name: str) -> cst.BaseStatement:
+        """The file's generic worker init, annotated in an annotated script."""
+        typed = self._typed(path)
+        previous = ""
+        if typed is not None:
+            previous = typed.previous() if edit.chains else "None"
+            if edit.chains:
+                edit.typing_names |= typed.imports
+        return worker_init_function(name, _torch_data_imports(edit.located.module),
+                                    chained=edit.chains, previous=previous)
+
+    def _typing_import(self, path: str, edit: FileEdit) -> list[cst.BaseStatement]:
+        """The typing names the annotations need: joined to the module's own one-line
+        `from typing import ...` (in order when its names are), else a new import line (to
+        be inserted)."""
+        names = sorted(edit.typing_names)
+        merged = _typing_merged(edit.located.module.body, names)
+        if merged is None or merged[0] in edit.replacements:
+            return [statement(f"from typing import {', '.join(names)}\n")]
+        edit.replacements[merged[0]] = merged[1]
+        start, end = edit.located.lines_of(merged[0])
+        self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
+        return []
+
     def _need_module_import(self, edit: FileEdit, module: str) -> None:
         if module in module_bindings(edit.located.module):
             return
@@ -644,8 +710,8 @@ class Rewriter:
             earlier = next((s for s in edit.located.module.body if is_worker_init(s)), None)
             if edit.chains and isinstance(earlier, cst.FunctionDef) \
                     and not chains_previous(earlier):  # written without `previous`: now with
-                edit.replacements[earlier] = worker_init_function(
-                    earlier.name.value, _torch_data_imports(edit.located.module), chained=True
+                edit.replacements[earlier] = self._worker_init(
+                    path, edit, earlier.name.value
                 ).with_changes(leading_lines=earlier.leading_lines)
                 start, end = edit.located.lines_of(earlier)
                 self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
@@ -659,21 +725,23 @@ class Rewriter:
                     or path in self.module_fixes or path in self.importer_fixes):
                 continue
             place = _worker_init_place(edit) if edit.worker_init_new else -1
+            function = self._worker_init(path, edit, edit.worker_init_name) if place >= 0 \
+                else None
+            imports = list(edit.imports)
+            if edit.typing_names:
+                imports += self._typing_import(path, edit)
             module = edit.located.module.visit(ReplaceNodes(dict(edit.replacements)))
             new_body: list[cst.BaseStatement] = []
             for index, node in enumerate(statements(module.body)):
-                if index == place:  # two blank lines around it; comments stay with `node`
-                    function = worker_init_function(edit.worker_init_name,
-                                                    _torch_data_imports(edit.located.module),
-                                                    chained=edit.chains)
-                    new_body.append(function.with_changes(
+                if index == place and function is not None:  # two blank lines around it;
+                    new_body.append(function.with_changes(  # comments stay with `node`
                         leading_lines=[BLANK, BLANK] if index else []))
                     own = list(leading_lines(node))
                     while own and own[0].comment is None:
                         own.pop(0)
                     node = with_leading_lines(node, [BLANK, BLANK, *own])
                 new_body.append(node)
-            new_body = _insert_imports(new_body, edit.imports)
+            new_body = _insert_imports(new_body, imports)
             module = module.with_changes(body=new_body)
             out[path] = module.bytes
             if path in self.module_fixes or path in self.importer_fixes:
@@ -752,6 +820,30 @@ def _layout(edit: FileEdit, call: cst.Call) -> tuple[int, int]:
         column = min(columns, default=column)  # continue where that line's arguments start
     # the whole line grows, with what follows the call (`print(list(DataLoader(...)))`)
     return column, len(edit.located.module.code.splitlines()[line - 1].rstrip())
+
+
+def _typing_merged(body: Sequence[cst.BaseStatement], names: Sequence[str]
+                   ) -> Optional[tuple[cst.SimpleStatementLine, cst.SimpleStatementLine]]:
+    """The module's one-line `from typing import ...` and the same with `names` joined (in
+    order when its own names are), or None when it has none or the line would be too long."""
+    for node in body:
+        small = node.body[0] if isinstance(node, cst.SimpleStatementLine) \
+            and len(node.body) == 1 else None
+        if not (isinstance(node, cst.SimpleStatementLine) and isinstance(small, cst.ImportFrom)
+                and not small.relative and small.module is not None
+                and dotted(small.module) == "typing"
+                and not isinstance(small.names, cst.ImportStar) and small.lpar is None):
+            continue
+        aliases = [_code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in small.names]
+        plain = [a for a in aliases if " " not in a]
+        joined = sorted([*aliases, *names]) if plain == sorted(plain) else [*aliases, *names]
+        line = f"from typing import {', '.join(joined)}"
+        if len(line) > max_line():
+            return None
+        new = cst.parse_statement(line + "\n")
+        assert isinstance(new, cst.SimpleStatementLine)
+        return node, node.with_changes(body=new.body)
+    return None
 
 
 def _partial_spelling(module: cst.Module) -> Optional[str]:

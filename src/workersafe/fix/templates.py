@@ -35,9 +35,16 @@ def docstring(text: str, indent: int = 8) -> str:
     return ("\n" + " " * indent).join(lines)
 
 
+def _returning(returns: str) -> str:
+    """` -> <returns>` (an annotated file: `fix/annotate.py`), or nothing."""
+    return f" -> {returns}" if returns else ""
+
+
 def open_method(name: str, body: Sequence[cst.BaseStatement],
-                doc: str) -> cst.FunctionDef:
-    template = statement(f'def {name}(self):\n    """{docstring(doc)}"""\n    pass\n')
+                doc: str, returns: str = "") -> cst.FunctionDef:
+    """A method `name` running `body`; `returns`: its return annotation ("" none)."""
+    template = statement(f'def {name}(self){_returning(returns)}:\n'
+                         f'    """{docstring(doc)}"""\n    pass\n')
     assert isinstance(template, cst.FunctionDef)
     first = template.body.body[0]
     return template.with_changes(body=template.body.with_changes(body=[first, *body]))
@@ -52,12 +59,14 @@ def drop_code(dropped: Sequence[str], state: str = "state", indent: str = "") ->
 
 
 def getstate_method(dropped: Sequence[str], base: bool = False, reset: Sequence[str] = (),
-                    opened: Sequence[tuple[str, Sequence[str]]] = ()) -> cst.FunctionDef:
+                    opened: Sequence[tuple[str, Sequence[str]]] = (), returns: str = ""
+                    ) -> cst.FunctionDef:
     """`__getstate__`: the instance's `__dict__` (its base class's state when `base`: a base
     fixed in the same run has its own) without `dropped`; `reset` are pickled as None instead
     (code tests them for None); each `(marker, names)` of `opened` leaves `names` out only
     when `marker` is set (the parent opened them; else `__init__` set them some other way, a
-    None to test, which the pickle keeps). Nothing reopens on unpickling: the worker init
+    None to test, which the pickle keeps); `returns`: its return annotation ("" none).
+    Nothing reopens on unpickling: the worker init
     (worker-init) or the first use (lazy) opens the handles in each process."""
     source = "super().__getstate__()" if base else "self.__dict__"
     names = ", ".join(f'"{n}"' for n in dropped)
@@ -73,22 +82,29 @@ def getstate_method(dropped: Sequence[str], base: bool = False, reset: Sequence[
                         *(f'if "{marker}" in state:  # opened by the parent\n'
                           + drop_code(kept, indent="    ") for marker, kept in opened),
                         "return state"])
-    code = "def __getstate__(self):  # pickled without its handles\n" + "".join(
+    header = f"def __getstate__(self){_returning(returns)}:"
+    comment = "  # pickled without its handles"
+    if 4 + len(header) + len(comment) > max_line():  # a method: 4 columns of indent
+        header = f"{comment.strip()}\n{header}"  # the comment above, in an annotated class
+        comment = ""
+    code = f"{header}{comment}\n" + "".join(
         f"    {line}\n" for line in body.splitlines())
     method = statement(code)
     assert isinstance(method, cst.FunctionDef)
-    return method.with_changes(leading_lines=[BLANK])
+    return method.with_changes(leading_lines=[BLANK, *method.leading_lines])
 
 
 def lazy_property(attr: str, private: str, pid_attr: str, opener: str,
-                  body: Optional[Sequence[cst.BaseStatement]] = None) -> cst.BaseStatement:
+                  body: Optional[Sequence[cst.BaseStatement]] = None, returns: str = ""
+                  ) -> cst.BaseStatement:
     """The property opening `attr` once per process: by calling `opener` (which opens every
-    attribute of its group), or by running `body` itself."""
+    attribute of its group), or by running `body` itself. `returns`: its return annotation
+    ("" none)."""
     property_doc = f"This process's {attr}, opened on first use."
     code = (
         "class _:\n"
         "    @property\n"
-        f"    def {attr}(self):\n"
+        f"    def {attr}(self){_returning(returns)}:\n"
         f'        """{docstring(property_doc)}"""\n'
         f'        if self.__dict__.get("{pid_attr}") != os.getpid():\n'
         f"            self.{opener}()\n"
@@ -114,23 +130,38 @@ def lazy_property(attr: str, private: str, pid_attr: str, opener: str,
 WORKER_INIT_NEEDS = ("Dataset", "get_worker_info")
 
 
-def worker_init_function(name: str, imported: Sequence[str] = (), chained: bool = False
-                         ) -> cst.BaseStatement:
+def worker_init_function(name: str, imported: Sequence[str] = (), chained: bool = False,
+                         previous: str = "") -> cst.BaseStatement:
     """The generic worker init: walks the worker's dataset through wrappers (`dataset`,
     `datasets` and any Dataset held in an attribute) and calls each one's `open_handles()`,
     after `previous` (a worker_init_fn the loader already had). A forked worker reopens what
     it inherited; a spawned one opens what `__getstate__` left out. `imported`: the names of
     WORKER_INIT_NEEDS the module imports from torch.utils.data itself. `chained`: some loader
-    had a worker_init_fn, which runs first (`partial(<name>, previous=<it>)`)."""
+    had a worker_init_fn, which runs first (`partial(<name>, previous=<it>)`). `previous`:
+    in an annotated script (`fix/annotate.py`), the annotation of `previous` (any text when
+    not `chained`); the whole function is then annotated and asserts it runs in a worker
+    (get_worker_info() is Optional). "": unannotated."""
     needed = [n for n in WORKER_INIT_NEEDS if n not in imported]
     imports = f"    from torch.utils.data import {', '.join(needed)}\n" if needed else ""
+    params = "worker_id: int" if previous else "worker_id"
+    if chained:
+        params += f", previous: {previous} = None" if previous else ", previous=None"
+    if previous:
+        info = ("    info = get_worker_info()\n"
+                "    assert info is not None  # called in a DataLoader worker\n"
+                "    found = [info.dataset]\n")
+    else:
+        info = "    found = [get_worker_info().dataset]\n"
+    header = f"def {name}({params}){_returning('None' if previous else '')}:\n"
+    if len(header) > max_line() + 1:  # the parameters on a line of their own
+        header = f"def {name}(\n    {params}\n){_returning('None' if previous else '')}:\n"
     code = (
-        f"def {name}(worker_id{', previous=None' if chained else ''}):\n"
-        f'    """{WORKER_INIT_DOC}"""\n'
+        header
+        + f'    """{WORKER_INIT_DOC}"""\n'
         f"{imports}"
         + ("    if previous is not None:\n        previous(worker_id)\n" if chained else "")
-        + "    found = [get_worker_info().dataset]\n"
-        "    for dataset in found:  # grows with the datasets each one wraps\n"
+        + info
+        + "    for dataset in found:  # grows with the datasets each one wraps\n"
         f'        if hasattr(dataset, "{OPENER_NAME}"):\n'
         f"            dataset.{OPENER_NAME}()\n"
         '        for value in getattr(dataset, "__dict__", {}).values():\n'
@@ -159,17 +190,25 @@ def chains_previous(node: cst.FunctionDef) -> bool:
 
 
 def module_accessor(function: str, private: str, pid_name: str, handle: str,
-                    body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+                    body: Sequence[cst.BaseStatement], returns: str = "",
+                    private_type: str = "", pid_type: str = "") -> list[cst.BaseStatement]:
+    """The globals keeping the handle and its process, and the accessor making it once per
+    process. `returns`, `private_type`, `pid_type`: in an annotated module, the accessor's
+    return type and the globals' types (the accessor then also tests the handle for None,
+    which tells the checker it returns one)."""
     accessor_doc = f"This process's {handle}, created on first use (workersafe)."
+    test = f"{pid_name} != os.getpid()"
+    if returns and private_type != "Any":
+        test = f"{private} is None or {test}"
     code = (
-        f"{private} = None\n"
-        f"{pid_name} = None\n"
+        f"{private}{f': {private_type}' if returns else ''} = None\n"
+        f"{pid_name}{f': {pid_type}' if returns else ''} = None\n"
         "\n"
         "\n"
-        f"def {function}():\n"
+        f"def {function}(){_returning(returns)}:\n"
         f'    """{docstring(accessor_doc, 4)}"""\n'
         f"    global {private}, {pid_name}\n"
-        f"    if {pid_name} != os.getpid():\n"
+        f"    if {test}:\n"
         "        pass\n"
         f"        {pid_name} = os.getpid()\n"
         f"    return {private}\n"
