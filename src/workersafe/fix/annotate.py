@@ -32,6 +32,7 @@ import libcst as cst
 
 from ..paths import ancestors
 from .cstutil import dotted, walk
+from .handles import import_map
 
 _FLAGS = ("strict", "disallow_untyped_defs")
 _TRUE = ("1", "true", "yes", "on")
@@ -160,24 +161,7 @@ def previous_type(module: cst.Module) -> tuple[str, list[str]]:
 def handle_type(module: cst.Module, classes: Sequence[str]) -> tuple[str, list[str]]:
     """The first of `classes` (qualified names of what a handle is) the module can name
     through its imports, else `Any`; and the typing names that needs imported."""
-    modules: dict[str, str] = {}  # bound name → the module or object it is
-    tops = [small for s in module.body if isinstance(s, cst.SimpleStatementLine)
-            for small in s.body]
-    for node in tops:
-        if isinstance(node, cst.Import):
-            for alias in node.names:
-                full = dotted(alias.name)
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    modules[alias.asname.name.value] = full
-                else:
-                    root = full.split(".", 1)[0]
-                    modules[root] = root
-        elif isinstance(node, cst.ImportFrom) and not node.relative and node.module is not None \
-                and not isinstance(node.names, cst.ImportStar):
-            for alias in node.names:
-                target = alias.asname.name if alias.asname else alias.name
-                if isinstance(target, cst.Name):
-                    modules[target.value] = f"{dotted(node.module)}.{dotted(alias.name)}"
+    modules = import_map(module, top_level=True)  # bound name → the module or object it is
     for qualified in classes:
         for name, full in sorted(modules.items()):
             if qualified == full:

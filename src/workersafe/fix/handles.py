@@ -144,11 +144,15 @@ def _configuring_sql(call: cst.Call) -> bool:
     return text.lstrip().upper().startswith(CONFIGURING_SQL)
 
 
-def import_map(module: cst.CSTNode) -> dict[str, str]:
+def import_map(module: cst.CSTNode, top_level: bool = False) -> dict[str, str]:
     """Local name → qualified name for every import in the module (functions included: a
-    handle module imported inside `__init__` is still that module), or in any node."""
+    handle module imported inside `__init__` is still that module), or in any node; only the
+    module's own statements if `top_level` (the names its annotations can use)."""
     found: dict[str, str] = {}
-    for node in walk(module):
+    nodes = [small for s in module.body if isinstance(s, cst.SimpleStatementLine)
+             for small in s.body] if top_level and isinstance(module, cst.Module) \
+        else walk(module)
+    for node in nodes:
         if isinstance(node, cst.Import):
             for alias in node.names:
                 name = dotted(alias.name)
