@@ -29,6 +29,7 @@ from .cstutil import (
     Located, ReplaceNames, ReplaceNodes, dotted, leading_lines, self_attr, single, statements,
     transform, walk, with_leading_lines,
 )
+from .getstate import kept_reason
 from .handles import HandleNames
 from .initplan import find_method
 from .plan import Unfixable
@@ -128,7 +129,12 @@ def guard_lazy_opens(located: Located, cls: cst.ClassDef, current: cst.ClassDef,
             result.notes.append(f"pickling left to the existing {own}")
         elif added is not None:
             extended = _extended_getstate(new_cls, added, dropped)
-            if extended is None:
+            handles = [a for a in dropped if a not in pids.values()]
+            if extended is None and not kept_reason(cls.name.value, added, handles):
+                # `dict(self.__dict__, env=None)`: a spawned worker's process id differs
+                result.notes.append(f"the existing __getstate__ already leaves out "
+                                    f"{', '.join(handles)}")
+            elif extended is None:
                 result.notes.append("pickling left to the existing __getstate__ (it returns "
                                     "no `state` dict to set the handle to None in)")
             else:
