@@ -254,8 +254,10 @@ def live_problem(method: cst.FunctionDef) -> str:
     live = live_state(method)
     if not live:
         return ""
-    return (f"which changes the dataset itself: `{live}` is no copy, so pickling it for a "
-            "spawned worker also takes what it leaves out from the parent's dataset")
+    what = f"`{live}` may be no copy (object's returns the dataset's own __dict__)" \
+        if "super()" in live else f"`{live}` is no copy"
+    return (f"which changes the dataset itself: {what}, so pickling it for a spawned worker "
+            "also takes what it leaves out from the parent's dataset")
 
 
 def kept_reason(cls_name: str, method: cst.FunctionDef, dropped: Sequence[str]) -> str:
