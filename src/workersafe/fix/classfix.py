@@ -179,14 +179,13 @@ def custom_pickling(cls: cst.ClassDef) -> str:
         if name != "__getstate__":
             return name
         live = live_problem(method)
-        if live:
-            setstate = find_method(cls, "__setstate__")
-            if setstate is not None and not _only_restores(setstate):
-                live += "; its __setstate__ does more than restore __dict__"
-            return f"__getstate__ ({live})"
+        setstate = find_method(cls, "__setstate__")
+        if live and setstate is not None and not _only_restores(setstate):
+            return f"__getstate__ ({live}; its __setstate__ does more than restore __dict__)"
         if extended_getstate(method, ["_"]) is not None or left_out(method):
-            continue  # the handles join what it leaves out, or it leaves them out already
-        return "__getstate__ (in a shape the fix cannot extend)"
+            continue  # the handles join what it leaves out (a copy of `__dict__` now, if it
+            # changed the dataset's own), or it leaves them out already
+        return f"__getstate__ ({live or 'in a shape the fix cannot extend'})"
     return ""
 
 

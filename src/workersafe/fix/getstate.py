@@ -11,9 +11,12 @@ for `self.__dict__` as well.
 A `__getstate__` the fix cannot extend is kept as it is when it already leaves out (or pickles
 as None) every attribute the fix drops (`dict(self.__dict__, env=None)`, `{**self.__dict__,
 "env": None}`, `dict(super().__getstate__(), env=None)`, ...: read key by key as the analysis
-reads it, `analysis/pickled.py`). One that mutates the instance's own `__dict__` (`state =
-self.__dict__`, no copy, then `state["env"] = None`: pickling the dataset for a spawned worker
-closes the parent's) is refused with that reason, as is any other shape (merge by hand)."""
+reads it, `analysis/pickled.py`). One that changes the instance's own `__dict__` (`state =
+self.__dict__`, no copy, then `state["env"] = None`, as RepVGG's: pickling the dataset for a
+spawned worker takes env from the parent's too) is extended with a copy in its place
+(`self.__dict__.copy()`) where the rest of the class allows it (its `__setstate__` only
+restores `__dict__`, `fix/classfix.py`), else refused with that reason, as is any other
+shape (merge by hand)."""
 
 from __future__ import annotations
 
@@ -49,11 +52,20 @@ def extended_getstate(method: cst.FunctionDef, dropped: Sequence[str]
         new_last = body[-1].with_changes(body=[last.with_changes(
             value=value.with_changes(for_in=comp))])
         return method.with_changes(body=method.body.with_changes(body=[*body[:-1], new_last]))
-    if not isinstance(value, cst.Name) or not _copied_once(method, body, value.value, me):
+    at = _copied_once(method, body, value.value, me) if isinstance(value, cst.Name) else None
+    if at is None or not isinstance(value, cst.Name):
         return None
-    drops = cst.parse_module(drop_code(dropped, value.value)).body
-    return method.with_changes(body=method.body.with_changes(
+    copied = single(body[at])
+    assert isinstance(copied, cst.Assign)
+    if _is_own_dict(copied.value, me):  # `state = self.__dict__`: a copy now, so pickling
+        body[at] = body[at].with_changes(body=[copied.with_changes(  # leaves the dataset be
+            value=cst.parse_expression(f"{me}.__dict__.copy()"))])
+        done = left_out(method, live=True) or set()
+        dropped = [name for name in dropped if name not in done]
+    drops = cst.parse_module(drop_code(dropped, value.value)).body if dropped else []
+    new = method.with_changes(body=method.body.with_changes(
         body=[*body[:-1], *drops, body[-1]]))
+    return None if live_state(new) else new
 
 
 def _own_nodes(method: cst.FunctionDef) -> list[cst.CSTNode]:
@@ -69,9 +81,10 @@ def _own_nodes(method: cst.FunctionDef) -> list[cst.CSTNode]:
 
 
 def _copied_once(method: cst.FunctionDef, body: list[cst.BaseStatement], state: str, me: str
-                 ) -> bool:
-    """`state = <copy of me.__dict__>` is a statement of the body, and the only binding of
-    `state` in the method."""
+                 ) -> Optional[int]:
+    """The index in the body of `state = <copy of me.__dict__>` (or `= me.__dict__` itself,
+    which the extension copies), the only binding of `state` in the method; None when there
+    is none."""
     bindings = 0
     for node in _own_nodes(method):
         if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For,
@@ -80,10 +93,11 @@ def _copied_once(method: cst.FunctionDef, body: list[cst.BaseStatement], state: 
             bindings += state in target_names(target)
         elif isinstance(node, cst.Del):
             bindings += state in target_names(node.target)
-    copies = [s for s in body if isinstance(small := single(s), cst.Assign)
+    copies = [i for i, s in enumerate(body) if isinstance(small := single(s), cst.Assign)
               and len(small.targets) == 1 and target_names(small.targets[0].target) == {state}
-              and isinstance(small.targets[0].target, cst.Name) and _is_copy(small.value, me)]
-    return bindings == 1 and len(copies) == 1
+              and isinstance(small.targets[0].target, cst.Name)
+              and (_is_copy(small.value, me) or _is_own_dict(small.value, me))]
+    return copies[0] if bindings == 1 and len(copies) == 1 else None
 
 
 def _is_own_dict(expr: cst.BaseExpression, me: str) -> bool:
@@ -159,12 +173,12 @@ _MUTATING = frozenset({"pop", "popitem", "clear", "update", "setdefault", "__set
                        "__delitem__"})
 
 
-def left_out(method: cst.FunctionDef) -> Optional[set[str]]:
+def left_out(method: cst.FunctionDef, live: bool = False) -> Optional[set[str]]:
     """The attributes `method` (a `__getstate__`) leaves out of the state or pickles as None,
     read key by key from a copy of `__dict__` (`analysis/pickled.py`), without the keys it
     also sets to anything else (`state["cache"] = {}`); None when it cannot be read so, or
-    when it changes the instance's own `__dict__` (`live_state`)."""
-    if live_state(method):
+    (unless `live`) when it changes the instance's own `__dict__` (`live_state`)."""
+    if not live and live_state(method):
         return None
     tree = ast.parse(f"class _C:\n{_indented(cst.Module([]).code_for_node(method))}")
     node = tree.body[0]
