@@ -21,7 +21,7 @@ from .cstutil import (
     loaded_names, realigned, self_attr, single, statements, transform, walk,
     with_leading_lines,
 )
-from .getstate import extended_getstate
+from .getstate import extended_getstate, kept_reason, left_out, live_problem
 from .initplan import _assigned_attrs, _read_attrs, assigns_name, find_method
 from .plan import AttrPlan, Unfixable
 from .probes import probed_attrs
@@ -154,9 +154,11 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
         body = _replace_merged(body, plans)
     if strategy == "worker-init":
         new_members.insert(0, _handles_opener(plans, merged_body, merged, none))
-    if getstate is not None:  # extended in place
-        extended = extended_getstate(getstate, dropped)
-        assert extended is not None  # custom_pickling refused any other shape
+    if getstate is not None:  # kept when it leaves them out already, else extended in place
+        why_not = kept_reason(cls.name.value, getstate, dropped)
+        extended = extended_getstate(getstate, dropped) if why_not else getstate
+        if extended is None:
+            raise Unfixable(f"{why_not}: merge by hand")
         body = [extended if member is getstate else member for member in body]
     else:
         new_members.append(getstate_method(dropped, base=bool(base),
@@ -167,14 +169,23 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
 
 
 def custom_pickling(cls: cst.ClassDef) -> str:
-    """The pickling method the class defines that the fix cannot extend, or ""."""
+    """The pickling method the class defines that the fix can neither extend nor keep (with
+    why, for `__getstate__`), or "". A `__getstate__` read key by key (`fix/getstate.py`)
+    passes here: whether it leaves out what the fix drops is known once that is planned."""
     for name in ("__getstate__", "__reduce__", "__reduce_ex__"):
         method = find_method(cls, name)
         if method is None:
             continue
-        if name == "__getstate__" and extended_getstate(method, ["_"]) is not None:
-            continue  # it filters a copy of __dict__: the handles join what it leaves out
-        return f"{name} (in a shape the fix cannot extend)" if name == "__getstate__" else name
+        if name != "__getstate__":
+            return name
+        live = live_problem(method)
+        setstate = find_method(cls, "__setstate__")
+        if live and setstate is not None and not _only_restores(setstate):
+            return f"__getstate__ ({live}; its __setstate__ does more than restore __dict__)"
+        if extended_getstate(method, ["_"]) is not None or left_out(method):
+            continue  # the handles join what it leaves out (a copy of `__dict__` now, if it
+            # changed the dataset's own), or it leaves them out already
+        return f"__getstate__ ({live or 'in a shape the fix cannot extend'})"
     return ""
 
 

@@ -6,14 +6,26 @@ two shapes the fix can follow:
   the names join the excluded ones.
 A copy is `self.__dict__.copy()`, `dict(self.__dict__)`, `copy.copy(self.__dict__)`,
 `{**self.__dict__}` or a dict comprehension over `self.__dict__.items()`, with `vars(self)`
-for `self.__dict__` as well. Any other `__getstate__` is refused (merge by hand)."""
+for `self.__dict__` as well.
+
+A `__getstate__` the fix cannot extend is kept as it is when it already leaves out (or pickles
+as None) every attribute the fix drops (`dict(self.__dict__, env=None)`, `{**self.__dict__,
+"env": None}`, `dict(super().__getstate__(), env=None)`, ...: read key by key as the analysis
+reads it, `analysis/pickled.py`). One that changes the instance's own `__dict__` (`state =
+self.__dict__`, no copy, then `state["env"] = None`, as RepVGG's: pickling the dataset for a
+spawned worker takes env from the parent's too) is extended with a copy in its place
+(`self.__dict__.copy()`) where the rest of the class allows it (its `__setstate__` only
+restores `__dict__`, `fix/classfix.py`), else refused with that reason, as is any other
+shape (merge by hand)."""
 
 from __future__ import annotations
 
+import ast
 from typing import Optional, Sequence
 
 import libcst as cst
 
+from ..analysis.pickled import ALL_BUT, pickled_state
 from .cstutil import dotted, function_params, single, target_names
 from .templates import drop_code
 
@@ -40,11 +52,20 @@ def extended_getstate(method: cst.FunctionDef, dropped: Sequence[str]
         new_last = body[-1].with_changes(body=[last.with_changes(
             value=value.with_changes(for_in=comp))])
         return method.with_changes(body=method.body.with_changes(body=[*body[:-1], new_last]))
-    if not isinstance(value, cst.Name) or not _copied_once(method, body, value.value, me):
+    at = _copied_once(method, body, value.value, me) if isinstance(value, cst.Name) else None
+    if at is None or not isinstance(value, cst.Name):
         return None
-    drops = cst.parse_module(drop_code(dropped, value.value)).body
-    return method.with_changes(body=method.body.with_changes(
+    copied = single(body[at])
+    assert isinstance(copied, cst.Assign)
+    if _is_own_dict(copied.value, me):  # `state = self.__dict__`: a copy now, so pickling
+        body[at] = body[at].with_changes(body=[copied.with_changes(  # leaves the dataset be
+            value=cst.parse_expression(f"{me}.__dict__.copy()"))])
+        done = left_out(method, live=True) or set()
+        dropped = [name for name in dropped if name not in done]
+    drops = cst.parse_module(drop_code(dropped, value.value)).body if dropped else []
+    new = method.with_changes(body=method.body.with_changes(
         body=[*body[:-1], *drops, body[-1]]))
+    return None if live_state(new) else new
 
 
 def _own_nodes(method: cst.FunctionDef) -> list[cst.CSTNode]:
@@ -60,9 +81,10 @@ def _own_nodes(method: cst.FunctionDef) -> list[cst.CSTNode]:
 
 
 def _copied_once(method: cst.FunctionDef, body: list[cst.BaseStatement], state: str, me: str
-                 ) -> bool:
-    """`state = <copy of me.__dict__>` is a statement of the body, and the only binding of
-    `state` in the method."""
+                 ) -> Optional[int]:
+    """The index in the body of `state = <copy of me.__dict__>` (or `= me.__dict__` itself,
+    which the extension copies), the only binding of `state` in the method; None when there
+    is none."""
     bindings = 0
     for node in _own_nodes(method):
         if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For,
@@ -71,10 +93,11 @@ def _copied_once(method: cst.FunctionDef, body: list[cst.BaseStatement], state: 
             bindings += state in target_names(target)
         elif isinstance(node, cst.Del):
             bindings += state in target_names(node.target)
-    copies = [s for s in body if isinstance(small := single(s), cst.Assign)
+    copies = [i for i, s in enumerate(body) if isinstance(small := single(s), cst.Assign)
               and len(small.targets) == 1 and target_names(small.targets[0].target) == {state}
-              and isinstance(small.targets[0].target, cst.Name) and _is_copy(small.value, me)]
-    return bindings == 1 and len(copies) == 1
+              and isinstance(small.targets[0].target, cst.Name)
+              and (_is_copy(small.value, me) or _is_own_dict(small.value, me))]
+    return copies[0] if bindings == 1 and len(copies) == 1 else None
 
 
 def _is_own_dict(expr: cst.BaseExpression, me: str) -> bool:
@@ -141,3 +164,133 @@ def _excluding(comp: cst.DictComp, me: str, dropped: Sequence[str]
     code = cst.Module([]).code_for_node
     names = [code(e) for e in excluded] + [f'"{n}"' for n in dropped]
     return cst.parse_expression(f"{key} not in {brackets[0]}{', '.join(names)}{brackets[1]}")
+
+
+# --- a `__getstate__` kept as it is ------------------------------------------------------------
+
+# methods of a dict that change it
+_MUTATING = frozenset({"pop", "popitem", "clear", "update", "setdefault", "__setitem__",
+                       "__delitem__"})
+
+
+def left_out(method: cst.FunctionDef, live: bool = False) -> Optional[set[str]]:
+    """The attributes `method` (a `__getstate__`) leaves out of the state or pickles as None,
+    read key by key from a copy of `__dict__` (`analysis/pickled.py`), without the keys it
+    also sets to anything else (`state["cache"] = {}`); None when it cannot be read so, or
+    (unless `live`) when it changes the instance's own `__dict__` (`live_state`)."""
+    if not live and live_state(method):
+        return None
+    tree = ast.parse(f"class _C:\n{_indented(cst.Module([]).code_for_node(method))}")
+    node = tree.body[0]
+    assert isinstance(node, ast.ClassDef)
+    state = pickled_state(node)
+    if state is None or state.mode != ALL_BUT:
+        return None
+    return set(state.names) - _set_to_values(node)
+
+
+def _indented(code: str) -> str:
+    return "".join(f"    {line}" if line.strip() else line
+                   for line in code.lstrip("\n").splitlines(keepends=True))
+
+
+def _set_to_values(cls: ast.ClassDef) -> set[str]:
+    """The keys the method sets to something other than None: `state["k"] = v`,
+    `dict(..., k=v)`, `{**..., "k": v}`, `state.update(k=v)`."""
+    found: set[str] = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign):
+            found |= {key for t in node.targets if isinstance(t, ast.Subscript)
+                      for key in [_constant(t.slice)] if key and not _none(node.value)}
+        elif isinstance(node, ast.Call):
+            found |= {k.arg for k in node.keywords if k.arg and not _none(k.value)}
+        elif isinstance(node, ast.Dict):
+            found |= {key for k, v in zip(node.keys, node.values) if k is not None
+                      for key in [_constant(k)] if key and not _none(v)}
+    return found
+
+
+def _constant(node: ast.expr) -> str:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+
+
+def _none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def live_state(method: cst.FunctionDef) -> str:
+    """How `method` reaches the instance's own `__dict__` (`state = self.__dict__`, `vars(self)`
+    or `super().__getstate__()`, which object's returns uncopied) to change it (`state["env"]
+    = None`, `del`, `pop`, ...): that statement's code, or "" when it changes no such dict (a
+    copy: pickling leaves the instance as it was)."""
+    params = function_params(method)
+    if len(params) != 1:
+        return ""
+    me = params[0]
+    code = cst.Module([]).code_for_node
+    aliases = {t.target.value: f"{t.target.value} = {code(node.value)}"
+               for node in _own_nodes(method) if isinstance(node, cst.Assign)
+               and _is_live(node.value, me) for t in node.targets
+               if isinstance(t.target, cst.Name)}
+    for node in _own_nodes(method):
+        changed: Optional[cst.BaseExpression] = None
+        if isinstance(node, (cst.Assign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) \
+                else [node.target]
+            subs = [t for t in targets if isinstance(t, cst.Subscript)]
+            changed = subs[0].value if subs else None
+        elif isinstance(node, cst.Del) and isinstance(node.target, cst.Subscript):
+            changed = node.target.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in _MUTATING:
+            changed = node.func.value
+        if changed is None:
+            continue
+        if isinstance(changed, cst.Name) and changed.value in aliases:
+            return aliases[changed.value]
+        if _is_live(changed, me):
+            return code(changed)
+    return ""
+
+
+def _is_live(expr: cst.BaseExpression, me: str) -> bool:
+    """The instance's own `__dict__`: `me.__dict__`, `vars(me)`, `super().__getstate__()`."""
+    if _is_own_dict(expr, me):
+        return True
+    return isinstance(expr, cst.Call) and not expr.args \
+        and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "__getstate__" \
+        and isinstance(expr.func.value, cst.Call) and dotted(expr.func.value.func) == "super"
+
+
+def live_problem(method: cst.FunctionDef) -> str:
+    """Why a `__getstate__` changing the instance's own `__dict__` cannot be kept nor extended
+    ("" when it changes a copy)."""
+    live = live_state(method)
+    if not live:
+        return ""
+    what = f"`{live}` may be no copy (object's returns the dataset's own __dict__)" \
+        if "super()" in live else f"`{live}` is no copy"
+    return (f"which changes the dataset itself: {what}, so pickling it for a spawned worker "
+            "also takes what it leaves out from the parent's dataset")
+
+
+def kept_reason(cls_name: str, method: cst.FunctionDef, dropped: Sequence[str]) -> str:
+    """Why the class's own `__getstate__`, which the fix cannot extend, cannot stay as it is
+    either when the fix drops `dropped`; "" when it already leaves them all out."""
+    live = live_problem(method)
+    if live:
+        return f"{cls_name} already defines __getstate__ ({live})"
+    out = left_out(method)
+    if out is None:
+        return f"{cls_name} already defines __getstate__ (in a shape the fix cannot extend)"
+    missing = [name for name in dropped if name not in out]
+    if missing:
+        return (f"{cls_name}.__getstate__ leaves out {_names(sorted(out))} but not "
+                f"{_names(missing)}, in a shape the fix cannot extend")
+    return ""
+
+
+def _names(names: Sequence[str]) -> str:
+    if not names:
+        return "nothing"
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]

@@ -29,6 +29,7 @@ from .cstutil import (
     Located, ReplaceNames, ReplaceNodes, dotted, leading_lines, self_attr, single, statements,
     transform, walk, with_leading_lines,
 )
+from .getstate import kept_reason
 from .handles import HandleNames
 from .initplan import find_method
 from .plan import Unfixable
@@ -124,11 +125,20 @@ def guard_lazy_opens(located: Located, cls: cst.ClassDef, current: cst.ClassDef,
     if dropped:
         own = custom_pickling(cls) or inherited_pickling
         added = find_method(new_cls, "__getstate__")  # by another fix of this run
-        if own:
+        mine = find_method(cls, "__getstate__")
+        handles = [a for a in dropped if a not in pids.values()]
+        if own and mine is not None and not kept_reason(cls.name.value, mine, handles):
+            result.notes.append(f"the existing __getstate__ already leaves out "
+                                f"{', '.join(handles)}")
+        elif own:
             result.notes.append(f"pickling left to the existing {own}")
         elif added is not None:
             extended = _extended_getstate(new_cls, added, dropped)
-            if extended is None:
+            if extended is None and not kept_reason(cls.name.value, added, handles):
+                # `dict(self.__dict__, env=None)`: a spawned worker's process id differs
+                result.notes.append(f"the existing __getstate__ already leaves out "
+                                    f"{', '.join(handles)}")
+            elif extended is None:
                 result.notes.append("pickling left to the existing __getstate__ (it returns "
                                     "no `state` dict to set the handle to None in)")
             else:

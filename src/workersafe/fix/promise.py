@@ -17,6 +17,7 @@ import libcst as cst
 
 from ..registry import Registry
 from .cstutil import module_bindings, self_attr, small_statements, walk
+from .getstate import left_out
 from .handles import HandleNames
 from .initplan import find_method
 from .probes import probed_attrs
@@ -109,12 +110,14 @@ def _reads(node: cst.CSTNode, attrs: set[str], local_handles: set[str]) -> bool:
 
 
 def _dropped(cls: cst.ClassDef) -> set[str]:
-    """The attribute names `__getstate__` leaves out (the strings it names)."""
+    """The attribute names `__getstate__` leaves out (the strings it names, and the keywords
+    of `dict(self.__dict__, env=None)` it reads key by key)."""
     method = find_method(cls, "__getstate__")
     if method is None:
         return set()
     return {n.evaluated_value for n in walk(method) if isinstance(n, cst.SimpleString)
-            and isinstance(n.evaluated_value, str) and n.evaluated_value.isidentifier()}
+            and isinstance(n.evaluated_value, str) and n.evaluated_value.isidentifier()} \
+        | (left_out(method) or set())
 
 
 # --- names the fix introduces ---------------------------------------------------------------

@@ -139,6 +139,10 @@ class Rewriter:
                 self._plan_group(group, fixed_classes, done)
                 self._apply_group(group)
             except Unfixable as exc:
+                guards = self._lazy_accessor_plans(group)
+                if guards is not None:  # the accessor gets the process check instead
+                    self.lazy_findings += guards
+                    continue
                 self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in group.findings]
                 continue
             done[group.qualname] = group
@@ -229,6 +233,33 @@ class Rewriter:
                               for method, attr in guarded.guarded]
         return "; ".join(["process check added: reopened when os.getpid() changes",
                           *guarded.notes])
+
+    def _lazy_accessor_plans(self, group: Group) -> Optional[list[Finding]]:
+        """The group's findings as lazy opens to guard, when the class cannot be rewritten and
+        each is made in a lazy accessor without a process check that `__init__` runs (the
+        stylegan2-ada `_get_zipfile()`: `if self._zipfile is None: self._zipfile = ...`): the
+        accessor's test gains the process check (`fix/lazyguard.py`), so a process that
+        inherited the parent's handle opens its own. None when some finding is not one."""
+        if group.wire_only or not group.findings:
+            return None
+        facts = self.result.facts.get(group.path)
+        remedy = next((c for c in facts.remedies.classes if c.qualname == group.qualname),
+                      None) if facts is not None else None
+        if remedy is None:
+            return None
+        out: list[Finding] = []
+        for finding in group.findings:
+            plan = finding.plan
+            lazy = next((lz for lz in remedy.lazy if plan is not None
+                         and (lz.method, lz.attr) == (plan.method, plan.attr)
+                         and lz.site is not None and lz.site.span == finding.span
+                         and lz.site.handle == plan.handle and not lz.process_checked), None)
+            if plan is None or plan.kind != "instance" or lazy is None \
+                    or plan.method == "__init__":
+                return None
+            out.append(dataclasses.replace(finding, plan=dataclasses.replace(
+                plan, kind="unguarded-lazy")))
+        return out
 
     def _sibling_lazy_opens(self, path: str, qualname: str,
                             wanted: list[tuple[FixPlan, Span]]) -> list[tuple[FixPlan, Span]]:
