@@ -855,8 +855,9 @@ def _not_supported(kind: str) -> str:
                   "`workersafe rule WS101`)",
         "returned": "the handle is returned by a cached factory (one object per process): "
                     "reset its cache per process (see `workersafe rule WS102`)",
-        "cache": "a process-global handle cache filled while the dataset is built: fill it "
-                 "per process, or key it by os.getpid() (see `workersafe rule WS102`)",
+        "cache": "a process-global handle cache filled by a method or another module's "
+                 "function: fill it per process, or key it by os.getpid() (see `workersafe "
+                 "rule WS102`)",
         "worker-init-only": "a worker_init_fn remedy: fixed by fix/remedyfix.py's rewriter",
     }.get(kind, "no automatic fix for this finding")
 
