@@ -67,11 +67,16 @@ def plan_cache_fix(module: cst.Module, scope: Union[cst.Module, cst.ClassDef],
                         "os.getpid() by hand")
     others = [s for s in module.body
               if not (isinstance(s, cst.ClassDef) and s.name.value == owner)] if owner else []
+    # a subclass names it through `self` and `cls` too
+    subclasses = [s for s in others if isinstance(s, cst.ClassDef) and any(
+        dotted(b.value).rpartition(".")[2] == owner for b in s.bases)]
     # the class's methods name it through the class, `self` or `cls`; other code through
     # the class
     inside = {owner, "self", "cls"} | {p for s in body if isinstance(s, cst.FunctionDef)
                                        for p in _spellings(s, owner)} if owner else set()
-    outside = [n for tree, names in ((scope, inside), *((o, {owner}) for o in others))
+    outside = [n for tree, names in ((scope, inside), *((o, {owner, "self", "cls"}
+                                                         if o in subclasses else {owner})
+                                                        for o in others))
                for n in walk(tree) if _mentions(n, container, names)
                and not _within(n, function) and not _within(n, definition)]
     if outside:
@@ -89,15 +94,21 @@ def plan_cache_fix(module: cst.Module, scope: Union[cst.Module, cst.ClassDef],
     fix = CacheFix(scope, definition=definition, filler=function)
     inner = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else []
     start = 1 if inner and _is_docstring(inner[0]) else 0
-    alias = _alias(inner[start]) if start < len(inner) else None
-    if alias is not None and len(refs) == 1 and _value(inner[start]) is refs[0]:
-        fix.local = alias  # `zip_bank = ZipReader.zip_bank`: read this process's instead
-        line = inner[start]
-        assert isinstance(line, cst.SimpleStatementLine)
+    # `zip_bank = ZipReader.zip_bank` in the function's body, its one use of the container:
+    # that local reads this process's cache instead
+    line = next((n for n in walk(function) if len(refs) == 1 and isinstance(
+        n, cst.SimpleStatementLine) and _alias(n) is not None and _value(n) is refs[0]), None)
+    if line is not None:
+        fix.local = _alias(line) or ""
         small = line.body[0]
         assert isinstance(small, cst.Assign)
-        new_line = line.with_changes(body=[small.with_changes(value=keyed)])
-        new_body = [*inner[:start], _commented(new_line, 8 if owner else 4), *inner[start + 1:]]
+        new_line = _commented(line.with_changes(body=[small.with_changes(value=keyed)]),
+                              (4 if owner else 0) + 4 * _depth(function, line))
+        changed = function.visit(ReplaceNodes({line: new_line}))
+        assert isinstance(changed, cst.FunctionDef)
+        function = changed
+        new_body = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) \
+            else []
     else:
         fix.local = _local_name(container, function)
         new_line = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(fix.local))],
@@ -230,6 +241,16 @@ def _alias(statement: cst.BaseStatement) -> Optional[str]:
             and isinstance(small.targets[0].target, cst.Name):
         return small.targets[0].target.value
     return None
+
+
+def _depth(outer: cst.CSTNode, node: cst.CSTNode) -> int:
+    """How many indented blocks of `outer` hold `node`."""
+    for child in outer.children:
+        if child is node:
+            return 1 if isinstance(outer, cst.IndentedBlock) else 0
+        if _within(node, child):
+            return _depth(child, node) + (1 if isinstance(outer, cst.IndentedBlock) else 0)
+    return 0
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:
