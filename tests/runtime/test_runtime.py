@@ -371,6 +371,17 @@ PROGRAM_LIST += (
         (Before(FORK_4, ZIP_FAILURES),),
         fixed_configs=FULL_CONFIGS,
     ),
+    # genforce's LmdbLoader shape (environments by path): a read-only environment shared by
+    # forked workers happens to read right here, so nothing fails before the fix; after it,
+    # each process opens its own, which lmdb allows only once the inherited one is dropped
+    # (without the drop every forked worker fails: "already open in this process")
+    Program(
+        "lmdb_loader_cache",
+        "WS102",
+        "lmdb.open(",
+        (),
+        fixed_configs=FULL_CONFIGS,
+    ),
 )
 PROGRAMS_BY_NAME = {program.name: program for program in PROGRAM_LIST}
 

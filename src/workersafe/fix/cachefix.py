@@ -28,6 +28,7 @@ _DICT_LIKE = frozenset({"dict", "OrderedDict", "collections.OrderedDict", "defau
                         "collections.defaultdict"})
 COMMENT = "# one cache per process"
 KEYED_COMMENT = "# a cache per process id"
+DROP_COMMENT = "# one open per process: drop the parent's first"
 
 
 @dataclass
@@ -42,9 +43,11 @@ class CacheFix:
 
 
 def plan_cache_fix(module: cst.Module, scope: Union[cst.Module, cst.ClassDef],
-                   container: str, filler: str) -> CacheFix:
+                   container: str, filler: str, drop_first: bool = False) -> CacheFix:
     """The edits in `scope` (the module, or the class owning the container) that key
-    `container` by the process in the function `filler`. Raises Unfixable with the reason."""
+    `container` by the process in the function `filler`. `drop_first`: the library opens a
+    file once per process (lmdb): a new process first drops what it inherited (the parent's
+    entry), before it opens its own. Raises Unfixable with the reason."""
     owner = scope.name.value if isinstance(scope, cst.ClassDef) else ""
     label = f"{owner}.{container}" if owner else container
     body = statements(scope.body.body if isinstance(scope, cst.ClassDef) else scope.body)
@@ -118,6 +121,8 @@ def plan_cache_fix(module: cst.Module, scope: Union[cst.Module, cst.ClassDef],
         rest = list(swapped.body.body) if isinstance(swapped.body, cst.IndentedBlock) else []
         new_body = [*rest[:start], _commented(new_line, 8 if owner else 4), *rest[start:]]
         function = swapped
+    if drop_first:  # before any use of the container: at the top
+        new_body[start:start] = _drop_inherited(spelled, 8 if owner else 4)
     assert isinstance(function.body, cst.IndentedBlock)
     new_function = function.with_changes(body=function.body.with_changes(body=new_body))
     fix.replacements[original] = new_function
@@ -133,6 +138,16 @@ def apply_cache_fix(fix: CacheFix) -> Union[cst.Module, cst.ClassDef]:
     new = fix.scope.visit(ReplaceNodes(fix.replacements))
     assert isinstance(new, (cst.Module, cst.ClassDef))
     return new
+
+
+def _drop_inherited(spelled: str, indent: int) -> list[cst.BaseStatement]:
+    """`if os.getpid() not in <container>: <container>.clear()`: a new process drops the
+    entries it inherited (never closing them in the parent), so that it may open the same
+    file again."""
+    test = f"if os.getpid() not in {spelled}:"
+    comment = f"  {DROP_COMMENT}" if indent + len(test) + 2 + len(DROP_COMMENT) <= max_line() \
+        else ""
+    return [cst.parse_statement(f"{test}{comment}\n    {spelled}.clear()\n")]
 
 
 def cache_lines(statement: cst.BaseStatement, container: str, filler: str) -> bool:

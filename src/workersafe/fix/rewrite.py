@@ -201,15 +201,18 @@ class Rewriter:
             assert finding.plan is not None and finding.plan.cache is not None
             by_cache.setdefault((finding.path, finding.plan.cache), []).append(finding)
         for (path, cache), findings in by_cache.items():
+            types = [self.registry.lookup(f.plan.handle) for f in findings if f.plan]
             try:
-                note = self._key_cache(path, cache)
+                note = self._key_cache(path, cache, any(t is not None and t.drop_before_reopen
+                                                        for t in types))
             except Unfixable as exc:
                 self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in findings]
                 continue
             self.outcomes += [Outcome(f, "fixed", note) for f in findings]
 
-    def _key_cache(self, path: str, cache: CacheFill) -> str:
-        """Key `cache`'s container by the process, in the function filling it."""
+    def _key_cache(self, path: str, cache: CacheFill, drop_first: bool) -> str:
+        """Key `cache`'s container by the process, in the function filling it; `drop_first`:
+        a handle opened once per process (lmdb), which a new process drops first."""
         edit = self._edit(path)
         module = edit.located.module
         facts_cls = self.project.classes.get(cache.owner) if cache.owner else None
@@ -232,7 +235,7 @@ class Rewriter:
             current = edit.replacements.get(original, original)
             assert isinstance(current, cst.ClassDef)
             scope = current
-        fix = plan_cache_fix(module, scope, cache.container, cache.filler)
+        fix = plan_cache_fix(module, scope, cache.container, cache.filler, drop_first)
         if original is not None:
             edit.replacements[original] = apply_cache_fix(fix)
         else:
@@ -247,7 +250,9 @@ class Rewriter:
                 start, end = edit.located.lines_of(node)
                 allowed.update(range(start, end + 1))
         self._need_module_import(edit, "os")
-        return f"{label} keyed by the process: {cache.filler}() fills this process's own"
+        dropped = "; a new process drops the parent's first" if drop_first else ""
+        return f"{label} keyed by the process: {cache.filler}() fills this process's own" \
+            + dropped
 
     # --- lazy opens without a process check (WS303/WS313) -------------------------------------
 
