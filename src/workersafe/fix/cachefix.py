@@ -113,7 +113,7 @@ def plan_cache_fix(module: cst.Module, scope: Union[cst.Module, cst.ClassDef],
         new_body = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) \
             else []
     else:
-        fix.local = _local_name(container, function)
+        fix.local = _local_name(container, function, bool(owner))
         new_line = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(fix.local))],
                                                        keyed)])
         swapped = function.visit(ReplaceNodes({r: cst.Name(fix.local) for r in refs}))
@@ -126,7 +126,7 @@ def plan_cache_fix(module: cst.Module, scope: Union[cst.Module, cst.ClassDef],
     assert isinstance(function.body, cst.IndentedBlock)
     new_function = function.with_changes(body=function.body.with_changes(body=new_body))
     fix.replacements[original] = new_function
-    new_definition = definition
+    new_definition = _keyed_annotation(definition)
     if not _dict_like(value):  # a list or set cannot be keyed: the container becomes a dict
         new_definition = _with_value(definition, cst.Dict([]))
     fix.replacements[definition] = _commented(new_definition, 4 if owner else 0,
@@ -170,6 +170,32 @@ def _value(statement: cst.BaseStatement) -> cst.BaseExpression:
     small = single(statement)
     assert isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None
     return small.value
+
+
+def _keyed_annotation(statement: cst.BaseStatement) -> cst.BaseStatement:
+    """An annotated container (`_envs: dict[str, Environment] = {}`) maps process ids to what
+    it held: `dict[int, dict[str, Environment]]` (`Dict[int, ...]` when it is spelled with
+    typing's `Dict`; inside a `ClassVar[...]` when it is one)."""
+    small = single(statement)
+    if not isinstance(small, cst.AnnAssign):
+        return statement
+    code = cst.Module([]).code_for_node
+    annotation = small.annotation.annotation
+    wrapper = ""
+    if isinstance(annotation, cst.Subscript) and dotted(annotation.value).rpartition(".")[2] \
+            == "ClassVar" and len(annotation.slice) == 1:
+        element = annotation.slice[0].slice
+        if isinstance(element, cst.Index):
+            wrapper, annotation = code(annotation.value), element.value
+    inner = code(annotation)
+    outer = "Dict" if re.match(r"(typing\.)?Dict\b", inner) else "dict"
+    if outer == "Dict" and inner.startswith("typing."):
+        outer = "typing.Dict"
+    keyed = f"{outer}[int, {inner}]"
+    text = f"{wrapper}[{keyed}]" if wrapper else keyed
+    assert isinstance(statement, cst.SimpleStatementLine)
+    return statement.with_changes(body=[small.with_changes(
+        annotation=cst.Annotation(cst.parse_expression(text)))])
 
 
 def _with_value(statement: cst.BaseStatement, value: cst.BaseExpression
@@ -274,14 +300,16 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
                                                                     cst.ConcatenatedString))
 
 
-def _local_name(container: str, function: cst.FunctionDef) -> str:
+def _local_name(container: str, function: cst.FunctionDef, attribute: bool) -> str:
     """The local the function reads its process's cache through: the container's name,
-    lower case, without leading underscores (`_ARCHIVES` → `archives`)."""
+    lower case, without leading underscores (`_ARCHIVES` → `archives`); never a module
+    container's own name (`attribute` False), which the local would hide."""
     base = re.sub(r"\W", "", container.lstrip("_").lower()) or "cache"
+    attrs = {id(n.attr) for n in walk(function) if isinstance(n, cst.Attribute)}
     taken = bound_names([function]) | {n.value for n in walk(function)
-                                       if isinstance(n, cst.Name)}
+                                       if isinstance(n, cst.Name) and id(n) not in attrs}
     for name in (base, f"{base}_here", f"this_process_{base}"):
-        if name not in taken and name != container:
+        if name not in taken and (attribute or name != container):
             return name
     raise Unfixable(f"{function.name.value}() already uses the names a local for its "
                     f"process's {container} would take: key it by os.getpid() by hand")
