@@ -35,11 +35,8 @@ DROP_COMMENT = "# one open per process: drop the parent's first"
 class CacheFix:
     """The edits keying one container by the process."""
 
-    scope: Union[cst.Module, cst.ClassDef]  # the new module body owner or class
-    replacements: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)
-    definition: Optional[cst.BaseStatement] = None  # the container's line (in `scope`)
-    filler: Optional[cst.FunctionDef] = None  # the filling function (in `scope`)
-    local: str = ""  # the local the filling function reads its process's cache through
+    scope: Union[cst.Module, cst.ClassDef]  # the module, or the class (as rewritten so far)
+    replacements: dict[cst.CSTNode, cst.CSTNode] = field(default_factory=dict)  # in `scope`
 
 
 def plan_cache_fix(module: cst.Module, scope: Union[cst.Module, cst.ClassDef],
@@ -63,6 +60,9 @@ def plan_cache_fix(module: cst.Module, scope: Union[cst.Module, cst.ClassDef],
     if function is None:
         raise Unfixable(f"{filler}(), which fills {label}, is not defined next to it: key "
                         "the cache by os.getpid() by hand")
+    if not isinstance(function.body, cst.IndentedBlock):
+        raise Unfixable(f"{filler}() is written on one line: key {label} by os.getpid() by "
+                        "hand")
     spellings = _spellings(function, owner)
     refs = [n for n in walk(function) if _is_ref(n, container, spellings)]
     if not refs:
@@ -94,7 +94,7 @@ def plan_cache_fix(module: cst.Module, scope: Union[cst.Module, cst.ClassDef],
                         "os.getpid() by hand")
     keyed = cst.parse_expression(f"{spelled}.setdefault(os.getpid(), {code(value)})")
     original = function
-    fix = CacheFix(scope, definition=definition, filler=function)
+    fix = CacheFix(scope)
     inner = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else []
     start = 1 if inner and _is_docstring(inner[0]) else 0
     # `zip_bank = ZipReader.zip_bank` in the function's body, its one use of the container:
@@ -102,7 +102,6 @@ def plan_cache_fix(module: cst.Module, scope: Union[cst.Module, cst.ClassDef],
     line = next((n for n in walk(function) if len(refs) == 1 and isinstance(
         n, cst.SimpleStatementLine) and _alias(n) is not None and _value(n) is refs[0]), None)
     if line is not None:
-        fix.local = _alias(line) or ""
         small = line.body[0]
         assert isinstance(small, cst.Assign)
         new_line = _commented(line.with_changes(body=[small.with_changes(value=keyed)]),
@@ -113,10 +112,10 @@ def plan_cache_fix(module: cst.Module, scope: Union[cst.Module, cst.ClassDef],
         new_body = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) \
             else []
     else:
-        fix.local = _local_name(container, function, bool(owner))
-        new_line = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(fix.local))],
+        local = _local_name(container, function, bool(owner))
+        new_line = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(local))],
                                                        keyed)])
-        swapped = function.visit(ReplaceNodes({r: cst.Name(fix.local) for r in refs}))
+        swapped = function.visit(ReplaceNodes({r: cst.Name(local) for r in refs}))
         assert isinstance(swapped, cst.FunctionDef)
         rest = list(swapped.body.body) if isinstance(swapped.body, cst.IndentedBlock) else []
         new_body = [*rest[:start], _commented(new_line, 8 if owner else 4), *rest[start:]]
@@ -128,7 +127,7 @@ def plan_cache_fix(module: cst.Module, scope: Union[cst.Module, cst.ClassDef],
     fix.replacements[original] = new_function
     new_definition = _keyed_annotation(definition)
     if not _dict_like(value):  # a list or set cannot be keyed: the container becomes a dict
-        new_definition = _with_value(definition, cst.Dict([]))
+        new_definition = _with_value(new_definition, cst.Dict([]))
     fix.replacements[definition] = _commented(new_definition, 4 if owner else 0,
                                               KEYED_COMMENT)
     return fix
