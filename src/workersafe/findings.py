@@ -15,11 +15,22 @@ from .records import record
 # "passed": created by the caller and passed to the constructor (WS104, not rewritten);
 # "holder" (inside a holder object the dataset keeps), "returned" (returned by a function the
 # dataset calls): rewritten when `via` names the call's target (the dataset's statement making
-# it moves into the opener), else not; "cache" (a process-global handle cache): not rewritten.
+# it moves into the opener), else not; "cache" (a process-global handle cache): rewritten when
+# `cache` says where the container is and what fills it (keyed by the process: fix/cachefix).
 # The remedies (WS3xx): "worker-init-only" (WS301/WS302: the handle is made only by a
 # worker_init_fn), "unguarded-lazy" (WS303: a lazy open without a process check).
 FixKind = Literal["instance", "module", "class", "passed", "holder", "returned", "cache",
                   "worker-init-only", "unguarded-lazy"]
+
+
+@record(frozen=True)
+class CacheFill:
+    """A process-global handle cache (a "cache" plan): the container and the function filling
+    it, both in the finding's file."""
+
+    owner: str  # qualified name of the class whose attribute it is; "" for a module variable
+    container: str  # the attribute or module variable: "zip_bank"
+    filler: str  # the method (of `owner`) or module-level function filling it: "get_zipfile"
 
 
 @record(frozen=True)
@@ -45,6 +56,7 @@ class FixPlan:
     # "worker-init-only": (path, line, col) of the worker_init_fn (its `def`, or the lambda)
     # that creates the handle; `method` is its qualified name ("" for a lambda)
     worker_init: Optional[tuple[str, int, int]] = None
+    cache: Optional[CacheFill] = None  # "cache": the container and its filler
 
     @property
     def holding_attrs(self) -> tuple[str, ...]:

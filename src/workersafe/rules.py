@@ -12,8 +12,8 @@ from dataclasses import field, replace
 from typing import Iterator, Optional
 
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, LoaderCall,
-                    MethodFacts, Span)
-from .findings import Finding, FixPlan
+                    MethodFacts, ModuleHandle, Span)
+from .findings import CacheFill, Finding, FixPlan
 from .link import PICKLING_METHODS, SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
 from .records import record
 from .registry import Registry
@@ -505,9 +505,17 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
                              f"in the parent)",
                              view.cls.name, FixPlan("cache", handle.site.handle,
                                                     view.cls.qualname, handle.name,
-                                                    (handle.name,)),
+                                                    (handle.name,),
+                                                    cache=_module_cache(home, handle)),
                              not htype.fork_safe)
             yield cand, True, handle.name, "module"
+
+
+def _module_cache(home: FileFacts, handle: ModuleHandle) -> Optional[CacheFill]:
+    """Where a module-level cache is and the module-level function filling it (None when a
+    method or another module's function fills it: not rewritten)."""
+    scope, _, filler = handle.filled_by.rpartition(".")
+    return CacheFill("", handle.name, filler) if scope == home.module else None
 
 
 def _cache_classes_kept(project: Project, view: ClassView) -> dict[str, list[str]]:
@@ -603,7 +611,8 @@ def _helper_cache_candidates(project: Project, registry: Registry, view: ClassVi
                          f"{helper.name}.{cache.method}() in {view.cls.name}.{first}, in the "
                          "parent)",
                          view.cls.name, FixPlan("cache", cache.site.handle, view.cls.qualname,
-                                                name, (name,)),
+                                                name, (name,), cache=CacheFill(
+                                                    helper.qualname, cache.attr, cache.method)),
                          not htype.fork_safe)
         yield cand, True, name, "module"
 
@@ -624,7 +633,8 @@ def _class_cache_candidates(project: Project, registry: Registry, view: ClassVie
                                                   or cache.method in view.worker_methods):
                 continue
             plan = FixPlan("cache", cache.site.handle, member.qualname, cache.attr,
-                           (cache.attr,))
+                           (cache.attr,),
+                           cache=CacheFill(member.qualname, cache.attr, cache.method))
             cand = Candidate("WS103", cache.site, home.path,
                              f"kept in the class-level cache {member.name}.{cache.attr} "
                              f"(filled by {member.name}.{cache.method}() in "

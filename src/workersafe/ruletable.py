@@ -46,11 +46,13 @@ RULES: tuple[Rule, ...] = (
          latent="WS111"),
     Rule("WS102", "module-level-handle",
          "A module-level handle used by a Dataset is shared by its workers.",
-         "module", "turns the handle into a per-process accessor `get_<name>()`",
+         "module", "turns the handle into a per-process accessor `get_<name>()`; keys a "
+         "process-global cache by the process in the function filling it",
          latent="WS112"),
     Rule("WS103", "class-attribute-handle",
          "A handle created in a Dataset's class body is shared by its workers.",
-         "class", "makes the class attribute a lazy per-process instance attribute",
+         "class", "makes the class attribute a lazy per-process instance attribute; keys a "
+         "class-level cache by the process in the method filling it",
          latent="WS113"),
     Rule("WS104", "handle-passed-to-constructor",
          "A handle passed to a Dataset's constructor is shared by its workers.",

@@ -367,6 +367,29 @@ PROGRAM_LIST += (
         fixed_configs=FULL_CONFIGS,
     ),
 )
+# A process-global handle cache (WS102): the Swin-Transformer's ZipReader, its class-level
+# bank filled while the dataset is built; the fix keys the bank by the process. Spawned
+# workers re-import the class (an empty bank): only fork shares it before the fix.
+PROGRAM_LIST += (
+    Program(
+        "zip_bank_reader",
+        "WS102",
+        "zipfile.ZipFile(",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    # genforce's LmdbLoader shape (environments by path): a read-only environment shared by
+    # forked workers happens to read right here, so nothing fails before the fix; after it,
+    # each process opens its own, which lmdb allows only once the inherited one is dropped
+    # (without the drop every forked worker fails: "already open in this process")
+    Program(
+        "lmdb_loader_cache",
+        "WS102",
+        "lmdb.open(",
+        (),
+        fixed_configs=FULL_CONFIGS,
+    ),
+)
 PROGRAMS_BY_NAME = {program.name: program for program in PROGRAM_LIST}
 
 

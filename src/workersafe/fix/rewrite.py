@@ -16,7 +16,7 @@ import libcst as cst
 from ..discovery import module_of_import
 from ..engine import CheckResult, Engine
 from ..facts import Span
-from ..findings import Finding, FixPlan
+from ..findings import CacheFill, Finding, FixPlan
 from ..frameworks import LOADER_OWNER_BASE_WORDS
 from ..link import Project
 from ..rules import evaluate
@@ -25,6 +25,7 @@ from .annotate import Typed, checks_annotations, class_annotated, module_annotat
 from .classfix import (
     custom_pickling, declarations, find_class, plan_class_attr, rewrite_class,
 )
+from .cachefix import apply_cache_fix, cache_lines, plan_cache_fix
 from .cstguard import libcst_problem
 from .cstutil import (
     Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings,
@@ -108,6 +109,7 @@ class Rewriter:
         self.allowed_lines: dict[str, set[int]] = {}
         self.module_findings: list[Finding] = []
         self.lazy_findings: list[Finding] = []  # WS303/WS313: lazy opens to guard
+        self.cache_findings: list[Finding] = []  # process-global caches to key by the process
         self.guarded_lazy: list[GuardedLazy] = []
         self.fixed_classes: list[FixedClass] = []
         # path → [(name, handle)] module handles to turn into accessors, and
@@ -148,6 +150,7 @@ class Rewriter:
             done[group.qualname] = group
             note = f"{group.strategy}" + (f"; {group.note}" if group.note else "")
             self.outcomes += [Outcome(f, "fixed", note) for f in group.findings]
+        self._key_caches()
         self._guard_lazy_opens()
         self._finish_wiring()
         return self._render(), self.outcomes
@@ -174,6 +177,9 @@ class Rewriter:
             if plan.kind == "unguarded-lazy":
                 self.lazy_findings.append(finding)
                 continue
+            if plan.kind == "cache" and plan.cache is not None:
+                self.cache_findings.append(finding)
+                continue
             if plan.kind not in ("instance", "class") and not (
                     plan.kind in ("returned", "holder") and plan.via):
                 self.outcomes.append(Outcome(finding, "unfixable", _not_supported(plan.kind)))
@@ -190,6 +196,67 @@ class Rewriter:
                 seen.add(key)
                 group.loader_keys += [k for k in plan.loaders if k not in group.loader_keys]
         return groups
+
+    # --- process-global handle caches (WS102/WS103 "cache") ---------------------------------
+
+    def _key_caches(self) -> None:
+        by_cache: dict[tuple[str, CacheFill], list[Finding]] = {}
+        for finding in self.cache_findings:
+            assert finding.plan is not None and finding.plan.cache is not None
+            by_cache.setdefault((finding.path, finding.plan.cache), []).append(finding)
+        for (path, cache), findings in by_cache.items():
+            types = [self.registry.lookup(f.plan.handle) for f in findings if f.plan]
+            try:
+                note = self._key_cache(path, cache, any(t is not None and t.drop_before_reopen
+                                                        for t in types))
+            except Unfixable as exc:
+                self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in findings]
+                continue
+            self.outcomes += [Outcome(f, "fixed", note) for f in findings]
+
+    def _key_cache(self, path: str, cache: CacheFill, drop_first: bool) -> str:
+        """Key `cache`'s container by the process, in the function filling it; `drop_first`:
+        a handle opened once per process (lmdb), which a new process drops first."""
+        edit = self._edit(path)
+        module = edit.located.module
+        facts_cls = self.project.classes.get(cache.owner) if cache.owner else None
+        original = find_class(module, facts_cls.name) if facts_cls is not None else None
+        if cache.owner and original is None:
+            raise Unfixable(f"{cache.owner} is not defined at module level: key its cache by "
+                            "os.getpid() by hand")
+        label = f"{original.name.value}.{cache.container}" if original else cache.container
+        facts = self.result.facts.get(path)
+        home = facts.module.rsplit(".", 1)[-1] if facts and facts.module else ""
+        for other, source in self.result.sources.items():
+            read = re.search(rf"\b{re.escape(label)}\b", source.text) if original else (
+                mentions(source.text, cache.container) and bool(home)
+                and mentions(source.text, home))
+            if other != path and read:
+                raise Unfixable(f"{other} also reads {label}: keyed by the process it would "
+                                "change there too, key it by os.getpid() by hand")
+        scope: cst.Module | cst.ClassDef = module
+        if original is not None:
+            current = edit.replacements.get(original, original)
+            assert isinstance(current, cst.ClassDef)
+            scope = current
+        fix = plan_cache_fix(module, scope, cache.container, cache.filler, drop_first)
+        if original is not None:
+            edit.replacements[original] = apply_cache_fix(fix)
+        else:
+            if any(node in edit.replacements for node in fix.replacements):
+                raise Unfixable(f"{cache.filler}() is rewritten for another finding too: key "
+                                f"{label} by os.getpid() by hand")
+            edit.replacements.update(fix.replacements)
+        body = statements(original.body.body if original is not None else module.body)
+        allowed = self.allowed_lines.setdefault(path, set())
+        for node in body:  # the container's line and the filling function
+            if cache_lines(node, cache.container, cache.filler):
+                start, end = edit.located.lines_of(node)
+                allowed.update(range(start, end + 1))
+        self._need_module_import(edit, "os")
+        dropped = "; a new process drops the parent's first" if drop_first else ""
+        return f"{label} keyed by the process: {cache.filler}() fills this process's own" \
+            + dropped
 
     # --- lazy opens without a process check (WS303/WS313) -------------------------------------
 
@@ -824,8 +891,9 @@ def _not_supported(kind: str) -> str:
                   "`workersafe rule WS101`)",
         "returned": "the handle is returned by a cached factory (one object per process): "
                     "reset its cache per process (see `workersafe rule WS102`)",
-        "cache": "a process-global handle cache filled while the dataset is built: fill it "
-                 "per process, or key it by os.getpid() (see `workersafe rule WS102`)",
+        "cache": "a process-global handle cache filled by a method or another module's "
+                 "function: fill it per process, or key it by os.getpid() (see `workersafe "
+                 "rule WS102`)",
         "worker-init-only": "a worker_init_fn remedy: fixed by fix/remedyfix.py's rewriter",
     }.get(kind, "no automatic fix for this finding")
 
