@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import sys
 import types
 from typing import Any, Iterator
 
@@ -200,11 +201,13 @@ def _bound(value: Any) -> bool:
 @functools.lru_cache(maxsize=1024)
 def globals_read(kind: type) -> tuple[tuple[str, str], ...]:
     """(module name, global name) the class's own members read, also through the project's
-    functions they call (two levels); a function that checks the process is not followed (a
-    per-process accessor, `get_session()`)."""
+    functions they call (two levels) and the other project classes they use (their methods
+    followed, the class attributes read named `Class.attr`); a function that checks the
+    process is not followed (a per-process accessor, `get_session()`)."""
     found: list[tuple[str, str]] = []
     seen_funcs: set[int] = set()
     todo: list[tuple[types.CodeType, dict[str, Any], str, int]] = []
+    own = {id(cls) for cls in kind.__mro__}  # its own class attributes: `class_level`'s
     for cls in user_classes(kind):
         module = __import__("sys").modules.get(cls.__module__)
         namespace = getattr(module, "__dict__", None)
@@ -228,6 +231,26 @@ def globals_read(kind: type) -> tuple[tuple[str, str], ...]:
                     seen_funcs.add(id(value))
                     todo.append((value.__code__, value.__globals__, value.__module__,
                                  depth + 1))
+                continue
+            if isinstance(value, type) and id(value) not in own and \
+                    value.__module__.split(".", 1)[0] not in _LIBRARY_ROOTS:
+                # another class of the project (`ZipReader.read(path)`): its static and class
+                # methods run in the worker, and the class attributes this code reads
+                # (`ZipReader.zip_bank`) are as global as a module's
+                if depth < 2 and id(value) not in seen_funcs:
+                    seen_funcs.add(id(value))
+                    home = getattr(sys.modules.get(value.__module__), "__dict__", None)
+                    for member in vars(value).values():
+                        for member_code in code_of(member):
+                            todo.append((member_code, home if isinstance(home, dict)
+                                         else namespace, value.__module__, depth + 1))
+                for attr in sorted(names_of(code) & set(vars(value))):
+                    member = vars(value)[attr]
+                    if not attr.startswith("__") and not code_of(member) and \
+                            not isinstance(member, (type, types.ModuleType, property)) and \
+                            (module_name, f"{name}.{attr}") not in seen_pairs:
+                        seen_pairs.add((module_name, f"{name}.{attr}"))
+                        found.append((module_name, f"{name}.{attr}"))
                 continue
             if isinstance(value, (type, types.ModuleType)) or (
                     isinstance(value, types.BuiltinFunctionType) and not _bound(value)):

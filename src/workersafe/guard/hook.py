@@ -98,7 +98,10 @@ class Guard:
                  ) -> GuardFinding:
         static: Optional[Static] = None  # None: not looked up (a plain object; `static=False`)
         if self.static and hit.match is not None:
-            module = hit.path.rsplit(".", 1)[0] if hit.where == "module" else ""
+            # the module named before the global (`pkg.data.CACHE['a.zip']`, a project
+            # class's attribute: `pkg.data.ZipReader.zip_bank[...]`)
+            module = hit.path.split(f".{hit.attr}", 1)[0] \
+                if hit.where == "module" and f".{hit.attr}" in hit.path else ""
             # the class's file linked with the loader's: confirmed codes, the loader wired
             static = static_info(hit.holder_type, module, hit.attr, site[0])
         known = static or UNSEEN

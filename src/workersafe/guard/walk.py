@@ -257,11 +257,12 @@ class _Walk:
                         self.table.match_type(type(value)) is not None:
                     self.push(value, f"{path}.__class__.{name}", ((kind, name),), "class")
         for module_name, name in globals_read(kind):
-            module = sys.modules.get(module_name)
-            value = getattr(module, name, None)
-            if type(value) not in ATOMIC:
+            found: Any = sys.modules.get(module_name)
+            for part in name.split("."):  # a global, or a project class's attribute
+                found = getattr(found, part, None)
+            if type(found) not in ATOMIC:
                 shown = "__main__" if module_name == "__mp_main__" else module_name
-                self.push(value, f"{shown}.{name}", ((None, name),), "module")
+                self.push(found, f"{shown}.{name}", ((None, name),), "module")
 
     def handle(self, obj: Any, found: Match, path: str, owners: Owners, where: Where) -> None:
         row = found.row

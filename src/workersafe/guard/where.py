@@ -91,7 +91,7 @@ def static_info(holder: Optional[type], module: str, attr: str, loader_file: str
         if plan is None or attr not in plan.holding_attrs:
             continue
         # the engine names the class with its module (`train.Items`; at run time `__main__`)
-        if holder is None and plan.kind == "module" or holder is not None and (
+        if holder is None and plan.kind in ("module", "cache") or holder is not None and (
                 plan.class_qualname == qualname or plan.class_qualname.endswith(f".{qualname}")):
             note = verdicts.get(finding_key(finding), "the fixer was not run")
             return Static(f"{shown(path)}:{finding.line} ({finding.code} there)", not note,
