@@ -109,8 +109,8 @@ def _measure(items: list[tuple[Any, str]], registry: Any, reps: int, old_limit: 
 
 def _remedies(remedies: Any, tree: ast.Module, text: str, walker: Any) -> Any:
     """The remedy pass alone, with the arguments this version's extract.py gives it."""
-    code = remedies.remedy_facts.__code__
-    names = code.co_varnames[:code.co_argcount]
+    code = getattr(remedies.remedy_facts, "__code__", None)  # none when compiled (mypyc)
+    names = code.co_varnames[:code.co_argcount] if code is not None else ("self_uses",)
     if "self_uses" not in names:
         return remedies.remedy_facts(tree, walker.state, walker.ev, walker.classes)
     return remedies.remedy_facts(
