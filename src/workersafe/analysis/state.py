@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import field
-from typing import NamedTuple, Optional, Union
+from typing import Iterable, NamedTuple, Optional, Union
 
 from ..facts import DatasetRef, HeldCall, Span
 from ..records import record
@@ -74,7 +74,7 @@ class Env:
             if binding.refs is None:
                 binding.refs = list(refs)
             else:
-                binding.refs.extend(r for r in refs if r not in binding.refs)
+                _add_new(binding.refs, refs)
             self._ref_names.setdefault(name)
         if value.kwargs is not None:
             binding.kwargs = value.kwargs
@@ -91,7 +91,7 @@ class Env:
         if binding.refs is None:
             binding.refs = list(refs)
         else:
-            binding.refs.extend(r for r in refs if r not in binding.refs)
+            _add_new(binding.refs, refs)
         self._ref_names.setdefault(name)
 
     def all_refs(self) -> dict[str, list[DatasetRef]]:
@@ -428,3 +428,12 @@ class State:
             return local
         pair = self.module_handles.get(name)
         return pair[0] if pair else None
+
+
+def _add_new(known: list[DatasetRef], refs: Iterable[DatasetRef]) -> None:
+    """Append each ref not known yet, a repeat within `refs` too. (A loop, not
+    `known.extend(r for r in refs if r not in known)`: compiled by mypyc, that generator is
+    drained before the list grows, and a repeat within `refs` would be kept.)"""
+    for ref in refs:
+        if ref not in known:
+            known.append(ref)
