@@ -315,7 +315,7 @@ def _loaded_with(start: str) -> Set[str]:
 # What flake8 loads with the plugin on every run, before any file is read (most files flake8
 # checks then stop at the prefilter): the configuration and the tables it reads, no more.
 PLUGIN_AT_LOAD = {
-    "workersafe", "workersafe.flake8_plugin", "workersafe.config", "workersafe.paths",
+    "workersafe", "workersafe.compiled", "workersafe.flake8_plugin", "workersafe.config", "workersafe.paths",
     "workersafe.records", "workersafe.registry", "workersafe.ruletable", "workersafe.torchnames",
 }
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator, NoReturn, Optional, Sequence
 
-from . import __version__
+from . import __version__, compiled
 from .config import (
     STRATEGIES, Config, ConfigError, check_codes, discover_config, load_pyproject, split_list,
 )
@@ -38,7 +38,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="workersafe", description=(
         "Find (and fix) handles that PyTorch DataLoader worker processes would share."))
-    parser.add_argument("--version", action="version", version=f"workersafe {__version__}")
+    parser.add_argument("--version", action="version",
+                        version=f"workersafe {__version__} ({compiled.status})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     check = sub.add_parser("check", help="report findings", description=(
         "Report handles that DataLoader worker processes would share. Python files and Jupyter "
