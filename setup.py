@@ -6,10 +6,10 @@ compiled too, as black ships itself. Same code, same results; the compiled walk 
   installable) the build is pure Python as well.
 - A module that fails to compile is left out, and with it the whole compiled build (the
   modules call each other natively: they run compiled together or not at all).
-- `workersafe/_compiled.txt` records, for each compiled module, a checksum of the source it was
-  compiled from. On import, `workersafe/compiled.py` falls back to the pure modules if any source
-  differs (an edited checkout installed with `pip install -e .`): an edit is never shadowed by
-  an older build. `workersafe --version` says which build runs.
+- `workersafe/_compiled-<python>.txt` records, for each compiled module, a checksum of the
+  source it was compiled from. On import, `workersafe/compiled.py` falls back to the pure
+  modules if any source differs (an edited checkout installed with `pip install -e .`): an
+  edit is never shadowed by an older build. `workersafe --version` says which build runs.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 SRC = HERE / "src"
 COMPILED_PACKAGE = "workersafe/analysis"
 GROUP = "workersafe_native"  # the shared library's module: workersafe_native__mypyc
-RECORD = "_compiled.txt"
+RECORD = f"_compiled-{sys.implementation.cache_tag}.txt"  # one per Python: builds coexist
 
 
 def compiled_sources() -> list[str]:

@@ -1,12 +1,13 @@
 """Which build of the per-file analysis runs: compiled by mypyc (setup.py), or pure Python.
 
-A compiled build records, in `_compiled.txt` next to this file, a checksum of each module's
-source as it was compiled. If a source differs now (an edited checkout installed with
-`pip install -e .`), or a compiled module is missing, every recorded module is imported from
-its source instead: an edit is never shadowed by an older build, and the compiled modules
+A compiled build records, in `_compiled-<python>.txt` next to this file (one per Python: the
+builds of several Pythons in one checkout coexist, as their extension modules do), a checksum of
+each module's source as it was compiled. If a source differs now (an edited checkout installed
+with `pip install -e .`), or a compiled module is missing, every recorded module is imported
+from its source instead: an edit is never shadowed by an older build, and the compiled modules
 (which call each other natively) never run beside a pure copy of one of them. So too when
-`WORKERSAFE_PURE=1` is set (to compare the two builds, or to rule the compiled one out).
-Checked once, when the package is imported (~0.3 ms: a dozen small files read)."""
+`WORKERSAFE_PURE=1` is set (to compare the two builds, or to rule the compiled one out). Checked
+once, when the package is imported (~0.3 ms: a dozen small files read)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from importlib.util import spec_from_file_location
 from typing import Optional, Sequence
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_RECORD = os.path.join(_HERE, "_compiled.txt")
+_RECORD = os.path.join(_HERE, f"_compiled-{sys.implementation.cache_tag}.txt")
 
 # What runs, for `workersafe --version`: "compiled", "pure Python", or "pure Python: why".
 status = "pure Python"
