@@ -18,7 +18,8 @@ from typing import Callable, Iterable, Iterator, Optional
 
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
 from .facts import LOOKUP_VERBS, DatasetRef, FileFacts, LoaderCall
-from .prefilter import ImportLines, Prefilter, class_bases, import_lines, words_pattern
+from .prefilter import (ImportLines, Prefilter, class_bases, import_lines, spells_word,
+                        word_starts, words_pattern)
 
 # The engine's parser: files → their facts (cached, maybe parallel).
 ParseMany = Callable[[list[SourceFile]], dict[str, FileFacts]]
@@ -114,12 +115,13 @@ class Selection:
                                       self._arg_callees(facts, loader_names))
             pattern = words_pattern(_interesting_names(facts.values()))
             if pattern is not None:
-                wanted |= {p for p in dataset_files | handle_files if pattern.search(texts[p])}
+                wanted |= {p for p in (dataset_files | handle_files) - facts.keys()
+                           if pattern.search(texts[p])}
             modules, exported = _interesting_modules(facts.values(), interesting_alone)
             named = words_pattern(exported)
             if modules and named is not None:
-                wanted |= {p for p in dataset_files | handle_files
-                           if p not in facts and self._imported_by(p) & modules
+                wanted |= {p for p in (dataset_files | handle_files) - facts.keys()
+                           if self._imported_by(p) & modules
                            and self._binds_from(p, modules, exported)
                            and named.search(texts[p])}
                 wanted |= self._reexporters(modules, exported, facts)
@@ -373,8 +375,7 @@ class Selection:
         found = self._binds.get((path, name))
         if found is None:
             text = self.texts[path]
-            found = self._binds[(path, name)] = "import *" in text or re.search(
-                r"(?<!\w)" + re.escape(name) + r"(?!\w)", text) is not None
+            found = self._binds[(path, name)] = "import *" in text or spells_word(text, name)
         return found
 
     def _imported_by(self, path: str) -> set[str]:
@@ -402,12 +403,14 @@ def _may_call(text: str, name: str) -> bool:
     a value: `run(Trainer)`; a dunder is called without its name: `Cls(ds)`)."""
     if name.startswith("__") and name.endswith("__"):
         return True
-    return _call_or_import(name).search(text) is not None
+    after = _call_or_import()
+    return any(after.match(text, start + len(name)) for start in word_starts(text, name))
 
 
-@lru_cache(maxsize=1024)
-def _call_or_import(name: str) -> re.Pattern[str]:
-    return re.compile(r"(?<!\w)" + re.escape(name) + r"[ \t\r\f]*(?:[(),;#\\]|as(?!\w)|$)", re.M)
+@lru_cache(maxsize=1)
+def _call_or_import() -> re.Pattern[str]:
+    """What follows a name in a call or an import list (`_may_call`), matched where it ends."""
+    return re.compile(r"[ \t\r\f]*(?:[(),;#\\]|as(?!\w)|$)", re.M)
 
 
 def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
