@@ -288,18 +288,18 @@ def _words_of(text: str) -> frozenset[bytes]:
         if text.isascii():
             found = frozenset(text.encode().translate(_NOT_WORD).split())
         else:
-            found = frozenset(_mixed_words(text))
+            found = _mixed_words(text)
         _WORDS[text] = found
     return found
 
 
-def _mixed_words(text: str) -> Iterator[bytes]:
+def _mixed_words(text: str) -> frozenset[bytes]:
     r"""The `\w+` words of a text holding characters beyond ASCII, UTF-8 encoded: the tokens
     of ASCII bytes alone as they are; `_WORD` splits only the others (identifiers and prose
-    in other scripts are a small part of most such texts)."""
-    for token in text.encode("utf-8", "surrogatepass").translate(_NOT_ASCII_WORD).split():
-        if token.isascii():
-            yield token
-        else:
-            yield from (w.encode("utf-8", "surrogatepass")
-                        for w in _WORD.findall(token.decode("utf-8", "surrogatepass")))
+    in other scripts are a small part of most such texts), each distinct token once."""
+    tokens = set(text.encode("utf-8", "surrogatepass").translate(_NOT_ASCII_WORD).split())
+    others = [token for token in tokens if not token.isascii()]
+    tokens.difference_update(others)
+    tokens.update(w.encode("utf-8", "surrogatepass") for token in others
+                  for w in _WORD.findall(token.decode("utf-8", "surrogatepass")))
+    return frozenset(tokens)

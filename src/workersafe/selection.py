@@ -768,14 +768,28 @@ def _dataset_class_names(texts: dict[str, str], paths: set[str], words: tuple[st
     return _subclass_names(graph, names)
 
 
-_LOADER_ALIAS = re.compile(r"\bDataLoader[ \t]+as[ \t]+(\w+)")
+# what follows `DataLoader` in an import under another name (`_loader_aliases`)
+_AS_ALIAS = re.compile(r"[ \t]+as[ \t]+(\w+)")
 
 
 def _loader_aliases(texts: dict[str, str], paths: set[str]) -> tuple[str, ...]:
     """The names DataLoader is imported as (`from torch.utils.data import DataLoader as
     TorchLoader`), in the files naming it."""
     return tuple(sorted({alias for p in paths if "DataLoader" in texts[p]
-                         for alias in _LOADER_ALIAS.findall(texts[p])}))
+                         for alias in _aliases_of(texts[p], "DataLoader")}))
+
+
+def _aliases_of(text: str, name: str) -> Iterator[str]:
+    r"""The `re.findall` of `\bname[ \t]+as[ \t]+(\w+)` in `text`, each occurrence of `name`
+    found by `str.find` (the regex would try every position of the text)."""
+    end = 0
+    for start in word_starts(text, name):
+        if start < end:  # inside the match before (`DataLoader as DataLoader as x`)
+            continue
+        found = _AS_ALIAS.match(text, start + len(name))
+        if found is not None:
+            end = found.end()
+            yield found.group(1)
 
 
 def _handle_subclass_files(texts: dict[str, str], handle_files: set[str],
