@@ -606,7 +606,7 @@ def _loader_of_parameter(text: str) -> bool:
         if re.search(rf"def \w+\([^)]*\b{name}\b", text):
             return True
         # a loop variable over a parameter: `for ds in datasets:`, `for k, ds in d.items()`
-        for loop in re.finditer(rf"\bfor\s+(?:\w+\s*,\s*)?{name}\s+in\s+(\w+)", text):
+        for loop in _matches_after(text, "for", rf"\s+(?:\w+\s*,\s*)?{name}\s+in\s+(\w+)"):
             if re.search(rf"def \w+\([^)]*\b{loop.group(1)}\b", text):
                 return True
     attrs = dict.fromkeys(match.group(1) for match in _LOADER_SELF_ARG.finditer(text))
@@ -775,21 +775,22 @@ _AS_ALIAS = re.compile(r"[ \t]+as[ \t]+(\w+)")
 def _loader_aliases(texts: dict[str, str], paths: set[str]) -> tuple[str, ...]:
     """The names DataLoader is imported as (`from torch.utils.data import DataLoader as
     TorchLoader`), in the files naming it."""
-    return tuple(sorted({alias for p in paths if "DataLoader" in texts[p]
-                         for alias in _aliases_of(texts[p], "DataLoader")}))
+    return tuple(sorted({found.group(1) for p in paths if "DataLoader" in texts[p]
+                         for found in _matches_after(texts[p], "DataLoader", _AS_ALIAS)}))
 
 
-def _aliases_of(text: str, name: str) -> Iterator[str]:
-    r"""The `re.findall` of `\bname[ \t]+as[ \t]+(\w+)` in `text`, each occurrence of `name`
-    found by `str.find` (the regex would try every position of the text)."""
+def _matches_after(text: str, word: str, rest: "re.Pattern[str] | str") -> Iterator[re.Match[str]]:
+    r"""`re.finditer` of `\b<word><rest>` in `text` (`word` an identifier), each occurrence of
+    `word` found by `str.find`: the regex would try every position of the text."""
+    after = re.compile(rest) if isinstance(rest, str) else rest
     end = 0
-    for start in word_starts(text, name):
+    for start in word_starts(text, word):
         if start < end:  # inside the match before (`DataLoader as DataLoader as x`)
             continue
-        found = _AS_ALIAS.match(text, start + len(name))
+        found = after.match(text, start + len(word))
         if found is not None:
             end = found.end()
-            yield found.group(1)
+            yield found
 
 
 def _handle_subclass_files(texts: dict[str, str], handle_files: set[str],
