@@ -52,6 +52,7 @@ class Selection:
         # (name, defining file, only returned) searched by the callers' round (`_caller_names`)
         self._callers_searched: set[tuple[str, str, bool]] = set()
         self._calls: dict[str, _Calls] = {}  # each parsed file's, for `_caller_names`
+        self._demands: dict[str, _Demands] = {}  # each parsed file's, for `_needed_modules`
         self._reach: dict[str, frozenset[str]] = {}  # `_reachers`
         # from the import lines of the files read (`_index_imports`; how many were read): a
         # module → the files importing names from it (`from a.b import f`: a.b); a module →
@@ -110,14 +111,20 @@ class Selection:
         wanted |= {p for p in dataset_files - handle_files if _loader_of_parameter(texts[p])}
         interesting_alone: dict[int, bool] = {}  # by id: `facts` holds every one while here
         while True:
+            arg_callees = self._arg_callees(facts, loader_names)
+            for path, f in facts.items():
+                if path not in self._demands:
+                    self._demands[path] = _Demands(f)
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
                                       handle_files, self._may_bind, set(words) | loader_like,
-                                      self._arg_callees(facts, loader_names))
-            pattern = words_pattern(_interesting_names(facts.values()))
+                                      arg_callees, [self._demands[p] for p in facts])
+            interesting = _interesting_names(facts.values())
+            pattern = words_pattern(interesting)
             if pattern is not None:
                 wanted |= {p for p in (dataset_files | handle_files) - facts.keys()
                            if pattern.search(texts[p])}
-            modules, exported = _interesting_modules(facts.values(), interesting_alone)
+            modules, exported = _interesting_modules(facts.values(), interesting_alone,
+                                                     interesting)
             named = words_pattern(exported)
             if modules and named is not None:
                 wanted |= {p for p in (dataset_files | handle_files) - facts.keys()
@@ -417,13 +424,16 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
                     dataset_words: set[str], handle_files: set[str],
                     may_bind: Optional[Callable[[str, str], bool]] = None,
                     loader_words: Optional[set[str]] = None,
-                    arg_callees: Optional[set[str]] = None) -> set[str]:
+                    arg_callees: Optional[set[str]] = None,
+                    demands: Optional[list[_Demands]] = None) -> set[str]:
     """Files defining names that dataset-relevant facts refer to: the bases of classes that
     hold handles or may be datasets, what loaders construct (through factories and module
     variables, followed on demand), worker_init_fns. A module found for a name only as a
     package above it (`pkg` for `pkg.self.config.get`, a script's sibling spelling of a
     local's attribute, or of `os.path.join`) is parsed only if it may bind the next part
-    (`may_bind`): the linker resolves the name through that binding, or not at all."""
+    (`may_bind`): the linker resolves the name through that binding, or not at all.
+    `demands`: each file's `_Demands` (in the order of `all_facts`), when kept from a round
+    before."""
     every = list(all_facts)
     demanded: set[str] = set()
     sources: dict[str, FileFacts] = {}
@@ -458,7 +468,7 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
             demand((r.target for d in loader.datasets for a in d.arg_refs for r in a.refs), facts)
             demand(loader.worker_inits, facts)
     if arg_callees is not None:
-        _demand_dataset_calls(every, demand, dataset_words, arg_callees)
+        _demand_dataset_calls(every, demand, dataset_words, arg_callees, demands)
     _demand_loader_classes(every, demand, dataset_words if loader_words is None else loader_words)
     _follow_factories(every, demand, demanded)
     wanted: set[str] = set()
@@ -486,31 +496,24 @@ def _module_part(name: str, by_module: dict[str, str]) -> Optional[tuple[str, st
 
 
 def _demand_dataset_calls(every: list[FileFacts], demand: Demand, class_names: set[str],
-                          arg_callees: set[str]) -> None:
+                          arg_callees: set[str], demands: Optional[list[_Demands]] = None
+                          ) -> None:
     """The classes the class graph says may be datasets (`class_names`) built where a loader
     may get them: in an argument of a callable that may hand it to one (`arg_callees`:
     `make_loader(Transformed(Remote(url)))`), or as an attribute a loader reads
     (`self.ds = Transformed(...)`, `DataLoader(self.ds)`; by the attribute's name, in any
     class); a loader's own dataset is demanded with its arguments already."""
-    def dataset_calls(refs: Iterable[DatasetRef]) -> Iterator[str]:
-        return (r.target for r in _nested_refs(refs)
-                if r.kind == "call" and _short(r.target) in class_names)
-
+    indexes = demands if demands is not None else [_Demands(f) for f in every]
     read: set[str] = set()  # attributes loaders read
-    for facts in every:
-        for site in facts.calls:
-            if _short(site.target) in arg_callees:
-                demand(dataset_calls(r for a in site.args for r in a.refs), facts)
-        loaders = [*facts.loaders, *facts.loader_candidates]
-        read |= {_short(r.target) for r in _nested_refs(
-            r for loader in loaders for refs in ([*loader.datasets],
-                                                 [r for a in loader.args for r in a.refs])
-            for r in refs) if r.kind == "attr"}
+    for facts, index in zip(every, indexes):
+        for callee, built in index.site_calls:
+            if callee in arg_callees:
+                demand((t for t in built if _short(t) in class_names), facts)
+        read |= index.loader_attrs
     if read:
-        for facts in every:
-            for cls in facts.classes:
-                demand(dataset_calls(r for attr, refs in cls.attr_refs if attr in read
-                                     for r in refs), facts)
+        for facts, index in zip(every, indexes):
+            demand((t for attr, built in index.attr_calls if attr in read
+                    for t in built if _short(t) in class_names), facts)
 
 
 def _demand_loader_classes(every: list[FileFacts], demand: Demand, class_names: set[str]
@@ -684,6 +687,32 @@ class _Calls:
         self.passing = tuple((_short(site.target), _short(r.target.split("#")[0]))
                              for site in facts.calls for a in site.args for r in a.refs
                              if r.kind == "param")
+
+
+class _Demands:
+    """What `_demand_dataset_calls` reads of a file, found once (the rounds ask again of every
+    file parsed): the calls (their targets) nested in each call site's arguments, by the
+    callee's short name; the attributes its loaders read (short names); the calls nested in
+    what each class attribute is set to, by the attribute's name. Each file's demands go to
+    a set, so their order within the file does not matter."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.site_calls = tuple((_short(site.target), built) for site in facts.calls
+                                for built in [_call_targets(r for a in site.args for r in a.refs)]
+                                if built)
+        loaders = [*facts.loaders, *facts.loader_candidates]
+        self.loader_attrs = frozenset(_short(r.target) for r in _nested_refs(
+            r for loader in loaders for refs in ([*loader.datasets],
+                                                 [r for a in loader.args for r in a.refs])
+            for r in refs) if r.kind == "attr")
+        self.attr_calls = tuple((attr, built) for cls in facts.classes
+                                for attr, refs in cls.attr_refs
+                                for built in [_call_targets(refs)] if built)
+
+
+def _call_targets(refs: Iterable[DatasetRef]) -> tuple[str, ...]:
+    """The targets of the calls among `refs` and the arguments inside them."""
+    return tuple(r.target for r in _nested_refs(refs) if r.kind == "call")
 
 
 def _attr_refs(refs: Iterable[DatasetRef]) -> frozenset[str]:
@@ -889,14 +918,16 @@ def _cache_reaching_names(every: list[FileFacts]) -> set[str]:
 
 
 def _interesting_modules(all_facts: Iterable[FileFacts],
-                         alone: Optional[dict[int, bool]] = None) -> tuple[set[str], set[str]]:
+                         alone: Optional[dict[int, bool]] = None,
+                         interesting: Optional[set[str]] = None) -> tuple[set[str], set[str]]:
     """Modules defining a handle holder, a module handle or a factory, and modules that
     re-export one of those names (`from .remote import RemoteImages as Images`); and the
     names an importer can use them by: those names, their aliases (`Images`) and what those
     modules define (an importer naming none of them cannot use one: on pytorch_geometric,
-    `torch_geometric.data` re-exports `SQLiteDatabase`, and most files import it for `Data`)."""
+    `torch_geometric.data` re-exports `SQLiteDatabase`, and most files import it for `Data`).
+    `interesting`: `_interesting_names` of the same facts, when the caller has them."""
     every = list(all_facts)
-    names = _interesting_names(every)
+    names = set(_interesting_names(every) if interesting is None else interesting)
     alone = {} if alone is None else alone  # a file's own verdict: asked again every round
     for facts in every:
         if id(facts) not in alone:
