@@ -53,6 +53,8 @@ class Selection:
         self._callers_searched: set[tuple[str, str, bool]] = set()
         self._calls: dict[str, _Calls] = {}  # each parsed file's, for `_caller_names`
         self._demands: dict[str, _Demands] = {}  # each parsed file's, for `_needed_modules`
+        # `_keeping_classes` of the facts when they were that many (they only grow)
+        self._keeping: tuple[int, set[str]] = (-1, set())
         self._reach: dict[str, frozenset[str]] = {}  # `_reachers`
         # from the import lines of the files read (`_index_imports`; how many were read): a
         # module → the files importing names from it (`from a.b import f`: a.b); a module →
@@ -159,8 +161,10 @@ class Selection:
                 self._calls[path] = _Calls(f)
         indexes = [self._calls[path] for path in facts]
         every = list(facts.values())
-        return _loader_callables(every, loader_names, indexes) | {
-            _short(name) for name in _keeping_classes(every, loader_names, indexes)}
+        callables = _loader_callables(every, loader_names, indexes)
+        keeping = _keeping_classes(every, loader_names, indexes, set(callables))
+        self._keeping = (len(facts), keeping)  # the callers' round asks again of these facts
+        return callables | {_short(name) for name in keeping}
 
     def _gate(self, found: set[str], needed: bool, deferred: set[str]) -> set[str]:
         """What a gated round adds now: all it found (and had deferred) once needed, else only
@@ -217,7 +221,8 @@ class Selection:
         A function returning its parameter (`wrap(ds)`) matters only where what it returns
         meets a dataset or a loader: in a file naming one (`dataset_names`: the class graph's);
         elsewhere the value goes on to a callable or a factory another round follows."""
-        names = _caller_names(facts, loader_names, self._calls) - self._callers_searched
+        keeping = self._keeping[1] if self._keeping[0] == len(facts) else None
+        names = _caller_names(facts, loader_names, self._calls, keeping) - self._callers_searched
         self._callers_searched |= names
         pattern = words_pattern({name for name, _, _ in names})
         if pattern is None:
@@ -617,11 +622,12 @@ def _loader_of_parameter(text: str) -> bool:
 
 
 def _caller_names(facts: dict[str, FileFacts], loader_names: set[str],
-                  calls: Optional[dict[str, _Calls]] = None) -> set[tuple[str, str, bool]]:
+                  calls: Optional[dict[str, _Calls]] = None,
+                  keeping: Optional[set[str]] = None) -> set[tuple[str, str, bool]]:
     """(name, the file defining it, only returned) for the callables whose callers the linker
     needs: the functions (and methods: "" for the file, they are called on objects from
     anywhere) whose parameter reaches a loader's dataset or is returned (then True), and the
-    classes keeping one."""
+    classes keeping one (`keeping`: `_keeping_classes` of these facts, if known)."""
     found: set[tuple[str, str, bool]] = set()
     for path, f in facts.items():
         functions = {func.qualname for func in f.functions}
@@ -641,20 +647,22 @@ def _caller_names(facts: dict[str, FileFacts], loader_names: set[str],
         if path not in calls:
             calls[path] = _Calls(f)
     indexes = [calls[path] for path in facts]
-    found |= {(_short(name), home, False)
-              for name in _keeping_classes(facts.values(), loader_names, indexes)
-              for home in homes[name]}
+    if keeping is None:
+        keeping = _keeping_classes(facts.values(), loader_names, indexes)
+    found |= {(_short(name), home, False) for name in keeping for home in homes[name]}
     return found
 
 
 def _keeping_classes(all_facts: Iterable[FileFacts], loader_names: set[str],
-                     calls: Optional[Iterable[_Calls]] = None) -> set[str]:
+                     calls: Optional[Iterable[_Calls]] = None,
+                     callables: Optional[set[str]] = None) -> set[str]:
     """Qualified names of the classes whose `__init__` keeps a parameter as an attribute that
     reaches a loader's dataset: the dataset itself or an argument inside it, or an argument
     of a callable that may hand it to a loader (`_loader_callables`, this round's keeping
     classes included). Their constructions pass the dataset (`Trainer(ds)` for
     `DataLoader(self.train_set)` or `make_loader(wrap(self.train_set))`). `calls`: each
-    file's `_Calls`, when kept from a round before."""
+    file's `_Calls`, when kept from a round before; `callables`: `_loader_callables` of the
+    same facts, when known (a set this function may add to)."""
     every = list(all_facts)
     indexes = list(calls) if calls is not None else [_Calls(f) for f in every]
     kept = {f"{c.qualname}.{attr}" for f in every for c in f.classes for _, attr in c.param_attrs}
@@ -664,7 +672,8 @@ def _keeping_classes(all_facts: Iterable[FileFacts], loader_names: set[str],
     direct |= _kept_refs((r for loader in loaders for a in loader.args for r in a.refs), kept)
     sites = [(callee, found) for index in indexes for callee, attrs in index.attr_sites
              for found in [attrs & kept] if found]
-    callables = _loader_callables(every, loader_names, indexes)
+    if callables is None:
+        callables = _loader_callables(every, loader_names, indexes)
     while True:
         passed = {t for callee, found in sites if callee in callables for t in found}
         classes = {target.rpartition(".")[0] for target in direct | passed}
