@@ -982,6 +982,7 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
     loud = set(dataset_files) | handle_only
     plain_modules = {m: p for m, p in by_module.items() if p not in loud}
     found: set[str] = set()
+    kept_by: dict[str, Optional[re.Pattern[str]]] = {}  # `_keeps_instance_of`, by handle file
     for path in dataset_only:
         folder = os.path.dirname(path)
         for imported in imported_by(path):
@@ -994,7 +995,7 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
                     and os.path.basename(between) != "__init__.py":  # a package: below
                 targets = {t for inner in imported_by(between)
                            if (t := _module_file(inner, handle_modules)) is not None
-                           and _keeps_instance_of(texts[between], texts[t])}
+                           and _keeps_instance_of(texts[between], texts[t], kept_by)}
                 if targets:
                     found |= {path, between, *targets}
                     continue
@@ -1012,15 +1013,21 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
 _CLASS_LINE = re.compile(r"^class\s+(\w+)", re.M)
 
 
-def _keeps_instance_of(text: str, defining: str) -> bool:
+def _keeps_instance_of(text: str, defining: str,
+                       patterns: Optional[dict[str, Optional[re.Pattern[str]]]] = None) -> bool:
     """Whether `text` keeps on self an instance of a class `defining` defines
-    (`self.db = dbcontext.DbContext()`, `self.db = DbContext(path)`)."""
-    names = _CLASS_LINE.findall(defining)
-    if not names or "self." not in text:
+    (`self.db = dbcontext.DbContext()`, `self.db = DbContext(path)`). `patterns`: the search
+    for each `defining` text made so far (one handle file is imported by many)."""
+    if "self." not in text:
         return False
-    alternatives = "|".join(map(re.escape, names))
-    return re.search(r"self\.\w+\s*(?::[^=\n]*)?=\s*(?:[\w.]*\.)?(?:" + alternatives
-                     + r")\s*\(", text) is not None
+    patterns = {} if patterns is None else patterns
+    if defining not in patterns:
+        names = _CLASS_LINE.findall(defining)
+        alternatives = "|".join(map(re.escape, names))
+        patterns[defining] = re.compile(r"self\.\w+\s*(?::[^=\n]*)?=\s*(?:[\w.]*\.)?(?:"
+                                        + alternatives + r")\s*\(") if names else None
+    pattern = patterns[defining]
+    return pattern is not None and pattern.search(text) is not None
 
 
 def _import_chains(starts: set[str], targets: set[str], imported_by: ImportedBy,
