@@ -361,7 +361,8 @@ def _mask_line(line: str, masked: list[str]) -> str:
     help_query = stripped.endswith("?") and re.fullmatch(r"[\w.\[\]()]+\?\??", stripped)
     if stripped[0] in "%!?" or help_query:
         return _mask(line, masked)
-    if re.match(r"^[\w., ]+=\s*[%!]", stripped):  # `files = !ls`, `t = %timeit -o f()`
+    if ("%" in stripped or "!" in stripped) and re.match(r"^[\w., ]+=\s*[%!]", stripped):
+        # `files = !ls`, `t = %timeit -o f()`
         return _mask(line, masked)
     if _is_automagic(stripped):
         return _mask(line, masked)
