@@ -29,6 +29,9 @@ ImportedBy = Callable[[str], set[str]]
 # them to tell): until they do, no start method can change a finding.
 # `every_class`: a handle of any class counts (a loader found later may reach it).
 MayFind = Callable[[dict[str, FileFacts], bool], bool]
+# A file's `class X(Base)` lines (`prefilter.class_bases`), and where the selection asks them.
+ClassBases = list[tuple[str, list[str]]]
+BasesOf = Callable[[str], ClassBases]
 # An entry script's start method reaches the loaders its imports build.
 _START_METHOD = "set_start_method"
 
@@ -42,9 +45,10 @@ class Selection:
         self.by_path = by_path
         self.texts = texts  # may read a file left unread when asked for it (engine._Texts)
         self._lines: dict[str, ImportLines] = {}  # `_import_lines`
+        self._bases: dict[str, ClassBases] = {}  # `_class_bases`
         self.handle_files = {p for p, t in texts.items()
                              if prefilter.mentions_handle(t, self._import_lines(p))}
-        self.handle_files |= _handle_subclass_files(texts, self.handle_files,
+        self.handle_files |= _handle_subclass_files(texts, self._class_bases, self.handle_files,
                                                     prefilter.registry.short_names())
         self.dataset_files = {p for p, t in texts.items() if prefilter.mentions_dataset(t)}
         self.start_files = {p for p, t in texts.items() if _START_METHOD in t}
@@ -95,18 +99,21 @@ class Selection:
         starts_needed = callers_needed = may_find is None
         texts, handle_files, dataset_files = self.texts, self.handle_files, self.dataset_files
         words = self.prefilter.dataset_words
-        dataset_names = _dataset_class_names(texts, handle_files | dataset_files, words)
-        loader_names = _dataset_class_names(texts, handle_files | dataset_files, ("DataLoader",))
+        bases_of = self._class_bases
+        dataset_names = _dataset_class_names(bases_of, handle_files | dataset_files, words)
+        loader_names = _dataset_class_names(bases_of, handle_files | dataset_files,
+                                            ("DataLoader",))
         # and through an alias of it (`DataLoader as TorchLoader`): a DataLoader subclass
         loader_aliases = _loader_aliases(texts, dataset_files)
         loader_like = loader_names | _dataset_class_names(
-            texts, handle_files | dataset_files, loader_aliases) if loader_aliases else loader_names
+            bases_of, handle_files | dataset_files, loader_aliases) \
+            if loader_aliases else loader_names
         by_module = {f.module: f.path for f in self.by_path.values() if f.module}
         aliases = module_aliases((f.path, f.module) for f in self.by_path.values())
         by_module.update((alias, by_module[module]) for alias, module in aliases.items()
                          if module in by_module)
         wanted = {p for p in handle_files - dataset_files
-                  if any(set(bases) & dataset_names for _, bases in class_bases(texts[p]))}
+                  if any(set(bases) & dataset_names for _, bases in bases_of(p))}
         wanted |= _dataset_files_importing_handles(
             dataset_files - handle_files, handle_files, by_module, self._imported_by,
             dataset_files, texts)
@@ -396,6 +403,13 @@ class Selection:
             self._imports[path] = {module_of_import(file.module, file.is_package, level, name)
                                    for level, name, _ in self._import_lines(path)}
         return self._imports[path]
+
+    def _class_bases(self, path: str) -> ClassBases:
+        """The `class X(...)` lines of a file read, found once (several class graphs ask)."""
+        found = self._bases.get(path)
+        if found is None:
+            found = self._bases[path] = class_bases(self.texts[path])
+        return found
 
     def _import_lines(self, path: str) -> ImportLines:
         """The import lines of a file read, found once (the prefilter and the rounds ask)."""
@@ -797,11 +811,11 @@ class _BaseWords(dict[str, bool]):
         return self[base]
 
 
-def _dataset_class_names(texts: dict[str, str], paths: set[str], words: tuple[str, ...]
+def _dataset_class_names(bases_of: BasesOf, paths: set[str], words: tuple[str, ...]
                          ) -> set[str]:
-    """Class names that may be datasets, from `class X(Base)` lines: a base naming a dataset
-    word, or a base that is such a class (by name, transitively)."""
-    graph = [(name, bases) for p in paths for name, bases in class_bases(texts[p])]
+    """Class names that may be datasets, from `class X(Base)` lines (`bases_of` a file's):
+    a base naming a dataset word, or a base that is such a class (by name, transitively)."""
+    graph = [(name, bases) for p in paths for name, bases in bases_of(p)]
     names = {name for name, bases in graph if any(w in b for b in bases for w in words)}
     return _subclass_names(graph, names)
 
@@ -831,16 +845,16 @@ def _matches_after(text: str, word: str, rest: "re.Pattern[str] | str") -> Itera
             yield found
 
 
-def _handle_subclass_files(texts: dict[str, str], handle_files: set[str],
+def _handle_subclass_files(texts: dict[str, str], bases_of: BasesOf, handle_files: set[str],
                            shorts: frozenset[str]) -> set[str]:
     """Files defining a subclass of a handle constructor (`class ApiSession(requests.Session)`
     in a handle file), or a subclass of one by name, transitively, in any file: building one
     creates the handle."""
-    seeds = {name for p in handle_files for name, bases in class_bases(texts[p])
+    seeds = {name for p in handle_files for name, bases in bases_of(p)
              if set(bases) & shorts}
     if not seeds:
         return set()
-    by_path = {p: class_bases(t) for p, t in texts.items() if "class" in t}
+    by_path = {p: bases_of(p) for p, t in texts.items() if "class" in t}
     names = _subclass_names([c for classes in by_path.values() for c in classes], seeds)
     return {p for p, classes in by_path.items() if any(name in names for name, _ in classes)}
 
