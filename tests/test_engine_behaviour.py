@@ -339,6 +339,35 @@ def test_words_are_found_whole_beyond_ascii(text: str) -> None:
         forget_words()
 
 
+@pytest.mark.parametrize("text", [
+    "fooas(x)\n",  # `as` right after the name: the call-site pattern's `as(?!\w)`
+    "foo\n", "foo", "foo\r\n", "foo\t# note\n", "foo  \\\n(x)\n", "from m import foo as f\n",
+    "xfoo(1); foo_bar(2); _foo(3)\n",  # the name inside other words only
+    "é foo é\n", "fooé(x)\n", "naïve(x) = ve\n", "\ud800foo(x)\n",
+    "obj.foo (x)\nfoo.__doc__\n", "for ds in datasets: DataLoader(ds)\n",
+    "from torch.utils.data import DataLoader as DL, DataLoader as DataLoader as x\n",
+    "MyDataLoader as Y\nDataLoader\tas\tZ\n", "",
+])
+def test_word_tests_by_find_answer_as_the_regexes_they_replace(text: str) -> None:
+    """The selection's text tests that find a name's occurrences with `str.find` (a regex
+    starting with a look-behind or `\\b` tries every position of the text) answer as those
+    regexes, at the edges of words beyond ASCII too."""
+    import re
+
+    from workersafe.prefilter import spells_word
+    from workersafe.selection import _loader_aliases, _may_call
+
+    for name in ["foo", "ve", "na", "ds", "DataLoader", "x", "é", ""]:
+        whole = re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)")
+        assert spells_word(text, name) == (whole.search(text) is not None), name
+        call = re.compile(r"(?<!\w)" + re.escape(name) + r"[ \t\r\f]*(?:[(),;#\\]|as(?!\w)|$)",
+                          re.M)
+        if name:
+            assert _may_call(text, name) == (call.search(text) is not None), name
+    aliases = re.findall(r"\bDataLoader[ \t]+as[ \t]+(\w+)", text)
+    assert _loader_aliases({"a.py": text}, {"a.py"}) == tuple(sorted(set(aliases)))
+
+
 def test_git_ignored_files_are_skipped_in_a_work_tree_and_git_is_not_run_outside_one(
         tmp_path: Path) -> None:
     """Inside a git work tree (a `.git` here or above) discovery lists what git would track;

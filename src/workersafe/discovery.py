@@ -215,19 +215,22 @@ def _walk(directory: str, patterns: tuple[str, ...]) -> Iterator[tuple[str, str]
         except OSError:
             continue  # vanished or unreadable: as os.walk, skip it
         for entry in entries:
-            path = os.path.join(current, entry.name)
-            absolute = os.path.join(absolute_current, entry.name)
+            name = entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
+                    path = os.path.join(current, name)
                     if not _excluded(path):
-                        pending.append((path, absolute))
+                        pending.append((path, os.path.join(absolute_current, name)))
                     continue
-                if not entry.name.endswith(SUFFIXES) or entry.name.endswith(".fixed.py"):
+                # the paths joined only for a source file (most entries of a tree are not)
+                if not name.endswith(SUFFIXES) or name.endswith(".fixed.py"):
                     continue
+                path = os.path.join(current, name)
                 if _excluded(path) or not entry.is_file():  # is_file follows symlinks
                     continue
             except OSError:
                 continue
+            absolute = os.path.join(absolute_current, name)
             if tracked is not None and absolute not in tracked:
                 continue
             yield path, absolute

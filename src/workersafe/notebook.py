@@ -294,6 +294,7 @@ class _Scanner:
     def feed(self, line: str) -> None:
         body = line.rstrip("\r\n")
         i, n = 0, len(body)
+        special = _LEXED.search
         while i < n:
             if self.quote:
                 end = body.find(self.quote, i)
@@ -303,6 +304,10 @@ class _Scanner:
                     break
                 i, self.quote = end + 3, ""
                 continue
+            found = special(body, i)  # the next character that matters, found in C
+            if found is None:
+                break
+            i = found.start()
             ch = body[i]
             if ch == "#":
                 break
@@ -321,16 +326,25 @@ class _Scanner:
         self.continued = not self.quote and body.endswith("\\")
 
 
+# the characters `_Scanner.feed` acts on outside a triple-quoted string (the others it steps over)
+_LEXED = re.compile(r"[#\"'()\[\]{}]")
+
+
 def _string_end(body: str, start: int) -> int:
     quote, i = body[start], start + 1
-    while i < len(body):
-        if body[i] == "\\":
-            i += 2
-            continue
+    stop = (_SINGLE_QUOTED if quote == "'" else _DOUBLE_QUOTED).search
+    while True:  # from one backslash or quote to the next, found in C
+        found = stop(body, i)
+        if found is None:
+            return len(body)
+        i = found.start()
         if body[i] == quote:
             return i + 1
-        i += 1
-    return len(body)
+        i += 2  # an escaped character
+
+
+_SINGLE_QUOTED = re.compile(r"[\\']")
+_DOUBLE_QUOTED = re.compile(r'[\\"]')
 
 
 def _even_backslashes(body: str, end: int) -> bool:
@@ -347,7 +361,8 @@ def _mask_line(line: str, masked: list[str]) -> str:
     help_query = stripped.endswith("?") and re.fullmatch(r"[\w.\[\]()]+\?\??", stripped)
     if stripped[0] in "%!?" or help_query:
         return _mask(line, masked)
-    if re.match(r"^[\w., ]+=\s*[%!]", stripped):  # `files = !ls`, `t = %timeit -o f()`
+    if ("%" in stripped or "!" in stripped) and re.match(r"^[\w., ]+=\s*[%!]", stripped):
+        # `files = !ls`, `t = %timeit -o f()`
         return _mask(line, masked)
     if _is_automagic(stripped):
         return _mask(line, masked)

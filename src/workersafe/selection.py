@@ -18,7 +18,8 @@ from typing import Callable, Iterable, Iterator, Optional
 
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
 from .facts import LOOKUP_VERBS, DatasetRef, FileFacts, LoaderCall
-from .prefilter import ImportLines, Prefilter, class_bases, import_lines, words_pattern
+from .prefilter import (ImportLines, Prefilter, class_bases, import_lines, spells_word,
+                        word_starts, words_pattern)
 
 # The engine's parser: files → their facts (cached, maybe parallel).
 ParseMany = Callable[[list[SourceFile]], dict[str, FileFacts]]
@@ -28,6 +29,9 @@ ImportedBy = Callable[[str], set[str]]
 # them to tell): until they do, no start method can change a finding.
 # `every_class`: a handle of any class counts (a loader found later may reach it).
 MayFind = Callable[[dict[str, FileFacts], bool], bool]
+# A file's `class X(Base)` lines (`prefilter.class_bases`), and where the selection asks them.
+ClassBases = list[tuple[str, list[str]]]
+BasesOf = Callable[[str], ClassBases]
 # An entry script's start method reaches the loaders its imports build.
 _START_METHOD = "set_start_method"
 
@@ -41,9 +45,10 @@ class Selection:
         self.by_path = by_path
         self.texts = texts  # may read a file left unread when asked for it (engine._Texts)
         self._lines: dict[str, ImportLines] = {}  # `_import_lines`
+        self._bases: dict[str, ClassBases] = {}  # `_class_bases`
         self.handle_files = {p for p, t in texts.items()
                              if prefilter.mentions_handle(t, self._import_lines(p))}
-        self.handle_files |= _handle_subclass_files(texts, self.handle_files,
+        self.handle_files |= _handle_subclass_files(texts, self._class_bases, self.handle_files,
                                                     prefilter.registry.short_names())
         self.dataset_files = {p for p, t in texts.items() if prefilter.mentions_dataset(t)}
         self.start_files = {p for p, t in texts.items() if _START_METHOD in t}
@@ -51,6 +56,9 @@ class Selection:
         # (name, defining file, only returned) searched by the callers' round (`_caller_names`)
         self._callers_searched: set[tuple[str, str, bool]] = set()
         self._calls: dict[str, _Calls] = {}  # each parsed file's, for `_caller_names`
+        self._demands: dict[str, _Demands] = {}  # each parsed file's, for `_needed_modules`
+        # `_keeping_classes` of the facts when they were that many (they only grow)
+        self._keeping: tuple[int, set[str]] = (-1, set())
         self._reach: dict[str, frozenset[str]] = {}  # `_reachers`
         # from the import lines of the files read (`_index_imports`; how many were read): a
         # module → the files importing names from it (`from a.b import f`: a.b); a module →
@@ -91,35 +99,45 @@ class Selection:
         starts_needed = callers_needed = may_find is None
         texts, handle_files, dataset_files = self.texts, self.handle_files, self.dataset_files
         words = self.prefilter.dataset_words
-        dataset_names = _dataset_class_names(texts, handle_files | dataset_files, words)
-        loader_names = _dataset_class_names(texts, handle_files | dataset_files, ("DataLoader",))
+        bases_of = self._class_bases
+        dataset_names = _dataset_class_names(bases_of, handle_files | dataset_files, words)
+        loader_names = _dataset_class_names(bases_of, handle_files | dataset_files,
+                                            ("DataLoader",))
         # and through an alias of it (`DataLoader as TorchLoader`): a DataLoader subclass
         loader_aliases = _loader_aliases(texts, dataset_files)
         loader_like = loader_names | _dataset_class_names(
-            texts, handle_files | dataset_files, loader_aliases) if loader_aliases else loader_names
+            bases_of, handle_files | dataset_files, loader_aliases) \
+            if loader_aliases else loader_names
         by_module = {f.module: f.path for f in self.by_path.values() if f.module}
         aliases = module_aliases((f.path, f.module) for f in self.by_path.values())
         by_module.update((alias, by_module[module]) for alias, module in aliases.items()
                          if module in by_module)
         wanted = {p for p in handle_files - dataset_files
-                  if any(set(bases) & dataset_names for _, bases in class_bases(texts[p]))}
+                  if any(set(bases) & dataset_names for _, bases in bases_of(p))}
         wanted |= _dataset_files_importing_handles(
             dataset_files - handle_files, handle_files, by_module, self._imported_by,
             dataset_files, texts)
         wanted |= {p for p in dataset_files - handle_files if _loader_of_parameter(texts[p])}
         interesting_alone: dict[int, bool] = {}  # by id: `facts` holds every one while here
         while True:
+            arg_callees = self._arg_callees(facts, loader_names)
+            for path, f in facts.items():
+                if path not in self._demands:
+                    self._demands[path] = _Demands(f)
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
                                       handle_files, self._may_bind, set(words) | loader_like,
-                                      self._arg_callees(facts, loader_names))
-            pattern = words_pattern(_interesting_names(facts.values()))
+                                      arg_callees, [self._demands[p] for p in facts])
+            interesting = _interesting_names(facts.values())
+            pattern = words_pattern(interesting)
             if pattern is not None:
-                wanted |= {p for p in dataset_files | handle_files if pattern.search(texts[p])}
-            modules, exported = _interesting_modules(facts.values(), interesting_alone)
+                wanted |= {p for p in (dataset_files | handle_files) - facts.keys()
+                           if pattern.search(texts[p])}
+            modules, exported = _interesting_modules(facts.values(), interesting_alone,
+                                                     interesting)
             named = words_pattern(exported)
             if modules and named is not None:
-                wanted |= {p for p in dataset_files | handle_files
-                           if p not in facts and self._imported_by(p) & modules
+                wanted |= {p for p in (dataset_files | handle_files) - facts.keys()
+                           if self._imported_by(p) & modules
                            and self._binds_from(p, modules, exported)
                            and named.search(texts[p])}
                 wanted |= self._reexporters(modules, exported, facts)
@@ -150,8 +168,10 @@ class Selection:
                 self._calls[path] = _Calls(f)
         indexes = [self._calls[path] for path in facts]
         every = list(facts.values())
-        return _loader_callables(every, loader_names, indexes) | {
-            _short(name) for name in _keeping_classes(every, loader_names, indexes)}
+        callables = _loader_callables(every, loader_names, indexes)
+        keeping = _keeping_classes(every, loader_names, indexes, set(callables))
+        self._keeping = (len(facts), keeping)  # the callers' round asks again of these facts
+        return callables | {_short(name) for name in keeping}
 
     def _gate(self, found: set[str], needed: bool, deferred: set[str]) -> set[str]:
         """What a gated round adds now: all it found (and had deferred) once needed, else only
@@ -208,7 +228,8 @@ class Selection:
         A function returning its parameter (`wrap(ds)`) matters only where what it returns
         meets a dataset or a loader: in a file naming one (`dataset_names`: the class graph's);
         elsewhere the value goes on to a callable or a factory another round follows."""
-        names = _caller_names(facts, loader_names, self._calls) - self._callers_searched
+        keeping = self._keeping[1] if self._keeping[0] == len(facts) else None
+        names = _caller_names(facts, loader_names, self._calls, keeping) - self._callers_searched
         self._callers_searched |= names
         pattern = words_pattern({name for name, _, _ in names})
         if pattern is None:
@@ -373,8 +394,7 @@ class Selection:
         found = self._binds.get((path, name))
         if found is None:
             text = self.texts[path]
-            found = self._binds[(path, name)] = "import *" in text or re.search(
-                r"(?<!\w)" + re.escape(name) + r"(?!\w)", text) is not None
+            found = self._binds[(path, name)] = "import *" in text or spells_word(text, name)
         return found
 
     def _imported_by(self, path: str) -> set[str]:
@@ -383,6 +403,13 @@ class Selection:
             self._imports[path] = {module_of_import(file.module, file.is_package, level, name)
                                    for level, name, _ in self._import_lines(path)}
         return self._imports[path]
+
+    def _class_bases(self, path: str) -> ClassBases:
+        """The `class X(...)` lines of a file read, found once (several class graphs ask)."""
+        found = self._bases.get(path)
+        if found is None:
+            found = self._bases[path] = class_bases(self.texts[path])
+        return found
 
     def _import_lines(self, path: str) -> ImportLines:
         """The import lines of a file read, found once (the prefilter and the rounds ask)."""
@@ -402,25 +429,30 @@ def _may_call(text: str, name: str) -> bool:
     a value: `run(Trainer)`; a dunder is called without its name: `Cls(ds)`)."""
     if name.startswith("__") and name.endswith("__"):
         return True
-    return _call_or_import(name).search(text) is not None
+    after = _call_or_import()
+    return any(after.match(text, start + len(name)) for start in word_starts(text, name))
 
 
-@lru_cache(maxsize=1024)
-def _call_or_import(name: str) -> re.Pattern[str]:
-    return re.compile(r"(?<!\w)" + re.escape(name) + r"[ \t\r\f]*(?:[(),;#\\]|as(?!\w)|$)", re.M)
+@lru_cache(maxsize=1)
+def _call_or_import() -> re.Pattern[str]:
+    """What follows a name in a call or an import list (`_may_call`), matched where it ends."""
+    return re.compile(r"[ \t\r\f]*(?:[(),;#\\]|as(?!\w)|$)", re.M)
 
 
 def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
                     dataset_words: set[str], handle_files: set[str],
                     may_bind: Optional[Callable[[str, str], bool]] = None,
                     loader_words: Optional[set[str]] = None,
-                    arg_callees: Optional[set[str]] = None) -> set[str]:
+                    arg_callees: Optional[set[str]] = None,
+                    demands: Optional[list[_Demands]] = None) -> set[str]:
     """Files defining names that dataset-relevant facts refer to: the bases of classes that
     hold handles or may be datasets, what loaders construct (through factories and module
     variables, followed on demand), worker_init_fns. A module found for a name only as a
     package above it (`pkg` for `pkg.self.config.get`, a script's sibling spelling of a
     local's attribute, or of `os.path.join`) is parsed only if it may bind the next part
-    (`may_bind`): the linker resolves the name through that binding, or not at all."""
+    (`may_bind`): the linker resolves the name through that binding, or not at all.
+    `demands`: each file's `_Demands` (in the order of `all_facts`), when kept from a round
+    before."""
     every = list(all_facts)
     demanded: set[str] = set()
     sources: dict[str, FileFacts] = {}
@@ -455,7 +487,7 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
             demand((r.target for d in loader.datasets for a in d.arg_refs for r in a.refs), facts)
             demand(loader.worker_inits, facts)
     if arg_callees is not None:
-        _demand_dataset_calls(every, demand, dataset_words, arg_callees)
+        _demand_dataset_calls(every, demand, dataset_words, arg_callees, demands)
     _demand_loader_classes(every, demand, dataset_words if loader_words is None else loader_words)
     _follow_factories(every, demand, demanded)
     wanted: set[str] = set()
@@ -483,31 +515,24 @@ def _module_part(name: str, by_module: dict[str, str]) -> Optional[tuple[str, st
 
 
 def _demand_dataset_calls(every: list[FileFacts], demand: Demand, class_names: set[str],
-                          arg_callees: set[str]) -> None:
+                          arg_callees: set[str], demands: Optional[list[_Demands]] = None
+                          ) -> None:
     """The classes the class graph says may be datasets (`class_names`) built where a loader
     may get them: in an argument of a callable that may hand it to one (`arg_callees`:
     `make_loader(Transformed(Remote(url)))`), or as an attribute a loader reads
     (`self.ds = Transformed(...)`, `DataLoader(self.ds)`; by the attribute's name, in any
     class); a loader's own dataset is demanded with its arguments already."""
-    def dataset_calls(refs: Iterable[DatasetRef]) -> Iterator[str]:
-        return (r.target for r in _nested_refs(refs)
-                if r.kind == "call" and _short(r.target) in class_names)
-
+    indexes = demands if demands is not None else [_Demands(f) for f in every]
     read: set[str] = set()  # attributes loaders read
-    for facts in every:
-        for site in facts.calls:
-            if _short(site.target) in arg_callees:
-                demand(dataset_calls(r for a in site.args for r in a.refs), facts)
-        loaders = [*facts.loaders, *facts.loader_candidates]
-        read |= {_short(r.target) for r in _nested_refs(
-            r for loader in loaders for refs in ([*loader.datasets],
-                                                 [r for a in loader.args for r in a.refs])
-            for r in refs) if r.kind == "attr"}
+    for facts, index in zip(every, indexes):
+        for callee, built in index.site_calls:
+            if callee in arg_callees:
+                demand((t for t in built if _short(t) in class_names), facts)
+        read |= index.loader_attrs
     if read:
-        for facts in every:
-            for cls in facts.classes:
-                demand(dataset_calls(r for attr, refs in cls.attr_refs if attr in read
-                                     for r in refs), facts)
+        for facts, index in zip(every, indexes):
+            demand((t for attr, built in index.attr_calls if attr in read
+                    for t in built if _short(t) in class_names), facts)
 
 
 def _demand_loader_classes(every: list[FileFacts], demand: Demand, class_names: set[str]
@@ -603,7 +628,7 @@ def _loader_of_parameter(text: str) -> bool:
         if re.search(rf"def \w+\([^)]*\b{name}\b", text):
             return True
         # a loop variable over a parameter: `for ds in datasets:`, `for k, ds in d.items()`
-        for loop in re.finditer(rf"\bfor\s+(?:\w+\s*,\s*)?{name}\s+in\s+(\w+)", text):
+        for loop in _matches_after(text, "for", rf"\s+(?:\w+\s*,\s*)?{name}\s+in\s+(\w+)"):
             if re.search(rf"def \w+\([^)]*\b{loop.group(1)}\b", text):
                 return True
     attrs = dict.fromkeys(match.group(1) for match in _LOADER_SELF_ARG.finditer(text))
@@ -611,11 +636,12 @@ def _loader_of_parameter(text: str) -> bool:
 
 
 def _caller_names(facts: dict[str, FileFacts], loader_names: set[str],
-                  calls: Optional[dict[str, _Calls]] = None) -> set[tuple[str, str, bool]]:
+                  calls: Optional[dict[str, _Calls]] = None,
+                  keeping: Optional[set[str]] = None) -> set[tuple[str, str, bool]]:
     """(name, the file defining it, only returned) for the callables whose callers the linker
     needs: the functions (and methods: "" for the file, they are called on objects from
     anywhere) whose parameter reaches a loader's dataset or is returned (then True), and the
-    classes keeping one."""
+    classes keeping one (`keeping`: `_keeping_classes` of these facts, if known)."""
     found: set[tuple[str, str, bool]] = set()
     for path, f in facts.items():
         functions = {func.qualname for func in f.functions}
@@ -635,20 +661,22 @@ def _caller_names(facts: dict[str, FileFacts], loader_names: set[str],
         if path not in calls:
             calls[path] = _Calls(f)
     indexes = [calls[path] for path in facts]
-    found |= {(_short(name), home, False)
-              for name in _keeping_classes(facts.values(), loader_names, indexes)
-              for home in homes[name]}
+    if keeping is None:
+        keeping = _keeping_classes(facts.values(), loader_names, indexes)
+    found |= {(_short(name), home, False) for name in keeping for home in homes[name]}
     return found
 
 
 def _keeping_classes(all_facts: Iterable[FileFacts], loader_names: set[str],
-                     calls: Optional[Iterable[_Calls]] = None) -> set[str]:
+                     calls: Optional[Iterable[_Calls]] = None,
+                     callables: Optional[set[str]] = None) -> set[str]:
     """Qualified names of the classes whose `__init__` keeps a parameter as an attribute that
     reaches a loader's dataset: the dataset itself or an argument inside it, or an argument
     of a callable that may hand it to a loader (`_loader_callables`, this round's keeping
     classes included). Their constructions pass the dataset (`Trainer(ds)` for
     `DataLoader(self.train_set)` or `make_loader(wrap(self.train_set))`). `calls`: each
-    file's `_Calls`, when kept from a round before."""
+    file's `_Calls`, when kept from a round before; `callables`: `_loader_callables` of the
+    same facts, when known (a set this function may add to)."""
     every = list(all_facts)
     indexes = list(calls) if calls is not None else [_Calls(f) for f in every]
     kept = {f"{c.qualname}.{attr}" for f in every for c in f.classes for _, attr in c.param_attrs}
@@ -658,7 +686,8 @@ def _keeping_classes(all_facts: Iterable[FileFacts], loader_names: set[str],
     direct |= _kept_refs((r for loader in loaders for a in loader.args for r in a.refs), kept)
     sites = [(callee, found) for index in indexes for callee, attrs in index.attr_sites
              for found in [attrs & kept] if found]
-    callables = _loader_callables(every, loader_names, indexes)
+    if callables is None:
+        callables = _loader_callables(every, loader_names, indexes)
     while True:
         passed = {t for callee, found in sites if callee in callables for t in found}
         classes = {target.rpartition(".")[0] for target in direct | passed}
@@ -681,6 +710,32 @@ class _Calls:
         self.passing = tuple((_short(site.target), _short(r.target.split("#")[0]))
                              for site in facts.calls for a in site.args for r in a.refs
                              if r.kind == "param")
+
+
+class _Demands:
+    """What `_demand_dataset_calls` reads of a file, found once (the rounds ask again of every
+    file parsed): the calls (their targets) nested in each call site's arguments, by the
+    callee's short name; the attributes its loaders read (short names); the calls nested in
+    what each class attribute is set to, by the attribute's name. Each file's demands go to
+    a set, so their order within the file does not matter."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.site_calls = tuple((_short(site.target), built) for site in facts.calls
+                                for built in [_call_targets(r for a in site.args for r in a.refs)]
+                                if built)
+        loaders = [*facts.loaders, *facts.loader_candidates]
+        self.loader_attrs = frozenset(_short(r.target) for r in _nested_refs(
+            r for loader in loaders for refs in ([*loader.datasets],
+                                                 [r for a in loader.args for r in a.refs])
+            for r in refs) if r.kind == "attr")
+        self.attr_calls = tuple((attr, built) for cls in facts.classes
+                                for attr, refs in cls.attr_refs
+                                for built in [_call_targets(refs)] if built)
+
+
+def _call_targets(refs: Iterable[DatasetRef]) -> tuple[str, ...]:
+    """The targets of the calls among `refs` and the arguments inside them."""
+    return tuple(r.target for r in _nested_refs(refs) if r.kind == "call")
 
 
 def _attr_refs(refs: Iterable[DatasetRef]) -> frozenset[str]:
@@ -756,35 +811,50 @@ class _BaseWords(dict[str, bool]):
         return self[base]
 
 
-def _dataset_class_names(texts: dict[str, str], paths: set[str], words: tuple[str, ...]
+def _dataset_class_names(bases_of: BasesOf, paths: set[str], words: tuple[str, ...]
                          ) -> set[str]:
-    """Class names that may be datasets, from `class X(Base)` lines: a base naming a dataset
-    word, or a base that is such a class (by name, transitively)."""
-    graph = [(name, bases) for p in paths for name, bases in class_bases(texts[p])]
+    """Class names that may be datasets, from `class X(Base)` lines (`bases_of` a file's):
+    a base naming a dataset word, or a base that is such a class (by name, transitively)."""
+    graph = [(name, bases) for p in paths for name, bases in bases_of(p)]
     names = {name for name, bases in graph if any(w in b for b in bases for w in words)}
     return _subclass_names(graph, names)
 
 
-_LOADER_ALIAS = re.compile(r"\bDataLoader[ \t]+as[ \t]+(\w+)")
+# what follows `DataLoader` in an import under another name (`_loader_aliases`)
+_AS_ALIAS = re.compile(r"[ \t]+as[ \t]+(\w+)")
 
 
 def _loader_aliases(texts: dict[str, str], paths: set[str]) -> tuple[str, ...]:
     """The names DataLoader is imported as (`from torch.utils.data import DataLoader as
     TorchLoader`), in the files naming it."""
-    return tuple(sorted({alias for p in paths if "DataLoader" in texts[p]
-                         for alias in _LOADER_ALIAS.findall(texts[p])}))
+    return tuple(sorted({found.group(1) for p in paths if "DataLoader" in texts[p]
+                         for found in _matches_after(texts[p], "DataLoader", _AS_ALIAS)}))
 
 
-def _handle_subclass_files(texts: dict[str, str], handle_files: set[str],
+def _matches_after(text: str, word: str, rest: "re.Pattern[str] | str") -> Iterator[re.Match[str]]:
+    r"""`re.finditer` of `\b<word><rest>` in `text` (`word` an identifier), each occurrence of
+    `word` found by `str.find`: the regex would try every position of the text."""
+    after = re.compile(rest) if isinstance(rest, str) else rest
+    end = 0
+    for start in word_starts(text, word):
+        if start < end:  # inside the match before (`DataLoader as DataLoader as x`)
+            continue
+        found = after.match(text, start + len(word))
+        if found is not None:
+            end = found.end()
+            yield found
+
+
+def _handle_subclass_files(texts: dict[str, str], bases_of: BasesOf, handle_files: set[str],
                            shorts: frozenset[str]) -> set[str]:
     """Files defining a subclass of a handle constructor (`class ApiSession(requests.Session)`
     in a handle file), or a subclass of one by name, transitively, in any file: building one
     creates the handle."""
-    seeds = {name for p in handle_files for name, bases in class_bases(texts[p])
+    seeds = {name for p in handle_files for name, bases in bases_of(p)
              if set(bases) & shorts}
     if not seeds:
         return set()
-    by_path = {p: class_bases(t) for p, t in texts.items() if "class" in t}
+    by_path = {p: bases_of(p) for p, t in texts.items() if "class" in t}
     names = _subclass_names([c for classes in by_path.values() for c in classes], seeds)
     return {p for p, classes in by_path.items() if any(name in names for name, _ in classes)}
 
@@ -871,14 +941,16 @@ def _cache_reaching_names(every: list[FileFacts]) -> set[str]:
 
 
 def _interesting_modules(all_facts: Iterable[FileFacts],
-                         alone: Optional[dict[int, bool]] = None) -> tuple[set[str], set[str]]:
+                         alone: Optional[dict[int, bool]] = None,
+                         interesting: Optional[set[str]] = None) -> tuple[set[str], set[str]]:
     """Modules defining a handle holder, a module handle or a factory, and modules that
     re-export one of those names (`from .remote import RemoteImages as Images`); and the
     names an importer can use them by: those names, their aliases (`Images`) and what those
     modules define (an importer naming none of them cannot use one: on pytorch_geometric,
-    `torch_geometric.data` re-exports `SQLiteDatabase`, and most files import it for `Data`)."""
+    `torch_geometric.data` re-exports `SQLiteDatabase`, and most files import it for `Data`).
+    `interesting`: `_interesting_names` of the same facts, when the caller has them."""
     every = list(all_facts)
-    names = _interesting_names(every)
+    names = set(_interesting_names(every) if interesting is None else interesting)
     alone = {} if alone is None else alone  # a file's own verdict: asked again every round
     for facts in every:
         if id(facts) not in alone:
@@ -924,6 +996,7 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
     loud = set(dataset_files) | handle_only
     plain_modules = {m: p for m, p in by_module.items() if p not in loud}
     found: set[str] = set()
+    kept_by: dict[str, Optional[re.Pattern[str]]] = {}  # `_keeps_instance_of`, by handle file
     for path in dataset_only:
         folder = os.path.dirname(path)
         for imported in imported_by(path):
@@ -936,7 +1009,7 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
                     and os.path.basename(between) != "__init__.py":  # a package: below
                 targets = {t for inner in imported_by(between)
                            if (t := _module_file(inner, handle_modules)) is not None
-                           and _keeps_instance_of(texts[between], texts[t])}
+                           and _keeps_instance_of(texts[between], texts[t], kept_by)}
                 if targets:
                     found |= {path, between, *targets}
                     continue
@@ -954,15 +1027,21 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
 _CLASS_LINE = re.compile(r"^class\s+(\w+)", re.M)
 
 
-def _keeps_instance_of(text: str, defining: str) -> bool:
+def _keeps_instance_of(text: str, defining: str,
+                       patterns: Optional[dict[str, Optional[re.Pattern[str]]]] = None) -> bool:
     """Whether `text` keeps on self an instance of a class `defining` defines
-    (`self.db = dbcontext.DbContext()`, `self.db = DbContext(path)`)."""
-    names = _CLASS_LINE.findall(defining)
-    if not names or "self." not in text:
+    (`self.db = dbcontext.DbContext()`, `self.db = DbContext(path)`). `patterns`: the search
+    for each `defining` text made so far (one handle file is imported by many)."""
+    if "self." not in text:
         return False
-    alternatives = "|".join(map(re.escape, names))
-    return re.search(r"self\.\w+\s*(?::[^=\n]*)?=\s*(?:[\w.]*\.)?(?:" + alternatives
-                     + r")\s*\(", text) is not None
+    patterns = {} if patterns is None else patterns
+    if defining not in patterns:
+        names = _CLASS_LINE.findall(defining)
+        alternatives = "|".join(map(re.escape, names))
+        patterns[defining] = re.compile(r"self\.\w+\s*(?::[^=\n]*)?=\s*(?:[\w.]*\.)?(?:"
+                                        + alternatives + r")\s*\(") if names else None
+    pattern = patterns[defining]
+    return pattern is not None and pattern.search(text) is not None
 
 
 def _import_chains(starts: set[str], targets: set[str], imported_by: ImportedBy,
