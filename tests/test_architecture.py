@@ -316,7 +316,7 @@ def _loaded_with(start: str) -> Set[str]:
 # checks then stop at the prefilter): the configuration and the tables it reads, no more.
 PLUGIN_AT_LOAD = {
     "workersafe", "workersafe.flake8_plugin", "workersafe.config", "workersafe.paths",
-    "workersafe.records", "workersafe.registry", "workersafe.ruletable", "workersafe.torchnames",
+    "workersafe.records", "workersafe.record_inits", "workersafe.registry", "workersafe.ruletable", "workersafe.torchnames",
 }
 
 

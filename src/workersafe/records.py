@@ -20,10 +20,14 @@ another dataclass (none does: each layer is one flat class)."""
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import reprlib
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from types import FunctionType
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
+
+from .record_inits import CODES
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -33,6 +37,7 @@ else:
 
 T = TypeVar("T")
 _MISSING = dataclasses.MISSING
+BUILT: list[tuple[str, str]] = []  # (module, `__init__` source) of every record made here
 
 
 @dataclass_transform(field_specifiers=(dataclasses.field,))
@@ -55,7 +60,8 @@ def _build(cls: Any, frozen: bool, eq: bool, with_repr: bool) -> None:
     own = dict(cls.__dict__)
     if not own.get("__doc__"):  # dataclasses would build one with inspect.signature
         cls.__doc__ = cls.__name__
-    dataclasses.dataclass(cls, init=False, repr=False, eq=False)  # the fields only
+    if not _make_fields(cls, own):
+        dataclasses.dataclass(cls, init=False, repr=False, eq=False)  # the fields only
     fields = dataclasses.fields(cls)
     names = tuple(f.name for f in fields)
     if "__init__" not in own:
@@ -79,37 +85,151 @@ def _build(cls: Any, frozen: bool, eq: bool, with_repr: bool) -> None:
         cls.__setattr__, cls.__delattr__ = _frozen_of(cls, frozenset(names))
 
 
+# What `dataclasses.dataclass(init=False, repr=False, eq=False)` sets on every class beyond its
+# fields, taken from one class it processed: the same (shared, read-only) parameters object,
+# and on Python 3.13+ `__replace__` (`copy.replace`).
+_Plain: Any = dataclasses.dataclass(init=False, repr=False, eq=False)(
+    type("_Plain", (), {"__doc__": "-"}))  # (with a docstring: none made by inspect.signature)
+_PARAMS = _Plain.__dataclass_params__
+_REPLACE = _Plain.__dict__.get("__replace__")
+_FIELD_KIND = getattr(dataclasses, "_FIELD", None)  # the marker of a true field (not ClassVar)
+# annotations dataclasses reads as something other than a field: left to dataclasses
+_SPECIAL = ("ClassVar", "InitVar", "KW_ONLY")
+
+
+def _make_fields(cls: Any, own: dict[str, Any]) -> bool:
+    """The fields of `cls` made as `dataclasses.dataclass(cls, init=False, repr=False,
+    eq=False)` makes them, for the class bodies records have (string annotations, every one a
+    field, plain hashable defaults or `field(...)`): the same `Field` objects, class attributes,
+    `__dataclass_fields__`, `__dataclass_params__` and `__match_args__`. dataclasses' own
+    processing costs ~40 us a class (its ClassVar tests by regex on every annotation, its
+    checks of bases and hashes): a third of what a record cost to define. False (nothing done)
+    for anything else: then dataclasses processes the class, and raises what it raises."""
+    annotations = own.get("__annotations__", {})
+    if _FIELD_KIND is None or _metaclass(cls) is not type or any(
+            not isinstance(kind, str) or any(s in kind for s in _SPECIAL)
+            for kind in annotations.values()):
+        return False
+    made: dict[str, dataclasses.Field[Any]] = {}
+    for name, kind in annotations.items():
+        default = getattr(cls, name, _MISSING)
+        if isinstance(default, dataclasses.Field):
+            made_field = default
+            if made_field.default is not _MISSING and (
+                    made_field.default_factory is not _MISSING
+                    or _mutable(made_field.default)):
+                return False
+        elif default is not _MISSING and (_mutable(default) or _descriptor(default)):
+            return False
+        else:
+            plain: Any = default
+            made_field = dataclasses.field(default=plain)
+        made[name] = made_field
+    if any(isinstance(v, dataclasses.Field) and k not in annotations for k, v in own.items()):
+        return False  # a field without an annotation: dataclasses' error
+    for name, made_field in made.items():
+        made_field.name = name
+        made_field.type = annotations[name]
+        made_field._field_type = _FIELD_KIND  # type: ignore[attr-defined]
+        if getattr(made_field, "kw_only", None) is _MISSING:  # Python 3.10+
+            made_field.kw_only = False
+        if isinstance(getattr(cls, name, None), dataclasses.Field):
+            if made_field.default is _MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, made_field.default)
+    cls.__dataclass_params__ = _PARAMS
+    cls.__dataclass_fields__ = made
+    if "__match_args__" not in own and hasattr(_Plain, "__match_args__"):
+        setattr(cls, "__match_args__", tuple(name for name, f in made.items() if f.init))
+    if _REPLACE is not None and "__replace__" not in own:
+        cls.__replace__ = _REPLACE
+    return True
+
+
+def _metaclass(cls: Any) -> Any:
+    return type(cls)  # (a function: mypy would read `type(cls) is type` as narrowing cls)
+
+
+def _mutable(value: Any) -> bool:
+    """A default dataclasses refuses (a list, dict or set; from 3.11 anything unhashable)."""
+    return isinstance(value, (list, dict, set)) or value.__class__.__hash__ is None
+
+
+def _descriptor(value: Any) -> bool:
+    """A `__slots__` member: dataclasses reads it as no default."""
+    return type(value).__name__ == "member_descriptor"
+
+
 def _init_of(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: bool
              ) -> Callable[..., None]:
-    """The one method compiled per record: its signature is the fields'."""
-    space: dict[str, Any] = {"_MISSING": _MISSING, "_set": object.__setattr__}
-    params, body = ["self"], []
+    """The one method made per record: its signature is the fields'. Its source is looked up
+    in `record_inits.CODES`, compiled once into that module's .pyc (`compile` cost ~70 us a
+    record, most of what a record still cost at import); a source not found there (a record
+    changed since the table was written) is compiled here, as before."""
+    space: dict[str, Any] = {"__builtins__": builtins, "_MISSING": _MISSING,
+                             "_set": object.__setattr__}
+    params, body, defaults = ["self"], [], []
     for f in fields:
         name = f.name
         if f.default is not _MISSING:
             space[f"_d_{name}"] = f.default
             value = name if f.init else f"_d_{name}"
-            default = f"=_d_{name}"
+            default, default_value = f"=_d_{name}", f.default
         elif f.default_factory is not _MISSING:
             space[f"_f_{name}"] = f.default_factory
             value = f"_f_{name}() if {name} is _MISSING else {name}" if f.init \
                 else f"_f_{name}()"
-            default = "=_MISSING"
+            default, default_value = "=_MISSING", _MISSING
         elif f.init:
             value, default = name, ""
         else:
             continue  # `field(init=False)` without a default: set by `__post_init__`
         if f.init:
             params.append(name + default)
+            if default:
+                defaults.append(default_value)
         body.append(f"_set(self, {name!r}, {value})" if frozen else f"self.{name} = {value}")
     if hasattr(cls, "__post_init__"):
         body.append("self.__post_init__()")
     source = (f"def __init__({', '.join(params)}):\n    " + ("\n    ".join(body) or "pass")
               + "\n")
-    exec(source, space)
-    init: Callable[..., None] = space["__init__"]
+    BUILT.append((cls.__module__, source))
+    code = CODES.get(source)
+    init: Callable[..., None]
+    if code is not None:  # the same function as the `exec` below would make
+        init = FunctionType(code, space, "__init__", tuple(defaults) or None)
+    else:
+        exec(source, space)
+        init = space["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     return init
+
+
+def inits_module(sources: Iterable[str]) -> str:
+    """The text of `record_inits.py` for these `__init__` sources (scripts/gen_record_inits.py):
+    each function defined once, its defaults spelled `None` (a function's code does not hold
+    its defaults: `_init_of` gives the record's own), its code filed under its source."""
+    import re
+
+    out = [_INITS_HEADER]
+    for source in sorted(set(sources)):
+        head, _, rest = source.partition("\n")
+        head = re.sub(r"=(?:_d_\w+|_MISSING)\b", "=None", head)
+        out.append(f"\n{head}\n{rest}CODES[{source!r}] = __init__.__code__\n")
+    return "".join(out)
+
+
+_INITS_HEADER = '''# flake8: noqa
+# mypy: ignore-errors
+"""Generated by scripts/gen_record_inits.py: do not edit. The `__init__` of every record
+(records.py), compiled with this module into its .pyc once rather than at each import; a
+record whose source is not here compiles its own (then regenerate: the test says so)."""
+
+from types import CodeType
+
+CODES: dict[str, CodeType] = {}
+'''
 
 
 def _key_of(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
