@@ -11,23 +11,27 @@ a record missing from the table compiles its own `__init__`)."""
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import sys
 from pathlib import Path
 
 
 def import_all() -> list[str]:
-    """Imports every module of workersafe; the names of those that could not be."""
+    """Imports every module of workersafe (namespace packages such as `analysis/` included,
+    which `pkgutil.walk_packages` skips); the names of those that could not be."""
     import workersafe
 
+    root = Path(workersafe.__file__).resolve().parent
     skipped = []
-    for info in pkgutil.walk_packages(workersafe.__path__, "workersafe."):
-        if info.name.endswith("__main__"):
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__main__":
             continue
+        if parts[-1] == "__init__":
+            parts.pop()
         try:
-            importlib.import_module(info.name)
+            importlib.import_module(".".join(parts))
         except ImportError as exc:
-            skipped.append(f"{info.name} ({exc})")
+            skipped.append(f"{'.'.join(parts)} ({exc})")
     return skipped
 
 

@@ -35,7 +35,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = ("check", "fix", "server", "guard", "rule")
+
+
+def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The whole command line; `only`: the command given (the first argument), whose options
+    alone are then added (the other commands are listed, without theirs: ~1 ms of argparse
+    set-up saved on every run)."""
+
+    def wanted(command: str) -> bool:
+        return only is None or only == command
+
     parser = _Parser(prog="workersafe", description=(
         "Find (and fix) handles that PyTorch DataLoader worker processes would share."))
     parser.add_argument("--version", action="version", version=f"workersafe {__version__}")
@@ -44,14 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Report handles that DataLoader worker processes would share. Python files and Jupyter "
         "notebooks (.ipynb: code cells checked as one module; a finding names its cell, "
         "`nb.ipynb:cell 3:8:24:`, and JSON output has a `cell` field, null outside notebooks)."))
-    _common(check)
-    check.add_argument("--fix", action="store_true", help="apply fixes (same as `workersafe fix`)")
-    check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
-    check.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
-    check.add_argument("--stats", action="store_true", help="print counters as JSON on stderr")
-    check.add_argument("--show-fixes", action="store_true",
-                       help="mark fixable findings even in many files (planning costs a parse "
-                            "of each file with findings)")
+    if wanted("check"):
+        _check_options(check)
     fix = sub.add_parser("fix", help="rewrite code so each worker creates its own handles",
                          description=(
                              "Rewrite code so each DataLoader worker creates its own handles. "
@@ -60,19 +64,32 @@ def build_parser() -> argparse.ArgumentParser:
                              "(`nb.ipynb:cell 3:8:24:`). Exit 1 while a finding is left "
                              "unfixed (with --diff: also when it would change a file), 0 "
                              "when every finding was fixed."))
-    _common(fix)
-    fix.add_argument("--diff", action="store_true", help="print a diff, write nothing")
+    if wanted("fix"):
+        _common(fix)
+        fix.add_argument("--diff", action="store_true", help="print a diff, write nothing")
     sub.add_parser("server", help="run the language server (LSP over stdio; needs the extra "
                                   "workersafe[lsp])",
                    description="A language server for editors: diagnostics as you type, a "
                                "quick fix per finding, fix all, ignore with # noqa. Speaks LSP "
                                "on standard input/output. Install with: pip install "
                                "'workersafe[lsp]'. Set-up: docs/editors.md.")
-    _guard_parser(sub)
+    _guard_parser(sub, wanted("guard"))
     rule = sub.add_parser("rule", help="print a rule's documentation")
-    rule.add_argument("code", nargs="?", help="e.g. WS101")
-    rule.add_argument("--all", action="store_true", help="list every rule")
+    if wanted("rule"):
+        rule.add_argument("code", nargs="?", help="e.g. WS101")
+        rule.add_argument("--all", action="store_true", help="list every rule")
     return parser
+
+
+def _check_options(check: argparse.ArgumentParser) -> None:
+    _common(check)
+    check.add_argument("--fix", action="store_true", help="apply fixes (same as `workersafe fix`)")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    check.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    check.add_argument("--stats", action="store_true", help="print counters as JSON on stderr")
+    check.add_argument("--show-fixes", action="store_true",
+                       help="mark fixable findings even in many files (planning costs a parse "
+                            "of each file with findings)")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -97,7 +114,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        given = sys.argv[1:] if argv is None else list(argv)
+        command = given[0] if given and given[0] in COMMANDS else None
+        args = build_parser(command).parse_args(given)
         if args.command is None:
             build_parser().print_help()
             return EXIT_ERROR
@@ -321,7 +340,7 @@ def _fix(args: argparse.Namespace, config: Config) -> int:
 
 
 # --- `workersafe guard`: the runtime check (workersafe/guard/, docs/guard.md) ----------------
-def _guard_parser(sub: Any) -> None:
+def _guard_parser(sub: Any, options: bool = True) -> None:
     guard = sub.add_parser(
         "guard", help="run a script, checking each DataLoader as its workers start",
         usage="workersafe guard [--strict] [--format {text,json}] [--output FILE] -- "
@@ -331,6 +350,8 @@ def _guard_parser(sub: Any) -> None:
                     "holds that the workers would share (or that will not pickle into spawn "
                     "workers), on standard error. Exit code: the script's (--strict: 1 if a "
                     "loader was stopped). Details: docs/guard.md.")
+    if not options:
+        return
     guard.add_argument("--strict", action="store_true",
                        help="raise before any worker starts (the run exits non-zero)")
     guard.add_argument("--format", choices=("text", "json"), default="text")

@@ -172,6 +172,10 @@ def __init__(self, indent, separators, ensure_ascii, trailing_newline, bom):
     _set(self, 'bom', bom)
 CODES["def __init__(self, indent, separators, ensure_ascii, trailing_newline, bom):\n    _set(self, 'indent', indent)\n    _set(self, 'separators', separators)\n    _set(self, 'ensure_ascii', ensure_ascii)\n    _set(self, 'trailing_newline', trailing_newline)\n    _set(self, 'bom', bom)\n"] = __init__.__code__
 
+def __init__(self, index):
+    _set(self, 'index', index)
+CODES["def __init__(self, index):\n    _set(self, 'index', index)\n"] = __init__.__code__
+
 def __init__(self, indexed=None, members=None, presence=None, lazy=None):
     self.indexed = _f_indexed() if indexed is _MISSING else indexed
     self.members = _f_members() if members is _MISSING else members
@@ -297,6 +301,17 @@ def __init__(self, name, fork_safe, picklable, derived_methods=None, derived_sub
     _set(self, 'runtime_derived_types', runtime_derived_types)
     _set(self, 'runtime_probe', runtime_probe)
 CODES["def __init__(self, name, fork_safe, picklable, derived_methods=_d_derived_methods, derived_subscript=_d_derived_subscript, iterable_methods=_d_iterable_methods, subscript_reads=_d_subscript_reads, single_open=_d_single_open, shares_open=_d_shares_open, closers=_d_closers, config_attrs=_d_config_attrs, config_calls=_d_config_calls, sql_config_calls=_d_sql_config_calls, runtime_types=_d_runtime_types, runtime_derived_types=_d_runtime_derived_types, runtime_probe=_d_runtime_probe):\n    _set(self, 'name', name)\n    _set(self, 'fork_safe', fork_safe)\n    _set(self, 'picklable', picklable)\n    _set(self, 'derived_methods', derived_methods)\n    _set(self, 'derived_subscript', derived_subscript)\n    _set(self, 'iterable_methods', iterable_methods)\n    _set(self, 'subscript_reads', subscript_reads)\n    _set(self, 'single_open', single_open)\n    _set(self, 'shares_open', shares_open)\n    _set(self, 'closers', closers)\n    _set(self, 'config_attrs', config_attrs)\n    _set(self, 'config_calls', config_calls)\n    _set(self, 'sql_config_calls', sql_config_calls)\n    _set(self, 'runtime_types', runtime_types)\n    _set(self, 'runtime_derived_types', runtime_derived_types)\n    _set(self, 'runtime_probe', runtime_probe)\n"] = __init__.__code__
+
+def __init__(self, name, kinds=None, sets=None, calls=None, derived=None, walks=None, touched=None, splits=None):
+    self.name = name
+    self.kinds = _f_kinds() if kinds is _MISSING else kinds
+    self.sets = _f_sets() if sets is _MISSING else sets
+    self.calls = _f_calls() if calls is _MISSING else calls
+    self.derived = _f_derived() if derived is _MISSING else derived
+    self.walks = walks
+    self.touched = touched
+    self.splits = _f_splits() if splits is _MISSING else splits
+CODES['def __init__(self, name, kinds=_MISSING, sets=_MISSING, calls=_MISSING, derived=_MISSING, walks=_d_walks, touched=_d_touched, splits=_MISSING):\n    self.name = name\n    self.kinds = _f_kinds() if kinds is _MISSING else kinds\n    self.sets = _f_sets() if sets is _MISSING else sets\n    self.calls = _f_calls() if calls is _MISSING else calls\n    self.derived = _f_derived() if derived is _MISSING else derived\n    self.walks = walks\n    self.touched = touched\n    self.splits = _f_splits() if splits is _MISSING else splits\n'] = __init__.__code__
 
 def __init__(self, name, members=None, by_name=None, noted=None):
     self.name = name
@@ -579,6 +594,12 @@ def __init__(self, span, datasets, num_workers, num_workers_text, persistent, co
     _set(self, 'star_name', star_name)
 CODES["def __init__(self, span, datasets, num_workers, num_workers_text, persistent, context, worker_inits=_d_worker_inits, path=_d_path, num_workers_param=_d_num_workers_param, function=_d_function, num_workers_attr=_d_num_workers_attr, framework=_d_framework, via=_d_via, args=_d_args, wires_init=_d_wires_init, star_name=_d_star_name):\n    _set(self, 'span', span)\n    _set(self, 'datasets', datasets)\n    _set(self, 'num_workers', num_workers)\n    _set(self, 'num_workers_text', num_workers_text)\n    _set(self, 'persistent', persistent)\n    _set(self, 'context', context)\n    _set(self, 'worker_inits', worker_inits)\n    _set(self, 'path', path)\n    _set(self, 'num_workers_param', num_workers_param)\n    _set(self, 'function', function)\n    _set(self, 'num_workers_attr', num_workers_attr)\n    _set(self, 'framework', framework)\n    _set(self, 'via', via)\n    _set(self, 'args', args)\n    _set(self, 'wires_init', wires_init)\n    _set(self, 'star_name', star_name)\n"] = __init__.__code__
 
+def __init__(self, stores=None, containers=None, class_calls=None):
+    self.stores = _f_stores() if stores is _MISSING else stores
+    self.containers = _f_containers() if containers is _MISSING else containers
+    self.class_calls = _f_class_calls() if class_calls is _MISSING else class_calls
+CODES['def __init__(self, stores=_MISSING, containers=_MISSING, class_calls=_MISSING):\n    self.stores = _f_stores() if stores is _MISSING else stores\n    self.containers = _f_containers() if containers is _MISSING else containers\n    self.class_calls = _f_class_calls() if class_calls is _MISSING else class_calls\n'] = __init__.__code__
+
 def __init__(self, target, args, span, receiver=None):
     _set(self, 'target', target)
     _set(self, 'args', args)
@@ -589,3 +610,7 @@ CODES["def __init__(self, target, args, span, receiver=_d_receiver):\n    _set(s
 def __init__(self, types=None):
     _set(self, 'types', _f_types() if types is _MISSING else types)
 CODES["def __init__(self, types=_MISSING):\n    _set(self, 'types', _f_types() if types is _MISSING else types)\n"] = __init__.__code__
+
+def __init__(self, wrapper):
+    _set(self, 'wrapper', wrapper)
+CODES["def __init__(self, wrapper):\n    _set(self, 'wrapper', wrapper)\n"] = __init__.__code__
