@@ -13,7 +13,6 @@ from .config import Config
 from .discovery import SourceFile, discover, module_name
 from .facts import FileFacts, Span
 from .findings import Finding
-from .noqa import NoqaFilter, file_is_ignored
 from .prefilter import Prefilter, forget_words
 from .records import record
 from .ruletable import UNREADABLE
@@ -306,9 +305,14 @@ class Engine:
 
     def _filter(self, findings: Iterable[Finding], sources: dict[str, Source]) -> list[Finding]:
         """select/ignore, then `# noqa` exactly as flake8 applies it."""
+        ordered = sorted(findings, key=Finding.sort_key)
+        if not ordered:
+            return []
+        from .noqa import NoqaFilter, file_is_ignored  # (its patterns: only with findings)
+
         filters: dict[str, Optional[NoqaFilter]] = {}
         kept = []
-        for finding in sorted(findings, key=Finding.sort_key):
+        for finding in ordered:
             if not self.config.enabled(finding.code):
                 continue
             source = sources.get(finding.path)
