@@ -58,6 +58,23 @@ def test_libcst_not_imported_without_candidates(tmp_path: Path) -> None:
     assert proc.stdout.split() == ["0", "False"], proc.stderr
 
 
+def test_cli_imports_no_linker_rules_or_noqa_when_no_file_is_a_candidate(tmp_path: Path) -> None:
+    """`workersafe check` on a tree where no file names both a handle and a dataset parses
+    nothing: the analysis, the linker, the rules and the `# noqa` reader stay unimported (the
+    run's fixed cost, paid on every small tree)."""
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    (tmp_path / "db.py").write_text("import sqlite3\nCONN = sqlite3.connect('x.db')\n")
+    unwanted = ["workersafe.analysis.extract", "workersafe.parse", "workersafe.link",
+                "workersafe.rules", "workersafe.noqa", "workersafe.parallel", "libcst"]
+    code = ("import sys\nfrom workersafe.cli import main\nrc = main(['check', '--no-cache', "
+            f"'--stats', {str(tmp_path)!r}])\n"
+            f"print(rc, [m for m in {unwanted!r} if m in sys.modules])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.stdout.splitlines()[-1] == "0 []", proc.stdout + proc.stderr
+    assert '"parsed": 0' in proc.stderr, proc.stderr  # (`--stats`: the JSON it prints)
+
+
 def test_flake8_plugin_imports_no_analysis_for_plain_files(tmp_path: Path) -> None:
     """A file that creates no handle (most files flake8 checks; here a dataset without one), or
     no dataset or loader (a session without one: no finding in one file alone), is turned away
