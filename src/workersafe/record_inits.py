@@ -9,32 +9,36 @@ from types import CodeType
 CODES: dict[str, CodeType] = {}
 
 def __init__(self, attr, method, callee, span):
-    _set(self, 'attr', attr)
-    _set(self, 'method', method)
-    _set(self, 'callee', callee)
-    _set(self, 'span', span)
-CODES["def __init__(self, attr, method, callee, span):\n    _set(self, 'attr', attr)\n    _set(self, 'method', method)\n    _set(self, 'callee', callee)\n    _set(self, 'span', span)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['attr'] = attr
+    _o['method'] = method
+    _o['callee'] = callee
+    _o['span'] = span
+CODES["def __init__(self, attr, method, callee, span):\n    _o = self.__dict__\n    _o['attr'] = attr\n    _o['method'] = method\n    _o['callee'] = callee\n    _o['span'] = span\n"] = __init__.__code__
 
 def __init__(self, attr, method, site, opener=None, process_checked=None):
-    _set(self, 'attr', attr)
-    _set(self, 'method', method)
-    _set(self, 'site', site)
-    _set(self, 'opener', opener)
-    _set(self, 'process_checked', process_checked)
-CODES["def __init__(self, attr, method, site, opener=_d_opener, process_checked=_d_process_checked):\n    _set(self, 'attr', attr)\n    _set(self, 'method', method)\n    _set(self, 'site', site)\n    _set(self, 'opener', opener)\n    _set(self, 'process_checked', process_checked)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['attr'] = attr
+    _o['method'] = method
+    _o['site'] = site
+    _o['opener'] = opener
+    _o['process_checked'] = process_checked
+CODES["def __init__(self, attr, method, site, opener=_d_opener, process_checked=_d_process_checked):\n    _o = self.__dict__\n    _o['attr'] = attr\n    _o['method'] = method\n    _o['site'] = site\n    _o['opener'] = opener\n    _o['process_checked'] = process_checked\n"] = __init__.__code__
 
 def __init__(self, attr, site, method, derived=None, closed=None):
-    _set(self, 'attr', attr)
-    _set(self, 'site', site)
-    _set(self, 'method', method)
-    _set(self, 'derived', derived)
-    _set(self, 'closed', closed)
-CODES["def __init__(self, attr, site, method, derived=_d_derived, closed=_d_closed):\n    _set(self, 'attr', attr)\n    _set(self, 'site', site)\n    _set(self, 'method', method)\n    _set(self, 'derived', derived)\n    _set(self, 'closed', closed)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['attr'] = attr
+    _o['site'] = site
+    _o['method'] = method
+    _o['derived'] = derived
+    _o['closed'] = closed
+CODES["def __init__(self, attr, site, method, derived=_d_derived, closed=_d_closed):\n    _o = self.__dict__\n    _o['attr'] = attr\n    _o['site'] = site\n    _o['method'] = method\n    _o['derived'] = derived\n    _o['closed'] = closed\n"] = __init__.__code__
 
 def __init__(self, attr, span):
-    _set(self, 'attr', attr)
-    _set(self, 'span', span)
-CODES["def __init__(self, attr, span):\n    _set(self, 'attr', attr)\n    _set(self, 'span', span)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['attr'] = attr
+    _o['span'] = span
+CODES["def __init__(self, attr, span):\n    _o = self.__dict__\n    _o['attr'] = attr\n    _o['span'] = span\n"] = __init__.__code__
 
 def __init__(self, call, handle, derived=None, closed=None):
     self.call = call
@@ -44,16 +48,18 @@ def __init__(self, call, handle, derived=None, closed=None):
 CODES['def __init__(self, call, handle, derived=_d_derived, closed=_d_closed):\n    self.call = call\n    self.handle = handle\n    self.derived = derived\n    self.closed = closed\n'] = __init__.__code__
 
 def __init__(self, cell, line):
-    _set(self, 'cell', cell)
-    _set(self, 'line', line)
-CODES["def __init__(self, cell, line):\n    _set(self, 'cell', cell)\n    _set(self, 'line', line)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['cell'] = cell
+    _o['line'] = line
+CODES["def __init__(self, cell, line):\n    _o = self.__dict__\n    _o['cell'] = cell\n    _o['line'] = line\n"] = __init__.__code__
 
 def __init__(self, classes=None, worker_inits=None, loaders=None, uses=None):
-    _set(self, 'classes', classes)
-    _set(self, 'worker_inits', worker_inits)
-    _set(self, 'loaders', loaders)
-    _set(self, 'uses', uses)
-CODES["def __init__(self, classes=_d_classes, worker_inits=_d_worker_inits, loaders=_d_loaders, uses=_d_uses):\n    _set(self, 'classes', classes)\n    _set(self, 'worker_inits', worker_inits)\n    _set(self, 'loaders', loaders)\n    _set(self, 'uses', uses)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['classes'] = classes
+    _o['worker_inits'] = worker_inits
+    _o['loaders'] = loaders
+    _o['uses'] = uses
+CODES["def __init__(self, classes=_d_classes, worker_inits=_d_worker_inits, loaders=_d_loaders, uses=_d_uses):\n    _o = self.__dict__\n    _o['classes'] = classes\n    _o['worker_inits'] = worker_inits\n    _o['loaders'] = loaders\n    _o['uses'] = uses\n"] = __init__.__code__
 
 def __init__(self, cls, facts, methods, init_run, worker_methods, worker_reads, parent_uses, guarded, closed_at_fork=None, via=None, chain=None, torch_dataset=None, uses=None, reaches=None):
     self.cls = cls
@@ -73,22 +79,24 @@ def __init__(self, cls, facts, methods, init_run, worker_methods, worker_reads, 
 CODES['def __init__(self, cls, facts, methods, init_run, worker_methods, worker_reads, parent_uses, guarded, closed_at_fork=_MISSING, via=_d_via, chain=_MISSING, torch_dataset=_d_torch_dataset, uses=_MISSING, reaches=_MISSING):\n    self.cls = cls\n    self.facts = facts\n    self.methods = methods\n    self.init_run = init_run\n    self.worker_methods = worker_methods\n    self.worker_reads = worker_reads\n    self.parent_uses = parent_uses\n    self.guarded = guarded\n    self.closed_at_fork = _f_closed_at_fork() if closed_at_fork is _MISSING else closed_at_fork\n    self.via = via\n    self.chain = _f_chain() if chain is _MISSING else chain\n    self.torch_dataset = torch_dataset\n    self.uses = _f_uses() if uses is _MISSING else uses\n    self.reaches = _f_reaches() if reaches is _MISSING else reaches\n'] = __init__.__code__
 
 def __init__(self, code, name, summary, fix, fix_does, latent=None, default_on=None, level=None):
-    _set(self, 'code', code)
-    _set(self, 'name', name)
-    _set(self, 'summary', summary)
-    _set(self, 'fix', fix)
-    _set(self, 'fix_does', fix_does)
-    _set(self, 'latent', latent)
-    _set(self, 'default_on', default_on)
-    _set(self, 'level', level)
-CODES["def __init__(self, code, name, summary, fix, fix_does, latent=_d_latent, default_on=_d_default_on, level=_d_level):\n    _set(self, 'code', code)\n    _set(self, 'name', name)\n    _set(self, 'summary', summary)\n    _set(self, 'fix', fix)\n    _set(self, 'fix_does', fix_does)\n    _set(self, 'latent', latent)\n    _set(self, 'default_on', default_on)\n    _set(self, 'level', level)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['code'] = code
+    _o['name'] = name
+    _o['summary'] = summary
+    _o['fix'] = fix
+    _o['fix_does'] = fix_does
+    _o['latent'] = latent
+    _o['default_on'] = default_on
+    _o['level'] = level
+CODES["def __init__(self, code, name, summary, fix, fix_does, latent=_d_latent, default_on=_d_default_on, level=_d_level):\n    _o = self.__dict__\n    _o['code'] = code\n    _o['name'] = name\n    _o['summary'] = summary\n    _o['fix'] = fix\n    _o['fix_does'] = fix_does\n    _o['latent'] = latent\n    _o['default_on'] = default_on\n    _o['level'] = level\n"] = __init__.__code__
 
 def __init__(self, code, name, summary, text):
-    _set(self, 'code', code)
-    _set(self, 'name', name)
-    _set(self, 'summary', summary)
-    _set(self, 'text', text)
-CODES["def __init__(self, code, name, summary, text):\n    _set(self, 'code', code)\n    _set(self, 'name', name)\n    _set(self, 'summary', summary)\n    _set(self, 'text', text)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['code'] = code
+    _o['name'] = name
+    _o['summary'] = summary
+    _o['text'] = text
+CODES["def __init__(self, code, name, summary, text):\n    _o = self.__dict__\n    _o['code'] = code\n    _o['name'] = name\n    _o['summary'] = summary\n    _o['text'] = text\n"] = __init__.__code__
 
 def __init__(self, code, site, path, what, holder, plan, fork_unsafe, loaders=None, any_loader=None, torch_dataset=None, wire=None, unwired=None, spawn_only=None, named_by=None):
     self.code = code
@@ -118,18 +126,20 @@ def __init__(self, config=None, link=None, prefilter=None, jobs=None, cache_dir=
 CODES['def __init__(self, config=_MISSING, link=_d_link, prefilter=_d_prefilter, jobs=_d_jobs, cache_dir=_d_cache_dir, skip_quiet=_d_skip_quiet):\n    self.config = _f_config() if config is _MISSING else config\n    self.link = link\n    self.prefilter = prefilter\n    self.jobs = jobs\n    self.cache_dir = cache_dir\n    self.skip_quiet = skip_quiet\n    self.__post_init__()\n'] = __init__.__code__
 
 def __init__(self, facts, init):
-    _set(self, 'facts', facts)
-    _set(self, 'init', init)
-CODES["def __init__(self, facts, init):\n    _set(self, 'facts', facts)\n    _set(self, 'init', init)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['facts'] = facts
+    _o['init'] = init
+CODES["def __init__(self, facts, init):\n    _o = self.__dict__\n    _o['facts'] = facts\n    _o['init'] = init\n"] = __init__.__code__
 
 def __init__(self, facts, loader, verdict, context=None, origin=None, kept=None):
-    _set(self, 'facts', facts)
-    _set(self, 'loader', loader)
-    _set(self, 'verdict', verdict)
-    _set(self, 'context', context)
-    _set(self, 'origin', origin)
-    _set(self, 'kept', kept)
-CODES["def __init__(self, facts, loader, verdict, context=_d_context, origin=_d_origin, kept=_d_kept):\n    _set(self, 'facts', facts)\n    _set(self, 'loader', loader)\n    _set(self, 'verdict', verdict)\n    _set(self, 'context', context)\n    _set(self, 'origin', origin)\n    _set(self, 'kept', kept)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['facts'] = facts
+    _o['loader'] = loader
+    _o['verdict'] = verdict
+    _o['context'] = context
+    _o['origin'] = origin
+    _o['kept'] = kept
+CODES["def __init__(self, facts, loader, verdict, context=_d_context, origin=_d_origin, kept=_d_kept):\n    _o = self.__dict__\n    _o['facts'] = facts\n    _o['loader'] = loader\n    _o['verdict'] = verdict\n    _o['context'] = context\n    _o['origin'] = origin\n    _o['kept'] = kept\n"] = __init__.__code__
 
 def __init__(self, files, dataset_bases=None, default_start=None, registry=None):
     self.files = files
@@ -160,21 +170,24 @@ def __init__(self, findings, stats, facts=None, sources=None, files=None, verdic
 CODES['def __init__(self, findings, stats, facts=_MISSING, sources=_MISSING, files=_MISSING, verdicts=_d_verdicts):\n    self.findings = findings\n    self.stats = stats\n    self.facts = _f_facts() if facts is _MISSING else facts\n    self.sources = _f_sources() if sources is _MISSING else sources\n    self.files = _f_files() if files is _MISSING else files\n    self.verdicts = verdicts\n'] = __init__.__code__
 
 def __init__(self, handle, span):
-    _set(self, 'handle', handle)
-    _set(self, 'span', span)
-CODES["def __init__(self, handle, span):\n    _set(self, 'handle', handle)\n    _set(self, 'span', span)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['handle'] = handle
+    _o['span'] = span
+CODES["def __init__(self, handle, span):\n    _o = self.__dict__\n    _o['handle'] = handle\n    _o['span'] = span\n"] = __init__.__code__
 
 def __init__(self, indent, separators, ensure_ascii, trailing_newline, bom):
-    _set(self, 'indent', indent)
-    _set(self, 'separators', separators)
-    _set(self, 'ensure_ascii', ensure_ascii)
-    _set(self, 'trailing_newline', trailing_newline)
-    _set(self, 'bom', bom)
-CODES["def __init__(self, indent, separators, ensure_ascii, trailing_newline, bom):\n    _set(self, 'indent', indent)\n    _set(self, 'separators', separators)\n    _set(self, 'ensure_ascii', ensure_ascii)\n    _set(self, 'trailing_newline', trailing_newline)\n    _set(self, 'bom', bom)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['indent'] = indent
+    _o['separators'] = separators
+    _o['ensure_ascii'] = ensure_ascii
+    _o['trailing_newline'] = trailing_newline
+    _o['bom'] = bom
+CODES["def __init__(self, indent, separators, ensure_ascii, trailing_newline, bom):\n    _o = self.__dict__\n    _o['indent'] = indent\n    _o['separators'] = separators\n    _o['ensure_ascii'] = ensure_ascii\n    _o['trailing_newline'] = trailing_newline\n    _o['bom'] = bom\n"] = __init__.__code__
 
 def __init__(self, index):
-    _set(self, 'index', index)
-CODES["def __init__(self, index):\n    _set(self, 'index', index)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['index'] = index
+CODES["def __init__(self, index):\n    _o = self.__dict__\n    _o['index'] = index\n"] = __init__.__code__
 
 def __init__(self, indexed=None, members=None, presence=None, lazy=None):
     self.indexed = _f_indexed() if indexed is _MISSING else indexed
@@ -184,73 +197,80 @@ def __init__(self, indexed=None, members=None, presence=None, lazy=None):
 CODES['def __init__(self, indexed=_MISSING, members=_MISSING, presence=_MISSING, lazy=_MISSING):\n    self.indexed = _f_indexed() if indexed is _MISSING else indexed\n    self.members = _f_members() if members is _MISSING else members\n    self.presence = _f_presence() if presence is _MISSING else presence\n    self.lazy = _f_lazy() if lazy is _MISSING else lazy\n'] = __init__.__code__
 
 def __init__(self, kind, handle, class_qualname=None, attr=None, attrs=None, method=None, loaders=None, unwired=None, via=None, call=None, worker_init=None, cache=None):
-    _set(self, 'kind', kind)
-    _set(self, 'handle', handle)
-    _set(self, 'class_qualname', class_qualname)
-    _set(self, 'attr', attr)
-    _set(self, 'attrs', attrs)
-    _set(self, 'method', method)
-    _set(self, 'loaders', loaders)
-    _set(self, 'unwired', unwired)
-    _set(self, 'via', via)
-    _set(self, 'call', call)
-    _set(self, 'worker_init', worker_init)
-    _set(self, 'cache', cache)
-CODES["def __init__(self, kind, handle, class_qualname=_d_class_qualname, attr=_d_attr, attrs=_d_attrs, method=_d_method, loaders=_d_loaders, unwired=_d_unwired, via=_d_via, call=_d_call, worker_init=_d_worker_init, cache=_d_cache):\n    _set(self, 'kind', kind)\n    _set(self, 'handle', handle)\n    _set(self, 'class_qualname', class_qualname)\n    _set(self, 'attr', attr)\n    _set(self, 'attrs', attrs)\n    _set(self, 'method', method)\n    _set(self, 'loaders', loaders)\n    _set(self, 'unwired', unwired)\n    _set(self, 'via', via)\n    _set(self, 'call', call)\n    _set(self, 'worker_init', worker_init)\n    _set(self, 'cache', cache)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['kind'] = kind
+    _o['handle'] = handle
+    _o['class_qualname'] = class_qualname
+    _o['attr'] = attr
+    _o['attrs'] = attrs
+    _o['method'] = method
+    _o['loaders'] = loaders
+    _o['unwired'] = unwired
+    _o['via'] = via
+    _o['call'] = call
+    _o['worker_init'] = worker_init
+    _o['cache'] = cache
+CODES["def __init__(self, kind, handle, class_qualname=_d_class_qualname, attr=_d_attr, attrs=_d_attrs, method=_d_method, loaders=_d_loaders, unwired=_d_unwired, via=_d_via, call=_d_call, worker_init=_d_worker_init, cache=_d_cache):\n    _o = self.__dict__\n    _o['kind'] = kind\n    _o['handle'] = handle\n    _o['class_qualname'] = class_qualname\n    _o['attr'] = attr\n    _o['attrs'] = attrs\n    _o['method'] = method\n    _o['loaders'] = loaders\n    _o['unwired'] = unwired\n    _o['via'] = via\n    _o['call'] = call\n    _o['worker_init'] = worker_init\n    _o['cache'] = cache\n"] = __init__.__code__
 
 def __init__(self, kind, refs, span, scope=None, member=None, via=None):
-    _set(self, 'kind', kind)
-    _set(self, 'refs', refs)
-    _set(self, 'span', span)
-    _set(self, 'scope', scope)
-    _set(self, 'member', member)
-    _set(self, 'via', via)
-CODES["def __init__(self, kind, refs, span, scope=_d_scope, member=_d_member, via=_d_via):\n    _set(self, 'kind', kind)\n    _set(self, 'refs', refs)\n    _set(self, 'span', span)\n    _set(self, 'scope', scope)\n    _set(self, 'member', member)\n    _set(self, 'via', via)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['kind'] = kind
+    _o['refs'] = refs
+    _o['span'] = span
+    _o['scope'] = scope
+    _o['member'] = member
+    _o['via'] = via
+CODES["def __init__(self, kind, refs, span, scope=_d_scope, member=_d_member, via=_d_via):\n    _o = self.__dict__\n    _o['kind'] = kind\n    _o['refs'] = refs\n    _o['span'] = span\n    _o['scope'] = scope\n    _o['member'] = member\n    _o['via'] = via\n"] = __init__.__code__
 
 def __init__(self, kind, target, handle_args=None, arg_refs=None, positional=None, keywords=None, attr_args=None, texts=None, result_called=None, key_params=None):
-    _set(self, 'kind', kind)
-    _set(self, 'target', target)
-    _set(self, 'handle_args', handle_args)
-    _set(self, 'arg_refs', arg_refs)
-    _set(self, 'positional', positional)
-    _set(self, 'keywords', keywords)
-    _set(self, 'attr_args', attr_args)
-    _set(self, 'texts', texts)
-    _set(self, 'result_called', result_called)
-    _set(self, 'key_params', key_params)
-CODES["def __init__(self, kind, target, handle_args=_d_handle_args, arg_refs=_d_arg_refs, positional=_d_positional, keywords=_d_keywords, attr_args=_d_attr_args, texts=_d_texts, result_called=_d_result_called, key_params=_d_key_params):\n    _set(self, 'kind', kind)\n    _set(self, 'target', target)\n    _set(self, 'handle_args', handle_args)\n    _set(self, 'arg_refs', arg_refs)\n    _set(self, 'positional', positional)\n    _set(self, 'keywords', keywords)\n    _set(self, 'attr_args', attr_args)\n    _set(self, 'texts', texts)\n    _set(self, 'result_called', result_called)\n    _set(self, 'key_params', key_params)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['kind'] = kind
+    _o['target'] = target
+    _o['handle_args'] = handle_args
+    _o['arg_refs'] = arg_refs
+    _o['positional'] = positional
+    _o['keywords'] = keywords
+    _o['attr_args'] = attr_args
+    _o['texts'] = texts
+    _o['result_called'] = result_called
+    _o['key_params'] = key_params
+CODES["def __init__(self, kind, target, handle_args=_d_handle_args, arg_refs=_d_arg_refs, positional=_d_positional, keywords=_d_keywords, attr_args=_d_attr_args, texts=_d_texts, result_called=_d_result_called, key_params=_d_key_params):\n    _o = self.__dict__\n    _o['kind'] = kind\n    _o['target'] = target\n    _o['handle_args'] = handle_args\n    _o['arg_refs'] = arg_refs\n    _o['positional'] = positional\n    _o['keywords'] = keywords\n    _o['attr_args'] = attr_args\n    _o['texts'] = texts\n    _o['result_called'] = result_called\n    _o['key_params'] = key_params\n"] = __init__.__code__
 
 def __init__(self, line, col, end_line, end_col):
-    _set(self, 'line', line)
-    _set(self, 'col', col)
-    _set(self, 'end_line', end_line)
-    _set(self, 'end_col', end_col)
-CODES["def __init__(self, line, col, end_line, end_col):\n    _set(self, 'line', line)\n    _set(self, 'col', col)\n    _set(self, 'end_line', end_line)\n    _set(self, 'end_col', end_col)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['line'] = line
+    _o['col'] = col
+    _o['end_line'] = end_line
+    _o['end_col'] = end_col
+CODES["def __init__(self, line, col, end_line, end_col):\n    _o = self.__dict__\n    _o['line'] = line\n    _o['col'] = col\n    _o['end_line'] = end_line\n    _o['end_col'] = end_col\n"] = __init__.__code__
 
 def __init__(self, loader, wrapper=None, iterated_line=None, scope=None):
-    _set(self, 'loader', loader)
-    _set(self, 'wrapper', wrapper)
-    _set(self, 'iterated_line', iterated_line)
-    _set(self, 'scope', scope)
-CODES["def __init__(self, loader, wrapper=_d_wrapper, iterated_line=_d_iterated_line, scope=_d_scope):\n    _set(self, 'loader', loader)\n    _set(self, 'wrapper', wrapper)\n    _set(self, 'iterated_line', iterated_line)\n    _set(self, 'scope', scope)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['loader'] = loader
+    _o['wrapper'] = wrapper
+    _o['iterated_line'] = iterated_line
+    _o['scope'] = scope
+CODES["def __init__(self, loader, wrapper=_d_wrapper, iterated_line=_d_iterated_line, scope=_d_scope):\n    _o = self.__dict__\n    _o['loader'] = loader\n    _o['wrapper'] = wrapper\n    _o['iterated_line'] = iterated_line\n    _o['scope'] = scope\n"] = __init__.__code__
 
 def __init__(self, mode, names=None):
-    _set(self, 'mode', mode)
-    _set(self, 'names', names)
-CODES["def __init__(self, mode, names=_d_names):\n    _set(self, 'mode', mode)\n    _set(self, 'names', names)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['mode'] = mode
+    _o['names'] = names
+CODES["def __init__(self, mode, names=_d_names):\n    _o = self.__dict__\n    _o['mode'] = mode\n    _o['names'] = names\n"] = __init__.__code__
 
 def __init__(self, module, attr, positional, datasets, variadic_datasets=None, workers=None, default_workers=None, default_text=None, star_sources=None, word=None):
-    _set(self, 'module', module)
-    _set(self, 'attr', attr)
-    _set(self, 'positional', positional)
-    _set(self, 'datasets', datasets)
-    _set(self, 'variadic_datasets', variadic_datasets)
-    _set(self, 'workers', workers)
-    _set(self, 'default_workers', default_workers)
-    _set(self, 'default_text', default_text)
-    _set(self, 'star_sources', star_sources)
-    _set(self, 'word', word)
-CODES["def __init__(self, module, attr, positional, datasets, variadic_datasets=_d_variadic_datasets, workers=_d_workers, default_workers=_d_default_workers, default_text=_d_default_text, star_sources=_d_star_sources, word=_d_word):\n    _set(self, 'module', module)\n    _set(self, 'attr', attr)\n    _set(self, 'positional', positional)\n    _set(self, 'datasets', datasets)\n    _set(self, 'variadic_datasets', variadic_datasets)\n    _set(self, 'workers', workers)\n    _set(self, 'default_workers', default_workers)\n    _set(self, 'default_text', default_text)\n    _set(self, 'star_sources', star_sources)\n    _set(self, 'word', word)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['module'] = module
+    _o['attr'] = attr
+    _o['positional'] = positional
+    _o['datasets'] = datasets
+    _o['variadic_datasets'] = variadic_datasets
+    _o['workers'] = workers
+    _o['default_workers'] = default_workers
+    _o['default_text'] = default_text
+    _o['star_sources'] = star_sources
+    _o['word'] = word
+CODES["def __init__(self, module, attr, positional, datasets, variadic_datasets=_d_variadic_datasets, workers=_d_workers, default_workers=_d_default_workers, default_text=_d_default_text, star_sources=_d_star_sources, word=_d_word):\n    _o = self.__dict__\n    _o['module'] = module\n    _o['attr'] = attr\n    _o['positional'] = positional\n    _o['datasets'] = datasets\n    _o['variadic_datasets'] = variadic_datasets\n    _o['workers'] = workers\n    _o['default_workers'] = default_workers\n    _o['default_text'] = default_text\n    _o['star_sources'] = star_sources\n    _o['word'] = word\n"] = __init__.__code__
 
 def __init__(self, name, attrs_read=None, attrs_used=None, config_reads=None, self_calls=None, globals_read=None, guarded_attrs=None, guarded_calls=None, calls_super_init=None, effects=None, returns_handle=None, returns_call=None, returns=None):
     self.name = name
@@ -269,38 +289,40 @@ def __init__(self, name, attrs_read=None, attrs_used=None, config_reads=None, se
 CODES['def __init__(self, name, attrs_read=_MISSING, attrs_used=_MISSING, config_reads=_MISSING, self_calls=_MISSING, globals_read=_MISSING, guarded_attrs=_MISSING, guarded_calls=_MISSING, calls_super_init=_d_calls_super_init, effects=_MISSING, returns_handle=_d_returns_handle, returns_call=_d_returns_call, returns=_MISSING):\n    self.name = name\n    self.attrs_read = _f_attrs_read() if attrs_read is _MISSING else attrs_read\n    self.attrs_used = _f_attrs_used() if attrs_used is _MISSING else attrs_used\n    self.config_reads = _f_config_reads() if config_reads is _MISSING else config_reads\n    self.self_calls = _f_self_calls() if self_calls is _MISSING else self_calls\n    self.globals_read = _f_globals_read() if globals_read is _MISSING else globals_read\n    self.guarded_attrs = _f_guarded_attrs() if guarded_attrs is _MISSING else guarded_attrs\n    self.guarded_calls = _f_guarded_calls() if guarded_calls is _MISSING else guarded_calls\n    self.calls_super_init = calls_super_init\n    self.effects = _f_effects() if effects is _MISSING else effects\n    self.returns_handle = returns_handle\n    self.returns_call = returns_call\n    self.returns = _f_returns() if returns is _MISSING else returns\n'] = __init__.__code__
 
 def __init__(self, name, attrs_read=None, attrs_used=None, self_calls=None, globals_read=None, guarded_attrs=None, guarded_calls=None, calls_super_init=None, effects=None, returns_handle=None, returns_call=None, returns=None):
-    _set(self, 'name', name)
-    _set(self, 'attrs_read', attrs_read)
-    _set(self, 'attrs_used', attrs_used)
-    _set(self, 'self_calls', self_calls)
-    _set(self, 'globals_read', globals_read)
-    _set(self, 'guarded_attrs', guarded_attrs)
-    _set(self, 'guarded_calls', guarded_calls)
-    _set(self, 'calls_super_init', calls_super_init)
-    _set(self, 'effects', effects)
-    _set(self, 'returns_handle', returns_handle)
-    _set(self, 'returns_call', returns_call)
-    _set(self, 'returns', returns)
-CODES["def __init__(self, name, attrs_read=_d_attrs_read, attrs_used=_d_attrs_used, self_calls=_d_self_calls, globals_read=_d_globals_read, guarded_attrs=_d_guarded_attrs, guarded_calls=_d_guarded_calls, calls_super_init=_d_calls_super_init, effects=_d_effects, returns_handle=_d_returns_handle, returns_call=_d_returns_call, returns=_d_returns):\n    _set(self, 'name', name)\n    _set(self, 'attrs_read', attrs_read)\n    _set(self, 'attrs_used', attrs_used)\n    _set(self, 'self_calls', self_calls)\n    _set(self, 'globals_read', globals_read)\n    _set(self, 'guarded_attrs', guarded_attrs)\n    _set(self, 'guarded_calls', guarded_calls)\n    _set(self, 'calls_super_init', calls_super_init)\n    _set(self, 'effects', effects)\n    _set(self, 'returns_handle', returns_handle)\n    _set(self, 'returns_call', returns_call)\n    _set(self, 'returns', returns)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['name'] = name
+    _o['attrs_read'] = attrs_read
+    _o['attrs_used'] = attrs_used
+    _o['self_calls'] = self_calls
+    _o['globals_read'] = globals_read
+    _o['guarded_attrs'] = guarded_attrs
+    _o['guarded_calls'] = guarded_calls
+    _o['calls_super_init'] = calls_super_init
+    _o['effects'] = effects
+    _o['returns_handle'] = returns_handle
+    _o['returns_call'] = returns_call
+    _o['returns'] = returns
+CODES["def __init__(self, name, attrs_read=_d_attrs_read, attrs_used=_d_attrs_used, self_calls=_d_self_calls, globals_read=_d_globals_read, guarded_attrs=_d_guarded_attrs, guarded_calls=_d_guarded_calls, calls_super_init=_d_calls_super_init, effects=_d_effects, returns_handle=_d_returns_handle, returns_call=_d_returns_call, returns=_d_returns):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['attrs_read'] = attrs_read\n    _o['attrs_used'] = attrs_used\n    _o['self_calls'] = self_calls\n    _o['globals_read'] = globals_read\n    _o['guarded_attrs'] = guarded_attrs\n    _o['guarded_calls'] = guarded_calls\n    _o['calls_super_init'] = calls_super_init\n    _o['effects'] = effects\n    _o['returns_handle'] = returns_handle\n    _o['returns_call'] = returns_call\n    _o['returns'] = returns\n"] = __init__.__code__
 
 def __init__(self, name, fork_safe, picklable, derived_methods=None, derived_subscript=None, iterable_methods=None, subscript_reads=None, single_open=None, shares_open=None, closers=None, config_attrs=None, config_calls=None, sql_config_calls=None, runtime_types=None, runtime_derived_types=None, runtime_probe=None):
-    _set(self, 'name', name)
-    _set(self, 'fork_safe', fork_safe)
-    _set(self, 'picklable', picklable)
-    _set(self, 'derived_methods', derived_methods)
-    _set(self, 'derived_subscript', derived_subscript)
-    _set(self, 'iterable_methods', iterable_methods)
-    _set(self, 'subscript_reads', subscript_reads)
-    _set(self, 'single_open', single_open)
-    _set(self, 'shares_open', shares_open)
-    _set(self, 'closers', closers)
-    _set(self, 'config_attrs', config_attrs)
-    _set(self, 'config_calls', config_calls)
-    _set(self, 'sql_config_calls', sql_config_calls)
-    _set(self, 'runtime_types', runtime_types)
-    _set(self, 'runtime_derived_types', runtime_derived_types)
-    _set(self, 'runtime_probe', runtime_probe)
-CODES["def __init__(self, name, fork_safe, picklable, derived_methods=_d_derived_methods, derived_subscript=_d_derived_subscript, iterable_methods=_d_iterable_methods, subscript_reads=_d_subscript_reads, single_open=_d_single_open, shares_open=_d_shares_open, closers=_d_closers, config_attrs=_d_config_attrs, config_calls=_d_config_calls, sql_config_calls=_d_sql_config_calls, runtime_types=_d_runtime_types, runtime_derived_types=_d_runtime_derived_types, runtime_probe=_d_runtime_probe):\n    _set(self, 'name', name)\n    _set(self, 'fork_safe', fork_safe)\n    _set(self, 'picklable', picklable)\n    _set(self, 'derived_methods', derived_methods)\n    _set(self, 'derived_subscript', derived_subscript)\n    _set(self, 'iterable_methods', iterable_methods)\n    _set(self, 'subscript_reads', subscript_reads)\n    _set(self, 'single_open', single_open)\n    _set(self, 'shares_open', shares_open)\n    _set(self, 'closers', closers)\n    _set(self, 'config_attrs', config_attrs)\n    _set(self, 'config_calls', config_calls)\n    _set(self, 'sql_config_calls', sql_config_calls)\n    _set(self, 'runtime_types', runtime_types)\n    _set(self, 'runtime_derived_types', runtime_derived_types)\n    _set(self, 'runtime_probe', runtime_probe)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['name'] = name
+    _o['fork_safe'] = fork_safe
+    _o['picklable'] = picklable
+    _o['derived_methods'] = derived_methods
+    _o['derived_subscript'] = derived_subscript
+    _o['iterable_methods'] = iterable_methods
+    _o['subscript_reads'] = subscript_reads
+    _o['single_open'] = single_open
+    _o['shares_open'] = shares_open
+    _o['closers'] = closers
+    _o['config_attrs'] = config_attrs
+    _o['config_calls'] = config_calls
+    _o['sql_config_calls'] = sql_config_calls
+    _o['runtime_types'] = runtime_types
+    _o['runtime_derived_types'] = runtime_derived_types
+    _o['runtime_probe'] = runtime_probe
+CODES["def __init__(self, name, fork_safe, picklable, derived_methods=_d_derived_methods, derived_subscript=_d_derived_subscript, iterable_methods=_d_iterable_methods, subscript_reads=_d_subscript_reads, single_open=_d_single_open, shares_open=_d_shares_open, closers=_d_closers, config_attrs=_d_config_attrs, config_calls=_d_config_calls, sql_config_calls=_d_sql_config_calls, runtime_types=_d_runtime_types, runtime_derived_types=_d_runtime_derived_types, runtime_probe=_d_runtime_probe):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['fork_safe'] = fork_safe\n    _o['picklable'] = picklable\n    _o['derived_methods'] = derived_methods\n    _o['derived_subscript'] = derived_subscript\n    _o['iterable_methods'] = iterable_methods\n    _o['subscript_reads'] = subscript_reads\n    _o['single_open'] = single_open\n    _o['shares_open'] = shares_open\n    _o['closers'] = closers\n    _o['config_attrs'] = config_attrs\n    _o['config_calls'] = config_calls\n    _o['sql_config_calls'] = sql_config_calls\n    _o['runtime_types'] = runtime_types\n    _o['runtime_derived_types'] = runtime_derived_types\n    _o['runtime_probe'] = runtime_probe\n"] = __init__.__code__
 
 def __init__(self, name, kinds=None, sets=None, calls=None, derived=None, walks=None, touched=None, splits=None):
     self.name = name
@@ -321,27 +343,28 @@ def __init__(self, name, members=None, by_name=None, noted=None):
 CODES['def __init__(self, name, members=_MISSING, by_name=_MISSING, noted=_d_noted):\n    self.name = name\n    self.members = _f_members() if members is _MISSING else members\n    self.by_name = _f_by_name() if by_name is _MISSING else by_name\n    self.noted = noted\n'] = __init__.__code__
 
 def __init__(self, name, qualname, bases, span, methods=None, held=None, class_held=None, init_params=None, param_attrs=None, attr_refs=None, held_calls=None, param_types=None, class_caches=None, pickled=None, derived_attrs=None, init_int_defaults=None, base_init=None, init_callables=None, branch_params=None, registered=None):
-    _set(self, 'name', name)
-    _set(self, 'qualname', qualname)
-    _set(self, 'bases', bases)
-    _set(self, 'span', span)
-    _set(self, 'methods', methods)
-    _set(self, 'held', held)
-    _set(self, 'class_held', class_held)
-    _set(self, 'init_params', init_params)
-    _set(self, 'param_attrs', param_attrs)
-    _set(self, 'attr_refs', attr_refs)
-    _set(self, 'held_calls', held_calls)
-    _set(self, 'param_types', param_types)
-    _set(self, 'class_caches', class_caches)
-    _set(self, 'pickled', pickled)
-    _set(self, 'derived_attrs', derived_attrs)
-    _set(self, 'init_int_defaults', init_int_defaults)
-    _set(self, 'base_init', base_init)
-    _set(self, 'init_callables', init_callables)
-    _set(self, 'branch_params', branch_params)
-    _set(self, 'registered', registered)
-CODES["def __init__(self, name, qualname, bases, span, methods=_d_methods, held=_d_held, class_held=_d_class_held, init_params=_d_init_params, param_attrs=_d_param_attrs, attr_refs=_d_attr_refs, held_calls=_d_held_calls, param_types=_d_param_types, class_caches=_d_class_caches, pickled=_d_pickled, derived_attrs=_d_derived_attrs, init_int_defaults=_d_init_int_defaults, base_init=_d_base_init, init_callables=_d_init_callables, branch_params=_d_branch_params, registered=_d_registered):\n    _set(self, 'name', name)\n    _set(self, 'qualname', qualname)\n    _set(self, 'bases', bases)\n    _set(self, 'span', span)\n    _set(self, 'methods', methods)\n    _set(self, 'held', held)\n    _set(self, 'class_held', class_held)\n    _set(self, 'init_params', init_params)\n    _set(self, 'param_attrs', param_attrs)\n    _set(self, 'attr_refs', attr_refs)\n    _set(self, 'held_calls', held_calls)\n    _set(self, 'param_types', param_types)\n    _set(self, 'class_caches', class_caches)\n    _set(self, 'pickled', pickled)\n    _set(self, 'derived_attrs', derived_attrs)\n    _set(self, 'init_int_defaults', init_int_defaults)\n    _set(self, 'base_init', base_init)\n    _set(self, 'init_callables', init_callables)\n    _set(self, 'branch_params', branch_params)\n    _set(self, 'registered', registered)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['name'] = name
+    _o['qualname'] = qualname
+    _o['bases'] = bases
+    _o['span'] = span
+    _o['methods'] = methods
+    _o['held'] = held
+    _o['class_held'] = class_held
+    _o['init_params'] = init_params
+    _o['param_attrs'] = param_attrs
+    _o['attr_refs'] = attr_refs
+    _o['held_calls'] = held_calls
+    _o['param_types'] = param_types
+    _o['class_caches'] = class_caches
+    _o['pickled'] = pickled
+    _o['derived_attrs'] = derived_attrs
+    _o['init_int_defaults'] = init_int_defaults
+    _o['base_init'] = base_init
+    _o['init_callables'] = init_callables
+    _o['branch_params'] = branch_params
+    _o['registered'] = registered
+CODES["def __init__(self, name, qualname, bases, span, methods=_d_methods, held=_d_held, class_held=_d_class_held, init_params=_d_init_params, param_attrs=_d_param_attrs, attr_refs=_d_attr_refs, held_calls=_d_held_calls, param_types=_d_param_types, class_caches=_d_class_caches, pickled=_d_pickled, derived_attrs=_d_derived_attrs, init_int_defaults=_d_init_int_defaults, base_init=_d_base_init, init_callables=_d_init_callables, branch_params=_d_branch_params, registered=_d_registered):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['qualname'] = qualname\n    _o['bases'] = bases\n    _o['span'] = span\n    _o['methods'] = methods\n    _o['held'] = held\n    _o['class_held'] = class_held\n    _o['init_params'] = init_params\n    _o['param_attrs'] = param_attrs\n    _o['attr_refs'] = attr_refs\n    _o['held_calls'] = held_calls\n    _o['param_types'] = param_types\n    _o['class_caches'] = class_caches\n    _o['pickled'] = pickled\n    _o['derived_attrs'] = derived_attrs\n    _o['init_int_defaults'] = init_int_defaults\n    _o['base_init'] = base_init\n    _o['init_callables'] = init_callables\n    _o['branch_params'] = branch_params\n    _o['registered'] = registered\n"] = __init__.__code__
 
 def __init__(self, name, qualname, cached, is_module_level, env, method=None, returns=None, returned_handle=None, returns_call=None, params=None, node=None, method_calls=None, attr_handle_assigns=None, globals_declared=None, calls=None, chosen=None):
     self.name = name
@@ -363,18 +386,19 @@ def __init__(self, name, qualname, cached, is_module_level, env, method=None, re
 CODES['def __init__(self, name, qualname, cached, is_module_level, env, method=_d_method, returns=_MISSING, returned_handle=_d_returned_handle, returns_call=_d_returns_call, params=_d_params, node=_d_node, method_calls=_MISSING, attr_handle_assigns=_MISSING, globals_declared=_MISSING, calls=_MISSING, chosen=_MISSING):\n    self.name = name\n    self.qualname = qualname\n    self.cached = cached\n    self.is_module_level = is_module_level\n    self.env = env\n    self.method = method\n    self.returns = _f_returns() if returns is _MISSING else returns\n    self.returned_handle = returned_handle\n    self.returns_call = returns_call\n    self.params = params\n    self.node = node\n    self.method_calls = _f_method_calls() if method_calls is _MISSING else method_calls\n    self.attr_handle_assigns = _f_attr_handle_assigns() if attr_handle_assigns is _MISSING else attr_handle_assigns\n    self.globals_declared = _f_globals_declared() if globals_declared is _MISSING else globals_declared\n    self.calls = _f_calls() if calls is _MISSING else calls\n    self.chosen = _f_chosen() if chosen is _MISSING else chosen\n'] = __init__.__code__
 
 def __init__(self, name, qualname, returns=None, method_calls=None, attr_handle_assigns=None, returns_handle=None, returns_call=None, cached=None, globals_read=None, calls=None, chosen=None):
-    _set(self, 'name', name)
-    _set(self, 'qualname', qualname)
-    _set(self, 'returns', returns)
-    _set(self, 'method_calls', method_calls)
-    _set(self, 'attr_handle_assigns', attr_handle_assigns)
-    _set(self, 'returns_handle', returns_handle)
-    _set(self, 'returns_call', returns_call)
-    _set(self, 'cached', cached)
-    _set(self, 'globals_read', globals_read)
-    _set(self, 'calls', calls)
-    _set(self, 'chosen', chosen)
-CODES["def __init__(self, name, qualname, returns=_d_returns, method_calls=_d_method_calls, attr_handle_assigns=_d_attr_handle_assigns, returns_handle=_d_returns_handle, returns_call=_d_returns_call, cached=_d_cached, globals_read=_d_globals_read, calls=_d_calls, chosen=_d_chosen):\n    _set(self, 'name', name)\n    _set(self, 'qualname', qualname)\n    _set(self, 'returns', returns)\n    _set(self, 'method_calls', method_calls)\n    _set(self, 'attr_handle_assigns', attr_handle_assigns)\n    _set(self, 'returns_handle', returns_handle)\n    _set(self, 'returns_call', returns_call)\n    _set(self, 'cached', cached)\n    _set(self, 'globals_read', globals_read)\n    _set(self, 'calls', calls)\n    _set(self, 'chosen', chosen)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['name'] = name
+    _o['qualname'] = qualname
+    _o['returns'] = returns
+    _o['method_calls'] = method_calls
+    _o['attr_handle_assigns'] = attr_handle_assigns
+    _o['returns_handle'] = returns_handle
+    _o['returns_call'] = returns_call
+    _o['cached'] = cached
+    _o['globals_read'] = globals_read
+    _o['calls'] = calls
+    _o['chosen'] = chosen
+CODES["def __init__(self, name, qualname, returns=_d_returns, method_calls=_d_method_calls, attr_handle_assigns=_d_attr_handle_assigns, returns_handle=_d_returns_handle, returns_call=_d_returns_call, cached=_d_cached, globals_read=_d_globals_read, calls=_d_calls, chosen=_d_chosen):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['qualname'] = qualname\n    _o['returns'] = returns\n    _o['method_calls'] = method_calls\n    _o['attr_handle_assigns'] = attr_handle_assigns\n    _o['returns_handle'] = returns_handle\n    _o['returns_call'] = returns_call\n    _o['cached'] = cached\n    _o['globals_read'] = globals_read\n    _o['calls'] = calls\n    _o['chosen'] = chosen\n"] = __init__.__code__
 
 def __init__(self, name, qualname, span, bases, methods=None, held=None, closed=None, class_held=None, attr_refs=None, init_params=None, param_attrs=None, registered=None, held_calls=None, derived_attrs=None, param_types=None, init_int_defaults=None, identity_attrs=None):
     self.name = name
@@ -397,130 +421,144 @@ def __init__(self, name, qualname, span, bases, methods=None, held=None, closed=
 CODES['def __init__(self, name, qualname, span, bases, methods=_MISSING, held=_MISSING, closed=_MISSING, class_held=_MISSING, attr_refs=_MISSING, init_params=_d_init_params, param_attrs=_MISSING, registered=_MISSING, held_calls=_MISSING, derived_attrs=_MISSING, param_types=_MISSING, init_int_defaults=_MISSING, identity_attrs=_MISSING):\n    self.name = name\n    self.qualname = qualname\n    self.span = span\n    self.bases = bases\n    self.methods = _f_methods() if methods is _MISSING else methods\n    self.held = _f_held() if held is _MISSING else held\n    self.closed = _f_closed() if closed is _MISSING else closed\n    self.class_held = _f_class_held() if class_held is _MISSING else class_held\n    self.attr_refs = _f_attr_refs() if attr_refs is _MISSING else attr_refs\n    self.init_params = init_params\n    self.param_attrs = _f_param_attrs() if param_attrs is _MISSING else param_attrs\n    self.registered = _f_registered() if registered is _MISSING else registered\n    self.held_calls = _f_held_calls() if held_calls is _MISSING else held_calls\n    self.derived_attrs = _f_derived_attrs() if derived_attrs is _MISSING else derived_attrs\n    self.param_types = _f_param_types() if param_types is _MISSING else param_types\n    self.init_int_defaults = _f_init_int_defaults() if init_int_defaults is _MISSING else init_int_defaults\n    self.identity_attrs = _f_identity_attrs() if identity_attrs is _MISSING else identity_attrs\n'] = __init__.__code__
 
 def __init__(self, name, site, filled_by=None):
-    _set(self, 'name', name)
-    _set(self, 'site', site)
-    _set(self, 'filled_by', filled_by)
-CODES["def __init__(self, name, site, filled_by=_d_filled_by):\n    _set(self, 'name', name)\n    _set(self, 'site', site)\n    _set(self, 'filled_by', filled_by)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['name'] = name
+    _o['site'] = site
+    _o['filled_by'] = filled_by
+CODES["def __init__(self, name, site, filled_by=_d_filled_by):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['site'] = site\n    _o['filled_by'] = filled_by\n"] = __init__.__code__
 
 def __init__(self, name, span, sets=None, calls=None, walks_wrappers=None, loader=None, derived=None):
-    _set(self, 'name', name)
-    _set(self, 'span', span)
-    _set(self, 'sets', sets)
-    _set(self, 'calls', calls)
-    _set(self, 'walks_wrappers', walks_wrappers)
-    _set(self, 'loader', loader)
-    _set(self, 'derived', derived)
-CODES["def __init__(self, name, span, sets=_d_sets, calls=_d_calls, walks_wrappers=_d_walks_wrappers, loader=_d_loader, derived=_d_derived):\n    _set(self, 'name', name)\n    _set(self, 'span', span)\n    _set(self, 'sets', sets)\n    _set(self, 'calls', calls)\n    _set(self, 'walks_wrappers', walks_wrappers)\n    _set(self, 'loader', loader)\n    _set(self, 'derived', derived)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['name'] = name
+    _o['span'] = span
+    _o['sets'] = sets
+    _o['calls'] = calls
+    _o['walks_wrappers'] = walks_wrappers
+    _o['loader'] = loader
+    _o['derived'] = derived
+CODES["def __init__(self, name, span, sets=_d_sets, calls=_d_calls, walks_wrappers=_d_walks_wrappers, loader=_d_loader, derived=_d_derived):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['span'] = span\n    _o['sets'] = sets\n    _o['calls'] = calls\n    _o['walks_wrappers'] = walks_wrappers\n    _o['loader'] = loader\n    _o['derived'] = derived\n"] = __init__.__code__
 
 def __init__(self, node=None, item=None, built=None):
-    _set(self, 'node', node)
-    _set(self, 'item', item)
-    _set(self, 'built', built)
-CODES["def __init__(self, node=_d_node, item=_d_item, built=_d_built):\n    _set(self, 'node', node)\n    _set(self, 'item', item)\n    _set(self, 'built', built)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['node'] = node
+    _o['item'] = item
+    _o['built'] = built
+CODES["def __init__(self, node=_d_node, item=_d_item, built=_d_built):\n    _o = self.__dict__\n    _o['node'] = node\n    _o['item'] = item\n    _o['built'] = built\n"] = __init__.__code__
 
 def __init__(self, outer, attr, passed=None, param=None):
-    _set(self, 'outer', outer)
-    _set(self, 'attr', attr)
-    _set(self, 'passed', passed)
-    _set(self, 'param', param)
-CODES["def __init__(self, outer, attr, passed=_d_passed, param=_d_param):\n    _set(self, 'outer', outer)\n    _set(self, 'attr', attr)\n    _set(self, 'passed', passed)\n    _set(self, 'param', param)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['outer'] = outer
+    _o['attr'] = attr
+    _o['passed'] = passed
+    _o['param'] = param
+CODES["def __init__(self, outer, attr, passed=_d_passed, param=_d_param):\n    _o = self.__dict__\n    _o['outer'] = outer\n    _o['attr'] = attr\n    _o['passed'] = passed\n    _o['param'] = param\n"] = __init__.__code__
 
 def __init__(self, owner, container, filler):
-    _set(self, 'owner', owner)
-    _set(self, 'container', container)
-    _set(self, 'filler', filler)
-CODES["def __init__(self, owner, container, filler):\n    _set(self, 'owner', owner)\n    _set(self, 'container', container)\n    _set(self, 'filler', filler)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['owner'] = owner
+    _o['container'] = container
+    _o['filler'] = filler
+CODES["def __init__(self, owner, container, filler):\n    _o = self.__dict__\n    _o['owner'] = owner\n    _o['container'] = container\n    _o['filler'] = filler\n"] = __init__.__code__
 
 def __init__(self, path, module, imports=None, star_imports=None, classes=None, functions=None, loaders=None, loader_candidates=None, calls=None, module_handles=None, module_vars=None, globals_read_outside_classes=None, start_method=None, scoped_start_methods=None, entry_calls=None, error=None, error_at=None, remedies=None):
-    _set(self, 'path', path)
-    _set(self, 'module', module)
-    _set(self, 'imports', imports)
-    _set(self, 'star_imports', star_imports)
-    _set(self, 'classes', classes)
-    _set(self, 'functions', functions)
-    _set(self, 'loaders', loaders)
-    _set(self, 'loader_candidates', loader_candidates)
-    _set(self, 'calls', calls)
-    _set(self, 'module_handles', module_handles)
-    _set(self, 'module_vars', module_vars)
-    _set(self, 'globals_read_outside_classes', globals_read_outside_classes)
-    _set(self, 'start_method', start_method)
-    _set(self, 'scoped_start_methods', scoped_start_methods)
-    _set(self, 'entry_calls', entry_calls)
-    _set(self, 'error', error)
-    _set(self, 'error_at', error_at)
-    _set(self, 'remedies', remedies)
-CODES["def __init__(self, path, module, imports=_d_imports, star_imports=_d_star_imports, classes=_d_classes, functions=_d_functions, loaders=_d_loaders, loader_candidates=_d_loader_candidates, calls=_d_calls, module_handles=_d_module_handles, module_vars=_d_module_vars, globals_read_outside_classes=_d_globals_read_outside_classes, start_method=_d_start_method, scoped_start_methods=_d_scoped_start_methods, entry_calls=_d_entry_calls, error=_d_error, error_at=_d_error_at, remedies=_d_remedies):\n    _set(self, 'path', path)\n    _set(self, 'module', module)\n    _set(self, 'imports', imports)\n    _set(self, 'star_imports', star_imports)\n    _set(self, 'classes', classes)\n    _set(self, 'functions', functions)\n    _set(self, 'loaders', loaders)\n    _set(self, 'loader_candidates', loader_candidates)\n    _set(self, 'calls', calls)\n    _set(self, 'module_handles', module_handles)\n    _set(self, 'module_vars', module_vars)\n    _set(self, 'globals_read_outside_classes', globals_read_outside_classes)\n    _set(self, 'start_method', start_method)\n    _set(self, 'scoped_start_methods', scoped_start_methods)\n    _set(self, 'entry_calls', entry_calls)\n    _set(self, 'error', error)\n    _set(self, 'error_at', error_at)\n    _set(self, 'remedies', remedies)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['path'] = path
+    _o['module'] = module
+    _o['imports'] = imports
+    _o['star_imports'] = star_imports
+    _o['classes'] = classes
+    _o['functions'] = functions
+    _o['loaders'] = loaders
+    _o['loader_candidates'] = loader_candidates
+    _o['calls'] = calls
+    _o['module_handles'] = module_handles
+    _o['module_vars'] = module_vars
+    _o['globals_read_outside_classes'] = globals_read_outside_classes
+    _o['start_method'] = start_method
+    _o['scoped_start_methods'] = scoped_start_methods
+    _o['entry_calls'] = entry_calls
+    _o['error'] = error
+    _o['error_at'] = error_at
+    _o['remedies'] = remedies
+CODES["def __init__(self, path, module, imports=_d_imports, star_imports=_d_star_imports, classes=_d_classes, functions=_d_functions, loaders=_d_loaders, loader_candidates=_d_loader_candidates, calls=_d_calls, module_handles=_d_module_handles, module_vars=_d_module_vars, globals_read_outside_classes=_d_globals_read_outside_classes, start_method=_d_start_method, scoped_start_methods=_d_scoped_start_methods, entry_calls=_d_entry_calls, error=_d_error, error_at=_d_error_at, remedies=_d_remedies):\n    _o = self.__dict__\n    _o['path'] = path\n    _o['module'] = module\n    _o['imports'] = imports\n    _o['star_imports'] = star_imports\n    _o['classes'] = classes\n    _o['functions'] = functions\n    _o['loaders'] = loaders\n    _o['loader_candidates'] = loader_candidates\n    _o['calls'] = calls\n    _o['module_handles'] = module_handles\n    _o['module_vars'] = module_vars\n    _o['globals_read_outside_classes'] = globals_read_outside_classes\n    _o['start_method'] = start_method\n    _o['scoped_start_methods'] = scoped_start_methods\n    _o['entry_calls'] = entry_calls\n    _o['error'] = error\n    _o['error_at'] = error_at\n    _o['remedies'] = remedies\n"] = __init__.__code__
 
 def __init__(self, path, module, is_package, root):
-    _set(self, 'path', path)
-    _set(self, 'module', module)
-    _set(self, 'is_package', is_package)
-    _set(self, 'root', root)
-CODES["def __init__(self, path, module, is_package, root):\n    _set(self, 'path', path)\n    _set(self, 'module', module)\n    _set(self, 'is_package', is_package)\n    _set(self, 'root', root)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['path'] = path
+    _o['module'] = module
+    _o['is_package'] = is_package
+    _o['root'] = root
+CODES["def __init__(self, path, module, is_package, root):\n    _o = self.__dict__\n    _o['path'] = path\n    _o['module'] = module\n    _o['is_package'] = is_package\n    _o['root'] = root\n"] = __init__.__code__
 
 def __init__(self, path, raw, text, encoding, bom):
-    _set(self, 'path', path)
-    _set(self, 'raw', raw)
-    _set(self, 'text', text)
-    _set(self, 'encoding', encoding)
-    _set(self, 'bom', bom)
-CODES["def __init__(self, path, raw, text, encoding, bom):\n    _set(self, 'path', path)\n    _set(self, 'raw', raw)\n    _set(self, 'text', text)\n    _set(self, 'encoding', encoding)\n    _set(self, 'bom', bom)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['path'] = path
+    _o['raw'] = raw
+    _o['text'] = text
+    _o['encoding'] = encoding
+    _o['bom'] = bom
+CODES["def __init__(self, path, raw, text, encoding, bom):\n    _o = self.__dict__\n    _o['path'] = path\n    _o['raw'] = raw\n    _o['text'] = text\n    _o['encoding'] = encoding\n    _o['bom'] = bom\n"] = __init__.__code__
 
 def __init__(self, path, span, code, message, plan=None, fixable=None, cell=None, subject=None):
-    _set(self, 'path', path)
-    _set(self, 'span', span)
-    _set(self, 'code', code)
-    _set(self, 'message', message)
-    _set(self, 'plan', plan)
-    _set(self, 'fixable', fixable)
-    _set(self, 'cell', cell)
-    _set(self, 'subject', subject)
+    _o = self.__dict__
+    _o['path'] = path
+    _o['span'] = span
+    _o['code'] = code
+    _o['message'] = message
+    _o['plan'] = plan
+    _o['fixable'] = fixable
+    _o['cell'] = cell
+    _o['subject'] = subject
     self.__post_init__()
-CODES["def __init__(self, path, span, code, message, plan=_d_plan, fixable=_d_fixable, cell=_d_cell, subject=_d_subject):\n    _set(self, 'path', path)\n    _set(self, 'span', span)\n    _set(self, 'code', code)\n    _set(self, 'message', message)\n    _set(self, 'plan', plan)\n    _set(self, 'fixable', fixable)\n    _set(self, 'cell', cell)\n    _set(self, 'subject', subject)\n    self.__post_init__()\n"] = __init__.__code__
+CODES["def __init__(self, path, span, code, message, plan=_d_plan, fixable=_d_fixable, cell=_d_cell, subject=_d_subject):\n    _o = self.__dict__\n    _o['path'] = path\n    _o['span'] = span\n    _o['code'] = code\n    _o['message'] = message\n    _o['plan'] = plan\n    _o['fixable'] = fixable\n    _o['cell'] = cell\n    _o['subject'] = subject\n    self.__post_init__()\n"] = __init__.__code__
 
 def __init__(self, position, keyword, attr, refs, span, text):
-    _set(self, 'position', position)
-    _set(self, 'keyword', keyword)
-    _set(self, 'attr', attr)
-    _set(self, 'refs', refs)
-    _set(self, 'span', span)
-    _set(self, 'text', text)
-CODES["def __init__(self, position, keyword, attr, refs, span, text):\n    _set(self, 'position', position)\n    _set(self, 'keyword', keyword)\n    _set(self, 'attr', attr)\n    _set(self, 'refs', refs)\n    _set(self, 'span', span)\n    _set(self, 'text', text)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['position'] = position
+    _o['keyword'] = keyword
+    _o['attr'] = attr
+    _o['refs'] = refs
+    _o['span'] = span
+    _o['text'] = text
+CODES["def __init__(self, position, keyword, attr, refs, span, text):\n    _o = self.__dict__\n    _o['position'] = position\n    _o['keyword'] = keyword\n    _o['attr'] = attr\n    _o['refs'] = refs\n    _o['span'] = span\n    _o['text'] = text\n"] = __init__.__code__
 
 def __init__(self, position, keyword, refs=None, int_value=None, none=None, truth=None):
-    _set(self, 'position', position)
-    _set(self, 'keyword', keyword)
-    _set(self, 'refs', refs)
-    _set(self, 'int_value', int_value)
-    _set(self, 'none', none)
-    _set(self, 'truth', truth)
-CODES["def __init__(self, position, keyword, refs=_d_refs, int_value=_d_int_value, none=_d_none, truth=_d_truth):\n    _set(self, 'position', position)\n    _set(self, 'keyword', keyword)\n    _set(self, 'refs', refs)\n    _set(self, 'int_value', int_value)\n    _set(self, 'none', none)\n    _set(self, 'truth', truth)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['position'] = position
+    _o['keyword'] = keyword
+    _o['refs'] = refs
+    _o['int_value'] = int_value
+    _o['none'] = none
+    _o['truth'] = truth
+CODES["def __init__(self, position, keyword, refs=_d_refs, int_value=_d_int_value, none=_d_none, truth=_d_truth):\n    _o = self.__dict__\n    _o['position'] = position\n    _o['keyword'] = keyword\n    _o['refs'] = refs\n    _o['int_value'] = int_value\n    _o['none'] = none\n    _o['truth'] = truth\n"] = __init__.__code__
 
 def __init__(self, position, keyword, site):
-    _set(self, 'position', position)
-    _set(self, 'keyword', keyword)
-    _set(self, 'site', site)
-CODES["def __init__(self, position, keyword, site):\n    _set(self, 'position', position)\n    _set(self, 'keyword', keyword)\n    _set(self, 'site', site)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['position'] = position
+    _o['keyword'] = keyword
+    _o['site'] = site
+CODES["def __init__(self, position, keyword, site):\n    _o = self.__dict__\n    _o['position'] = position\n    _o['keyword'] = keyword\n    _o['site'] = site\n"] = __init__.__code__
 
 def __init__(self, positional, varargs, varkw, args=None):
-    _set(self, 'positional', positional)
-    _set(self, 'varargs', varargs)
-    _set(self, 'varkw', varkw)
-    _set(self, 'args', args)
-CODES["def __init__(self, positional, varargs, varkw, args=_d_args):\n    _set(self, 'positional', positional)\n    _set(self, 'varargs', varargs)\n    _set(self, 'varkw', varkw)\n    _set(self, 'args', args)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['positional'] = positional
+    _o['varargs'] = varargs
+    _o['varkw'] = varkw
+    _o['args'] = args
+CODES["def __init__(self, positional, varargs, varkw, args=_d_args):\n    _o = self.__dict__\n    _o['positional'] = positional\n    _o['varargs'] = varargs\n    _o['varkw'] = varkw\n    _o['args'] = args\n"] = __init__.__code__
 
 def __init__(self, qualname, init_none=None, init_set=None, lazy=None, wrapped_attrs=None, member_uses=None, param_kept=None, none_defaults=None, none_safe=None):
-    _set(self, 'qualname', qualname)
-    _set(self, 'init_none', init_none)
-    _set(self, 'init_set', init_set)
-    _set(self, 'lazy', lazy)
-    _set(self, 'wrapped_attrs', wrapped_attrs)
-    _set(self, 'member_uses', member_uses)
-    _set(self, 'param_kept', param_kept)
-    _set(self, 'none_defaults', none_defaults)
-    _set(self, 'none_safe', none_safe)
-CODES["def __init__(self, qualname, init_none=_d_init_none, init_set=_d_init_set, lazy=_d_lazy, wrapped_attrs=_d_wrapped_attrs, member_uses=_d_member_uses, param_kept=_d_param_kept, none_defaults=_d_none_defaults, none_safe=_d_none_safe):\n    _set(self, 'qualname', qualname)\n    _set(self, 'init_none', init_none)\n    _set(self, 'init_set', init_set)\n    _set(self, 'lazy', lazy)\n    _set(self, 'wrapped_attrs', wrapped_attrs)\n    _set(self, 'member_uses', member_uses)\n    _set(self, 'param_kept', param_kept)\n    _set(self, 'none_defaults', none_defaults)\n    _set(self, 'none_safe', none_safe)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['qualname'] = qualname
+    _o['init_none'] = init_none
+    _o['init_set'] = init_set
+    _o['lazy'] = lazy
+    _o['wrapped_attrs'] = wrapped_attrs
+    _o['member_uses'] = member_uses
+    _o['param_kept'] = param_kept
+    _o['none_defaults'] = none_defaults
+    _o['none_safe'] = none_safe
+CODES["def __init__(self, qualname, init_none=_d_init_none, init_set=_d_init_set, lazy=_d_lazy, wrapped_attrs=_d_wrapped_attrs, member_uses=_d_member_uses, param_kept=_d_param_kept, none_defaults=_d_none_defaults, none_safe=_d_none_safe):\n    _o = self.__dict__\n    _o['qualname'] = qualname\n    _o['init_none'] = init_none\n    _o['init_set'] = init_set\n    _o['lazy'] = lazy\n    _o['wrapped_attrs'] = wrapped_attrs\n    _o['member_uses'] = member_uses\n    _o['param_kept'] = param_kept\n    _o['none_defaults'] = none_defaults\n    _o['none_safe'] = none_safe\n"] = __init__.__code__
 
 def __init__(self, raw, data, code, masked):
     self.raw = raw
@@ -547,9 +585,10 @@ def __init__(self, refs=None, assigned=None, int_value=None, kwargs=None, contex
 CODES['def __init__(self, refs=_d_refs, assigned=_d_assigned, int_value=_d_int_value, kwargs=_d_kwargs, context=_d_context, identity=_d_identity):\n    self.refs = refs\n    self.assigned = assigned\n    self.int_value = int_value\n    self.kwargs = kwargs\n    self.context = context\n    self.identity = identity\n'] = __init__.__code__
 
 def __init__(self, registry, extra_dataset_words=None):
-    _set(self, 'registry', registry)
-    _set(self, 'extra_dataset_words', extra_dataset_words)
-CODES["def __init__(self, registry, extra_dataset_words=_d_extra_dataset_words):\n    _set(self, 'registry', registry)\n    _set(self, 'extra_dataset_words', extra_dataset_words)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['registry'] = registry
+    _o['extra_dataset_words'] = extra_dataset_words
+CODES["def __init__(self, registry, extra_dataset_words=_d_extra_dataset_words):\n    _o = self.__dict__\n    _o['registry'] = registry\n    _o['extra_dataset_words'] = extra_dataset_words\n"] = __init__.__code__
 
 def __init__(self, root, paths, stats, facts):
     self.root = root
@@ -559,40 +598,42 @@ def __init__(self, root, paths, stats, facts):
 CODES['def __init__(self, root, paths, stats, facts):\n    self.root = root\n    self.paths = paths\n    self.stats = stats\n    self.facts = facts\n'] = __init__.__code__
 
 def __init__(self, select=None, ignore=None, exclude=None, extend_exclude=None, extra_handles=None, disable_handles=None, dataset_bases=None, fix_strategy=None, cache=None, target_version=None, platform=None, line_length=None, source=None, notes=None):
-    _set(self, 'select', select)
-    _set(self, 'ignore', ignore)
-    _set(self, 'exclude', exclude)
-    _set(self, 'extend_exclude', extend_exclude)
-    _set(self, 'extra_handles', extra_handles)
-    _set(self, 'disable_handles', disable_handles)
-    _set(self, 'dataset_bases', dataset_bases)
-    _set(self, 'fix_strategy', fix_strategy)
-    _set(self, 'cache', cache)
-    _set(self, 'target_version', target_version)
-    _set(self, 'platform', platform)
-    _set(self, 'line_length', line_length)
-    _set(self, 'source', source)
-    _set(self, 'notes', notes)
-CODES["def __init__(self, select=_d_select, ignore=_d_ignore, exclude=_d_exclude, extend_exclude=_d_extend_exclude, extra_handles=_d_extra_handles, disable_handles=_d_disable_handles, dataset_bases=_d_dataset_bases, fix_strategy=_d_fix_strategy, cache=_d_cache, target_version=_d_target_version, platform=_d_platform, line_length=_d_line_length, source=_d_source, notes=_d_notes):\n    _set(self, 'select', select)\n    _set(self, 'ignore', ignore)\n    _set(self, 'exclude', exclude)\n    _set(self, 'extend_exclude', extend_exclude)\n    _set(self, 'extra_handles', extra_handles)\n    _set(self, 'disable_handles', disable_handles)\n    _set(self, 'dataset_bases', dataset_bases)\n    _set(self, 'fix_strategy', fix_strategy)\n    _set(self, 'cache', cache)\n    _set(self, 'target_version', target_version)\n    _set(self, 'platform', platform)\n    _set(self, 'line_length', line_length)\n    _set(self, 'source', source)\n    _set(self, 'notes', notes)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['select'] = select
+    _o['ignore'] = ignore
+    _o['exclude'] = exclude
+    _o['extend_exclude'] = extend_exclude
+    _o['extra_handles'] = extra_handles
+    _o['disable_handles'] = disable_handles
+    _o['dataset_bases'] = dataset_bases
+    _o['fix_strategy'] = fix_strategy
+    _o['cache'] = cache
+    _o['target_version'] = target_version
+    _o['platform'] = platform
+    _o['line_length'] = line_length
+    _o['source'] = source
+    _o['notes'] = notes
+CODES["def __init__(self, select=_d_select, ignore=_d_ignore, exclude=_d_exclude, extend_exclude=_d_extend_exclude, extra_handles=_d_extra_handles, disable_handles=_d_disable_handles, dataset_bases=_d_dataset_bases, fix_strategy=_d_fix_strategy, cache=_d_cache, target_version=_d_target_version, platform=_d_platform, line_length=_d_line_length, source=_d_source, notes=_d_notes):\n    _o = self.__dict__\n    _o['select'] = select\n    _o['ignore'] = ignore\n    _o['exclude'] = exclude\n    _o['extend_exclude'] = extend_exclude\n    _o['extra_handles'] = extra_handles\n    _o['disable_handles'] = disable_handles\n    _o['dataset_bases'] = dataset_bases\n    _o['fix_strategy'] = fix_strategy\n    _o['cache'] = cache\n    _o['target_version'] = target_version\n    _o['platform'] = platform\n    _o['line_length'] = line_length\n    _o['source'] = source\n    _o['notes'] = notes\n"] = __init__.__code__
 
 def __init__(self, span, datasets, num_workers, num_workers_text, persistent, context, worker_inits=None, path=None, num_workers_param=None, function=None, num_workers_attr=None, framework=None, via=None, args=None, wires_init=None, star_name=None):
-    _set(self, 'span', span)
-    _set(self, 'datasets', datasets)
-    _set(self, 'num_workers', num_workers)
-    _set(self, 'num_workers_text', num_workers_text)
-    _set(self, 'persistent', persistent)
-    _set(self, 'context', context)
-    _set(self, 'worker_inits', worker_inits)
-    _set(self, 'path', path)
-    _set(self, 'num_workers_param', num_workers_param)
-    _set(self, 'function', function)
-    _set(self, 'num_workers_attr', num_workers_attr)
-    _set(self, 'framework', framework)
-    _set(self, 'via', via)
-    _set(self, 'args', args)
-    _set(self, 'wires_init', wires_init)
-    _set(self, 'star_name', star_name)
-CODES["def __init__(self, span, datasets, num_workers, num_workers_text, persistent, context, worker_inits=_d_worker_inits, path=_d_path, num_workers_param=_d_num_workers_param, function=_d_function, num_workers_attr=_d_num_workers_attr, framework=_d_framework, via=_d_via, args=_d_args, wires_init=_d_wires_init, star_name=_d_star_name):\n    _set(self, 'span', span)\n    _set(self, 'datasets', datasets)\n    _set(self, 'num_workers', num_workers)\n    _set(self, 'num_workers_text', num_workers_text)\n    _set(self, 'persistent', persistent)\n    _set(self, 'context', context)\n    _set(self, 'worker_inits', worker_inits)\n    _set(self, 'path', path)\n    _set(self, 'num_workers_param', num_workers_param)\n    _set(self, 'function', function)\n    _set(self, 'num_workers_attr', num_workers_attr)\n    _set(self, 'framework', framework)\n    _set(self, 'via', via)\n    _set(self, 'args', args)\n    _set(self, 'wires_init', wires_init)\n    _set(self, 'star_name', star_name)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['span'] = span
+    _o['datasets'] = datasets
+    _o['num_workers'] = num_workers
+    _o['num_workers_text'] = num_workers_text
+    _o['persistent'] = persistent
+    _o['context'] = context
+    _o['worker_inits'] = worker_inits
+    _o['path'] = path
+    _o['num_workers_param'] = num_workers_param
+    _o['function'] = function
+    _o['num_workers_attr'] = num_workers_attr
+    _o['framework'] = framework
+    _o['via'] = via
+    _o['args'] = args
+    _o['wires_init'] = wires_init
+    _o['star_name'] = star_name
+CODES["def __init__(self, span, datasets, num_workers, num_workers_text, persistent, context, worker_inits=_d_worker_inits, path=_d_path, num_workers_param=_d_num_workers_param, function=_d_function, num_workers_attr=_d_num_workers_attr, framework=_d_framework, via=_d_via, args=_d_args, wires_init=_d_wires_init, star_name=_d_star_name):\n    _o = self.__dict__\n    _o['span'] = span\n    _o['datasets'] = datasets\n    _o['num_workers'] = num_workers\n    _o['num_workers_text'] = num_workers_text\n    _o['persistent'] = persistent\n    _o['context'] = context\n    _o['worker_inits'] = worker_inits\n    _o['path'] = path\n    _o['num_workers_param'] = num_workers_param\n    _o['function'] = function\n    _o['num_workers_attr'] = num_workers_attr\n    _o['framework'] = framework\n    _o['via'] = via\n    _o['args'] = args\n    _o['wires_init'] = wires_init\n    _o['star_name'] = star_name\n"] = __init__.__code__
 
 def __init__(self, stores=None, containers=None, class_calls=None):
     self.stores = _f_stores() if stores is _MISSING else stores
@@ -601,16 +642,19 @@ def __init__(self, stores=None, containers=None, class_calls=None):
 CODES['def __init__(self, stores=_MISSING, containers=_MISSING, class_calls=_MISSING):\n    self.stores = _f_stores() if stores is _MISSING else stores\n    self.containers = _f_containers() if containers is _MISSING else containers\n    self.class_calls = _f_class_calls() if class_calls is _MISSING else class_calls\n'] = __init__.__code__
 
 def __init__(self, target, args, span, receiver=None):
-    _set(self, 'target', target)
-    _set(self, 'args', args)
-    _set(self, 'span', span)
-    _set(self, 'receiver', receiver)
-CODES["def __init__(self, target, args, span, receiver=_d_receiver):\n    _set(self, 'target', target)\n    _set(self, 'args', args)\n    _set(self, 'span', span)\n    _set(self, 'receiver', receiver)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['target'] = target
+    _o['args'] = args
+    _o['span'] = span
+    _o['receiver'] = receiver
+CODES["def __init__(self, target, args, span, receiver=_d_receiver):\n    _o = self.__dict__\n    _o['target'] = target\n    _o['args'] = args\n    _o['span'] = span\n    _o['receiver'] = receiver\n"] = __init__.__code__
 
 def __init__(self, types=None):
-    _set(self, 'types', _f_types() if types is _MISSING else types)
-CODES["def __init__(self, types=_MISSING):\n    _set(self, 'types', _f_types() if types is _MISSING else types)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['types'] = _f_types() if types is _MISSING else types
+CODES["def __init__(self, types=_MISSING):\n    _o = self.__dict__\n    _o['types'] = _f_types() if types is _MISSING else types\n"] = __init__.__code__
 
 def __init__(self, wrapper):
-    _set(self, 'wrapper', wrapper)
-CODES["def __init__(self, wrapper):\n    _set(self, 'wrapper', wrapper)\n"] = __init__.__code__
+    _o = self.__dict__
+    _o['wrapper'] = wrapper
+CODES["def __init__(self, wrapper):\n    _o = self.__dict__\n    _o['wrapper'] = wrapper\n"] = __init__.__code__

@@ -169,7 +169,9 @@ def _init_of(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: bool
     changed since the table was written) is compiled here, as before."""
     space: dict[str, Any] = {"__builtins__": builtins, "_MISSING": _MISSING,
                              "_set": object.__setattr__}
-    params, body, defaults = ["self"], [], []
+    params: list[str] = ["self"]
+    defaults: list[Any] = []
+    sets: list[tuple[str, str]] = []  # (field, the expression it is set to)
     for f in fields:
         name = f.name
         if f.default is not _MISSING:
@@ -189,7 +191,16 @@ def _init_of(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: bool
             params.append(name + default)
             if default:
                 defaults.append(default_value)
-        body.append(f"_set(self, {name!r}, {value})" if frozen else f"self.{name} = {value}")
+        sets.append((name, value))
+    if not frozen:
+        body = [f"self.{name} = {value}" for name, value in sets]
+    elif sets and _plain_fields(cls, fields) and "_o" not in dict(sets):
+        # straight into the object's dict: what `object.__setattr__` does for a field no
+        # descriptor intercepts, at half the cost (~0.5 us of a frozen record's ~1 us, and a
+        # file's analysis makes thousands); the dict the object then has costs ~64 bytes
+        body = ["_o = self.__dict__"] + [f"_o[{name!r}] = {value}" for name, value in sets]
+    else:
+        body = [f"_set(self, {name!r}, {value})" for name, value in sets]
     if hasattr(cls, "__post_init__"):
         body.append("self.__post_init__()")
     source = (f"def __init__({', '.join(params)}):\n    " + ("\n    ".join(body) or "pass")
@@ -204,6 +215,18 @@ def _init_of(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: bool
         init = space["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     return init
+
+
+def _plain_fields(cls: Any, fields: tuple[dataclasses.Field[Any], ...]) -> bool:
+    """No field of `cls` is a data descriptor of its class (a property or slot with a setter
+    `object.__setattr__` would call), and its objects have a `__dict__`."""
+    for f in fields:
+        for base in cls.__mro__:
+            found = base.__dict__.get(f.name)
+            if found is not None and (hasattr(type(found), "__set__")
+                                      or hasattr(type(found), "__delete__")):
+                return False
+    return all("__slots__" not in base.__dict__ for base in cls.__mro__[:-1])
 
 
 def inits_module(sources: Iterable[str]) -> str:
