@@ -39,9 +39,9 @@ COMMANDS = ("check", "fix", "server", "guard", "rule")
 
 
 def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
-    """The whole command line; `only`: the command given (the first argument), whose options
-    alone are then added (the other commands are listed, without theirs: ~1 ms of argparse
-    set-up saved on every run)."""
+    """The whole command line; `only`: the command given (the first argument), whose parser
+    alone is then built (each costs argparse's set-up and its translation lookups: ~1 ms of
+    every run's start for the five)."""
 
     def wanted(command: str) -> bool:
         return only is None or only == command
@@ -50,32 +50,34 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
         "Find (and fix) handles that PyTorch DataLoader worker processes would share."))
     parser.add_argument("--version", action="version", version=f"workersafe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    check = sub.add_parser("check", help="report findings", description=(
-        "Report handles that DataLoader worker processes would share. Python files and Jupyter "
-        "notebooks (.ipynb: code cells checked as one module; a finding names its cell, "
-        "`nb.ipynb:cell 3:8:24:`, and JSON output has a `cell` field, null outside notebooks)."))
     if wanted("check"):
-        _check_options(check)
-    fix = sub.add_parser("fix", help="rewrite code so each worker creates its own handles",
-                         description=(
-                             "Rewrite code so each DataLoader worker creates its own handles. "
-                             "Notebooks (.ipynb) are rewritten cell by cell and written back in "
-                             "their own JSON layout; the report names the cell "
-                             "(`nb.ipynb:cell 3:8:24:`). Exit 1 while a finding is left "
-                             "unfixed (with --diff: also when it would change a file), 0 "
-                             "when every finding was fixed."))
+        _check_options(sub.add_parser("check", help="report findings", description=(
+            "Report handles that DataLoader worker processes would share. Python files and "
+            "Jupyter notebooks (.ipynb: code cells checked as one module; a finding names its "
+            "cell, `nb.ipynb:cell 3:8:24:`, and JSON output has a `cell` field, null outside "
+            "notebooks).")))
     if wanted("fix"):
+        fix = sub.add_parser("fix", help="rewrite code so each worker creates its own handles",
+                             description=(
+                                 "Rewrite code so each DataLoader worker creates its own "
+                                 "handles. Notebooks (.ipynb) are rewritten cell by cell and "
+                                 "written back in their own JSON layout; the report names the "
+                                 "cell (`nb.ipynb:cell 3:8:24:`). Exit 1 while a finding is "
+                                 "left unfixed (with --diff: also when it would change a "
+                                 "file), 0 when every finding was fixed."))
         _common(fix)
         fix.add_argument("--diff", action="store_true", help="print a diff, write nothing")
-    sub.add_parser("server", help="run the language server (LSP over stdio; needs the extra "
-                                  "workersafe[lsp])",
-                   description="A language server for editors: diagnostics as you type, a "
-                               "quick fix per finding, fix all, ignore with # noqa. Speaks LSP "
-                               "on standard input/output. Install with: pip install "
-                               "'workersafe[lsp]'. Set-up: docs/editors.md.")
-    _guard_parser(sub, wanted("guard"))
-    rule = sub.add_parser("rule", help="print a rule's documentation")
+    if wanted("server"):
+        sub.add_parser("server", help="run the language server (LSP over stdio; needs the "
+                                      "extra workersafe[lsp])",
+                       description="A language server for editors: diagnostics as you type, "
+                                   "a quick fix per finding, fix all, ignore with # noqa. "
+                                   "Speaks LSP on standard input/output. Install with: pip "
+                                   "install 'workersafe[lsp]'. Set-up: docs/editors.md.")
+    if wanted("guard"):
+        _guard_parser(sub)
     if wanted("rule"):
+        rule = sub.add_parser("rule", help="print a rule's documentation")
         rule.add_argument("code", nargs="?", help="e.g. WS101")
         rule.add_argument("--all", action="store_true", help="list every rule")
     return parser
@@ -340,7 +342,7 @@ def _fix(args: argparse.Namespace, config: Config) -> int:
 
 
 # --- `workersafe guard`: the runtime check (workersafe/guard/, docs/guard.md) ----------------
-def _guard_parser(sub: Any, options: bool = True) -> None:
+def _guard_parser(sub: Any) -> None:
     guard = sub.add_parser(
         "guard", help="run a script, checking each DataLoader as its workers start",
         usage="workersafe guard [--strict] [--format {text,json}] [--output FILE] -- "
@@ -350,8 +352,6 @@ def _guard_parser(sub: Any, options: bool = True) -> None:
                     "holds that the workers would share (or that will not pickle into spawn "
                     "workers), on standard error. Exit code: the script's (--strict: 1 if a "
                     "loader was stopped). Details: docs/guard.md.")
-    if not options:
-        return
     guard.add_argument("--strict", action="store_true",
                        help="raise before any worker starts (the run exits non-zero)")
     guard.add_argument("--format", choices=("text", "json"), default="text")
