@@ -378,6 +378,30 @@ def test_git_ignored_files_are_skipped_in_a_work_tree_and_git_is_not_run_outside
     assert proc.stdout.split("\n")[0] == "['ignored.py', 'kept.py'] False", proc.stderr
 
 
+def test_an_ignored_tree_named_explicitly_is_checked_whole(tmp_path: Path) -> None:
+    """A folder git ignores, given as the path to check, is checked with all its files (git
+    is asked whether the tree is ignored once a file is missing from its list); its folders
+    below and a tracked tree keep git's filter."""
+    repo = tmp_path / "repo"
+    (repo / "vendored" / "deep").mkdir(parents=True)
+    (repo / "src").mkdir()
+    (repo / ".gitignore").write_text("vendored/\nskipped.py\n")
+    for folder in ("vendored", "vendored/deep", "src"):
+        for file in ("a.py", "skipped.py"):
+            (repo / folder / file).write_text("x = 1\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=60)
+    engine = Engine(Config())
+
+    def names(root: Path) -> list[str]:
+        return sorted(str(Path(f.path).relative_to(repo)) for f in engine.discover([str(root)]))
+
+    assert names(repo / "vendored") == ["vendored/a.py", "vendored/deep/a.py",
+                                        "vendored/deep/skipped.py", "vendored/skipped.py"]
+    assert names(repo / "vendored" / "deep") == ["vendored/deep/a.py", "vendored/deep/skipped.py"]
+    assert names(repo / "src") == ["src/a.py"]
+    assert names(repo) == ["src/a.py"]
+
+
 def test_a_cli_run_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -> None:
     """`check` and `fix` collect less often while they run (cli._fewer_collections), and put
     the collector's thresholds back, and unfreeze only what they froze: tests and editors call
