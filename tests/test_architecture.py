@@ -315,8 +315,9 @@ def _loaded_with(start: str) -> Set[str]:
 # What flake8 loads with the plugin on every run, before any file is read (most files flake8
 # checks then stop at the prefilter): the configuration and the tables it reads, no more.
 PLUGIN_AT_LOAD = {
-    "workersafe", "workersafe.compiled", "workersafe.flake8_plugin", "workersafe.config", "workersafe.paths",
-    "workersafe.records", "workersafe.registry", "workersafe.ruletable", "workersafe.torchnames",
+    "workersafe", "workersafe.compiled", "workersafe.flake8_plugin", "workersafe.config",
+    "workersafe.paths", "workersafe.records", "workersafe.record_inits", "workersafe.registry",
+    "workersafe.ruletable", "workersafe.torchnames",
 }
 
 
@@ -332,3 +333,7 @@ def test_what_loading_the_flake8_plugin_and_the_cli_imports() -> None:
         "workersafe.cache", "workersafe.selection", "workersafe.parallel", "workersafe.index",
         "workersafe.reading", "workersafe.notebook", "workersafe.report", "workersafe.atomic",
         "workersafe.analysis.extract"}, sorted(_loaded_with("workersafe.engine"))
+    # nor, until some file has facts, the linker and the rules; nor `# noqa` until a finding
+    # is filtered (a run in which no file is a candidate needs none of them: the CLI's start)
+    assert not _loaded_with("workersafe.engine") & {
+        "workersafe.link", "workersafe.rules", "workersafe.noqa"}

@@ -58,6 +58,23 @@ def test_libcst_not_imported_without_candidates(tmp_path: Path) -> None:
     assert proc.stdout.split() == ["0", "False"], proc.stderr
 
 
+def test_cli_imports_no_linker_rules_or_noqa_when_no_file_is_a_candidate(tmp_path: Path) -> None:
+    """`workersafe check` on a tree where no file names both a handle and a dataset parses
+    nothing: the analysis, the linker, the rules and the `# noqa` reader stay unimported (the
+    run's fixed cost, paid on every small tree)."""
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    (tmp_path / "db.py").write_text("import sqlite3\nCONN = sqlite3.connect('x.db')\n")
+    unwanted = ["workersafe.analysis.extract", "workersafe.parse", "workersafe.link",
+                "workersafe.rules", "workersafe.noqa", "workersafe.parallel", "libcst"]
+    code = ("import sys\nfrom workersafe.cli import main\nrc = main(['check', '--no-cache', "
+            f"'--stats', {str(tmp_path)!r}])\n"
+            f"print(rc, [m for m in {unwanted!r} if m in sys.modules])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.stdout.splitlines()[-1] == "0 []", proc.stdout + proc.stderr
+    assert '"parsed": 0' in proc.stderr, proc.stderr  # (`--stats`: the JSON it prints)
+
+
 def test_flake8_plugin_imports_no_analysis_for_plain_files(tmp_path: Path) -> None:
     """A file that creates no handle (most files flake8 checks; here a dataset without one), or
     no dataset or loader (a session without one: no finding in one file alone), is turned away
@@ -388,6 +405,30 @@ def test_git_ignored_files_are_skipped_in_a_work_tree_and_git_is_not_run_outside
                           timeout=120, env={k: v for k, v in os.environ.items()
                                             if not k.startswith("GIT_")})
     assert proc.stdout.split("\n")[0] == "['ignored.py', 'kept.py'] False", proc.stderr
+
+
+def test_an_ignored_tree_named_explicitly_is_checked_whole(tmp_path: Path) -> None:
+    """A folder git ignores, given as the path to check, is checked with all its files (git
+    is asked whether the tree is ignored once a file is missing from its list); its folders
+    below and a tracked tree keep git's filter."""
+    repo = tmp_path / "repo"
+    (repo / "vendored" / "deep").mkdir(parents=True)
+    (repo / "src").mkdir()
+    (repo / ".gitignore").write_text("vendored/\nskipped.py\n")
+    for folder in ("vendored", "vendored/deep", "src"):
+        for file in ("a.py", "skipped.py"):
+            (repo / folder / file).write_text("x = 1\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=60)
+    engine = Engine(Config())
+
+    def names(root: Path) -> list[str]:
+        return sorted(str(Path(f.path).relative_to(repo)) for f in engine.discover([str(root)]))
+
+    assert names(repo / "vendored") == ["vendored/a.py", "vendored/deep/a.py",
+                                        "vendored/deep/skipped.py", "vendored/skipped.py"]
+    assert names(repo / "vendored" / "deep") == ["vendored/deep/a.py", "vendored/deep/skipped.py"]
+    assert names(repo / "src") == ["src/a.py"]
+    assert names(repo) == ["src/a.py"]
 
 
 def test_a_cli_run_leaves_the_garbage_collector_as_it_found_it(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import copy
 import dataclasses
 import pickle
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 import pytest
 
@@ -130,3 +130,87 @@ def test_every_facts_class_is_a_dataclass_that_round_trips_the_cache_format() ->
         value = getattr(facts, name)
         if isinstance(value, type) and value.__module__ == facts.__name__:
             assert dataclasses.is_dataclass(value), name
+
+
+def _field_view(f: dataclasses.Field[Any]) -> dict[str, Any]:
+    return {slot: getattr(f, slot, None) for slot in type(f).__slots__}
+
+
+@dataclass(frozen=True)
+class DcWithClassVar:
+    kind: ClassVar[str] = "k"
+    x: int = 1
+
+
+@record(frozen=True)
+class RecWithClassVar:  # a ClassVar is not a field: the same answers
+    kind: ClassVar[str] = "k"
+    x: int = 1
+
+
+@pytest.mark.parametrize("dc, rec", [(DC_FROZEN, REC_FROZEN), (DC_MUTABLE, REC_MUTABLE),
+                                     (DcWithClassVar, RecWithClassVar)])
+def test_a_record_has_the_fields_and_class_attributes_dataclasses_gives(dc: Any, rec: Any) -> None:
+    """A record's fields are dataclasses' own: every `Field` attribute (name, type, default,
+    factory, init, repr, hash, compare, metadata, kw_only, the kind), the defaults left on the
+    class, `__match_args__` and the parameters are what dataclasses makes of the same body."""
+    dc_fields = dc.__dataclass_fields__
+    rec_fields = rec.__dataclass_fields__
+    assert list(dc_fields) == list(rec_fields)
+    for name in dc_fields:
+        assert _field_view(rec_fields[name]) == _field_view(dc_fields[name]), name
+        assert getattr(rec, name, "absent") == getattr(dc, name, "absent"), name
+    assert getattr(rec, "__match_args__", None) == getattr(dc, "__match_args__", None)
+    assert hasattr(rec, "__replace__") == hasattr(dc, "__replace__")
+    assert isinstance(rec.__dataclass_params__, type(dc.__dataclass_params__))
+
+
+def test_a_body_dataclasses_refuses_is_refused_as_dataclasses_refuses_it() -> None:
+    with pytest.raises(ValueError, match="mutable default"):
+        @record()
+        class Bad:
+            items: list[int] = []  # noqa: RUF012 - the mistake under test
+    with pytest.raises(TypeError, match="no type annotation"):
+        @record()
+        class Unannotated:
+            x = field(default=1)
+
+
+def test_every_record_init_is_precompiled_in_record_inits() -> None:
+    """`record_inits.py` holds the `__init__` of every record of the package, and nothing
+    else. A failure here means a record's fields changed: run
+    `PYTHONPATH=src python scripts/gen_record_inits.py` (the code runs correctly meanwhile,
+    only slower to import: a record missing from the table compiles its own)."""
+    import importlib
+    from pathlib import Path
+
+    import workersafe
+    from workersafe import record_inits, records
+
+    root = Path(workersafe.__file__).resolve().parent
+    skipped = []
+    for path in root.rglob("*.py"):  # (pkgutil skips the namespace packages: analysis/)
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] != "__main__":
+            try:
+                importlib.import_module(".".join(parts[:-1] if parts[-1] == "__init__"
+                                                 else parts))
+            except ImportError:
+                skipped.append(path.name)
+    ours = {s for m, s in records.BUILT if m.startswith("workersafe.")}
+    missing = ours - set(record_inits.CODES)
+    assert not missing, "record_inits.py is stale: run scripts/gen_record_inits.py"
+    if not skipped:
+        assert set(record_inits.CODES) <= ours, "unused entries: regenerate"
+
+
+def test_a_precompiled_init_takes_the_records_own_defaults() -> None:
+    site = facts.HandleSite("sqlite3.connect", facts.Span(1, 2, 3, 4))
+    held = facts.HeldHandle("db", site, "__init__")
+    assert facts.HeldHandle.__init__.__code__.co_filename.endswith("record_inits.py")
+    assert (held.derived, held.closed) == (False, False)
+    assert facts.HeldHandle("db", site, "__init__", True).derived is True
+    method = facts.MethodFacts("m")
+    assert method.attrs_read == () and method.returns_handle is None
+    with pytest.raises(TypeError):
+        facts.HeldHandle("db", site)  # method: no default

@@ -13,12 +13,8 @@ from .config import Config
 from .discovery import SourceFile, discover, module_name
 from .facts import FileFacts, Span
 from .findings import Finding
-from .link import Project
-from .noqa import NoqaFilter, file_is_ignored
 from .prefilter import Prefilter, forget_words
 from .records import record
-from .rules import evaluate
-from .rules import may_find as may_find_in
 from .ruletable import UNREADABLE
 from .source import Source, SourceError, decode
 
@@ -27,10 +23,13 @@ if TYPE_CHECKING:
 
     from .cache import FactsCache, QuietFiles
     from .index import Index
+    from .link import Project
     from .registry import Registry
 
 # The cache and the file selection are imported where used: one file alone (the flake8
-# plugin, editors) needs neither, and flake8 pays every import on every run.
+# plugin, editors) needs neither, and flake8 pays every import on every run. So are the
+# linker and the rules (~3 ms): a run in which no file is a candidate (a small tree, the CLI's
+# fixed cost) has nothing to link.
 
 
 @record()
@@ -174,6 +173,9 @@ class Engine:
         return [f for f in mine if self.config.enabled(f.code)]
 
     def _link_index(self, index: "Index", changed: dict[str, FileFacts]) -> list[Finding]:
+        from .link import Project
+        from .rules import evaluate
+
         every = {p: replace(f, path=p) for p, f in index.facts.items()}
         every.update(changed)
         project = Project(list(every.values()), self.config.all_dataset_bases(),
@@ -237,6 +239,12 @@ class Engine:
         def may_find(parsed: dict[str, FileFacts], every_class: bool) -> bool:
             if len(parsed) in nothing:  # then neither can a dataset's
                 return False
+            if not any(not f.error for f in parsed.values()):
+                return False  # no file, no handle (and no linker to import)
+            from .link import Project
+            from .rules import evaluate
+            from .rules import may_find as may_find_in
+
             if not linked or linked[-1][0] != len(parsed):
                 good = [f for f in parsed.values() if not f.error]
                 linked[:] = [(len(parsed), Project(good, self.config.all_dataset_bases(),
@@ -283,6 +291,11 @@ class Engine:
 
     def _rules(self, facts: dict[str, FileFacts]) -> list[Finding]:
         good = [f for f in facts.values() if not f.error]
+        if not good:
+            return []  # a finding is in a file: no facts, none (and nothing to import)
+        from .link import Project
+        from .rules import evaluate
+
         bases, starts = self.config.all_dataset_bases(), self.config.start_methods()
         if self.link:
             return evaluate(Project(good, bases, starts, self.registry), self.registry)
@@ -292,9 +305,14 @@ class Engine:
 
     def _filter(self, findings: Iterable[Finding], sources: dict[str, Source]) -> list[Finding]:
         """select/ignore, then `# noqa` exactly as flake8 applies it."""
+        ordered = sorted(findings, key=Finding.sort_key)
+        if not ordered:
+            return []
+        from .noqa import NoqaFilter, file_is_ignored  # (its patterns: only with findings)
+
         filters: dict[str, Optional[NoqaFilter]] = {}
         kept = []
-        for finding in sorted(findings, key=Finding.sort_key):
+        for finding in ordered:
             if not self.config.enabled(finding.code):
                 continue
             source = sources.get(finding.path)
