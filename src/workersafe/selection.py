@@ -794,21 +794,20 @@ def _short(name: str) -> str:
     return name.rpartition(".")[2]
 
 
-class _BaseWords(dict[str, bool]):
+class _BaseWords:
     """base → whether it contains one of `words` (a substring test), each base tested once:
     the words include every dataset-like class name of the project (often thousands), and the
     same few bases recur in every file."""
 
     def __init__(self, words: set[str]) -> None:
-        super().__init__()
         self.words = words
-
-    def __missing__(self, base: str) -> bool:
-        found = self[base] = any(word in base for word in self.words)
-        return found
+        self.known: dict[str, bool] = {}
 
     def __call__(self, base: str) -> bool:
-        return self[base]
+        found = self.known.get(base)
+        if found is None:
+            found = self.known[base] = any(word in base for word in self.words)
+        return found
 
 
 def _dataset_class_names(bases_of: BasesOf, paths: set[str], words: tuple[str, ...]
