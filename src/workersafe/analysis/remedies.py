@@ -29,7 +29,9 @@ from .loader_args import loader_arguments
 from .names import dotted
 from .nodes import REVERSED_FIELDS, breadth_first, child_nodes, reversed_fields, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
-from .values import Evaluator, elements, is_none, is_self, presence, self_attr, string
+from .values import (
+    Evaluator, elements, is_none, is_self, or_self, presence, self_attr, unset_tests,
+)
 from .walker import SelfUses
 
 GET_WORKER_INFO = frozenset(f"{TORCH_DATA}{mod}.get_worker_info"
@@ -561,12 +563,12 @@ class _ClassReader:
                     else:
                         self.init_set.add(attr)
             elif isinstance(stmt, ast.If):
-                for attr in _unset_tests(stmt.test):
+                for attr in unset_tests(stmt.test):
                     self._lazy(method, attr, stmt.body, checked)
             if isinstance(stmt, ast.Assign) and method != "__init__":
                 for target in stmt.targets:
                     attr = self_attr(target)
-                    if attr and _or_self(stmt.value, attr):
+                    if attr and or_self(stmt.value, attr):
                         self._lazy(method, attr, [stmt], checked)
             if type(stmt) not in _COMPOUND:
                 continue  # (no statement under it)
@@ -628,42 +630,6 @@ class _ClassReader:
 
 def _static(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
     return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
-
-
-def _getattr_of_self(node: ast.expr) -> Optional[str]:
-    """`getattr(self, "x", None)` → "x"."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-            and node.func.id == "getattr" and len(node.args) >= 2 and is_self(node.args[0]):
-        return string(node.args[1])
-    return None
-
-
-def _or_self(value: ast.expr, attr: str) -> bool:
-    """`self.x or <expr>`: the `self.x = self.x or Session()` lazy open."""
-    return isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) \
-        and self_attr(value.values[0]) == attr
-
-
-def _unset_tests(test: ast.expr) -> list[str]:
-    """The attributes a test checks are unset: `self.x is None`, `not self.x`,
-    `not hasattr(self, "x")`, combined with `or`/`and`."""
-    if isinstance(test, ast.BoolOp):
-        return [a for value in test.values for a in _unset_tests(value)]
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 \
-            and isinstance(test.ops[0], (ast.Is, ast.Eq)) and is_none(test.comparators[0]):
-        attr = self_attr(test.left) or _getattr_of_self(test.left)
-        return [attr] if attr else []
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        operand = test.operand
-        attr = self_attr(operand)
-        if attr:
-            return [attr]
-        if isinstance(operand, ast.Call) and isinstance(operand.func, ast.Name) \
-                and operand.func.id == "hasattr" and len(operand.args) == 2 \
-                and is_self(operand.args[0]):
-            name = string(operand.args[1])
-            return [name] if name else []
-    return []
 
 
 # The node types other than attributes that `_none_safe` reads.
