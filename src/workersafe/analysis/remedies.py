@@ -26,7 +26,6 @@ from ..facts import (
 from ..records import record
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
-from .names import dotted
 from .nodes import REVERSED_FIELDS, breadth_first, child_nodes, reversed_fields, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
 from .values import (
@@ -127,20 +126,10 @@ class _Remedies:
             for local, qualified in walker_state.module_scope.names.items())
         self.positions = ev.positions
         self.info_possible = info_possible
-        # id() of a node → its qualified name: no name is bound during this pass (the scope
-        # is the module's, complete), so each is computed once
-        self._qualified: dict[int, Optional[str]] = {}
-
-    def q(self, node: ast.AST) -> Optional[str]:
-        if type(node) is ast.Name:
-            return self.state.qualify(node.id)
-        key = id(node)
-        if key in self._qualified:
-            return self._qualified[key]
-        name = dotted(node)
-        found = self.state.qualify(name) if name else None
-        self._qualified[key] = found
-        return found
+        # no name is bound during this pass (the scope is the module's, complete): each
+        # node's qualified name is computed once, by `state` (shared with the evaluator's
+        # lookups), starting from those the main walk computed under the complete scope
+        state.adopt_names(walker_state)
 
     def facts(self) -> RemedyFacts:
         return RemedyFacts(tuple(self.classes), tuple(self.inits), tuple(self.loaders),
@@ -239,7 +228,7 @@ class _Remedies:
         scope = self.scope
         if isinstance(target, ast.Name):
             scope.kinds[target.id] = self.kind(value)
-            if isinstance(value, ast.Call) and self.q(value.func) in SPLITS:
+            if isinstance(value, ast.Call) and self.state.q_dotted(value.func) in SPLITS:
                 scope.splits.add(target.id)
             else:
                 scope.splits.discard(target.id)
@@ -288,7 +277,7 @@ class _Remedies:
         if isinstance(expr, ast.Name):
             return self.scope.kinds.get(expr.id)
         if isinstance(expr, ast.Call):
-            name = self.q(expr.func)
+            name = self.state.q_dotted(expr.func)
             if name in GET_WORKER_INFO:
                 return INFO
             if name in WRAPPERS:
@@ -371,7 +360,7 @@ class _Remedies:
 
     def call(self, node: ast.Call) -> None:
         func = node.func
-        name = self.q(func)
+        name = self.state.q_dotted(func)
         if name in LOADERS:
             self.loader(node)
         if isinstance(func, ast.Attribute) and self.dataset(func.value):
@@ -619,7 +608,8 @@ class _ClassReader:
 
     def _process_value(self, expr: ast.expr, method: str) -> bool:
         for node in subtree(expr):
-            if isinstance(node, ast.Call) and self.owner.q(node.func) in PROCESS_CALLS:
+            if isinstance(node, ast.Call) \
+                    and self.owner.state.q_dotted(node.func) in PROCESS_CALLS:
                 return True
             if isinstance(node, ast.Name) and (method, node.id) in self.pid_names:
                 return True

@@ -326,6 +326,26 @@ class State:
         self._qualified[key] = found
         return found
 
+    def q_dotted(self, node: ast.AST) -> Optional[str]:
+        """`q` of a dotted name only (`a.b.c`, `a[...]`): None for an attribute of the module
+        an import call returns (`__import__("lmdb").open`), which `q` qualifies."""
+        found = self.q(node)
+        if found is not None and type(node) is ast.Attribute:
+            root = node.value  # (`dotted` of an attribute chain: rooted at a name)
+            while type(root) is ast.Attribute:
+                root = root.value  # type: ignore[attr-defined]
+            if type(root) is not ast.Name:
+                return None
+        return found
+
+    def adopt_names(self, other: State) -> None:
+        """Start from the qualified names `other` computed, when this state's scope is
+        `other`'s module scope and `other` has finished binding names in it: what `other`
+        still holds was computed under that scope as it is (any binding, and leaving a
+        function scope that bound names, cleared it)."""
+        self._qualified.update(other._qualified)
+        self._by_name.update(other._by_name)
+
     def qualify(self, name: str) -> str:
         """A dotted name qualified through this file's imports (names.qualify), computed once
         per name while no binding changes."""
