@@ -333,7 +333,7 @@ class State:
         if found is not None and type(node) is ast.Attribute:
             root = node.value  # (`dotted` of an attribute chain: rooted at a name)
             while type(root) is ast.Attribute:
-                root = root.value  # type: ignore[attr-defined]
+                root = root.value
             if type(root) is not ast.Name:
                 return None
         return found
