@@ -320,9 +320,20 @@ class _Remedies:
             kind = type(node)
             if kind is name_type or kind is constant:
                 continue  # (the most frequent nodes: nothing to do, nothing under them)
+            # (calls, attributes and subscripts, most of the others: their children pushed
+            # here, in the order of their fields; a keyword's value for the keyword, which
+            # reads nothing)
             if kind is call:
                 self.call(node)  # type: ignore[arg-type]
-            elif kind is attribute:
+                keywords = node.keywords  # type: ignore[attr-defined]
+                if keywords:
+                    extend([k.value for k in reversed(keywords)])
+                args = node.args  # type: ignore[attr-defined]
+                if args:
+                    extend(reversed(args))
+                push(node.func)  # type: ignore[attr-defined]
+                continue
+            if kind is attribute:
                 value = node.value  # type: ignore[attr-defined]
                 if (info and node.attr in WRAPPER_ATTRS  # type: ignore[attr-defined]
                         and self.kind(value) == DATASET):
@@ -335,15 +346,21 @@ class _Remedies:
                         bound = refs(value.id)
                         if bound is not None:
                             self._member_use(value, node, node.attr, "", bound)  # type: ignore
+                        continue  # (a name: nothing to read under it)
                     elif type(value) is attribute and type(value.value) is name_type:
                         bound = refs(value.value.id)
                         if bound is not None:
                             self._member_use(value.value, node, node.attr,  # type: ignore
                                              value.attr, bound)
-            elif kind is subscript:
+                push(value)
+                continue
+            if kind is subscript:
                 if type(node.ctx) is load:  # type: ignore[attr-defined]
                     self.use("getitem", node.value, node)  # type: ignore[attr-defined]
-            elif kind is comprehension:
+                push(node.slice)  # type: ignore[attr-defined]
+                push(node.value)  # type: ignore[attr-defined]
+                continue
+            if kind is comprehension:
                 self.iterated(node.iter, node.iter)  # type: ignore[attr-defined]
             elif kind is lam:
                 continue  # (read on its own when passed as `worker_init_fn=`)
