@@ -496,8 +496,11 @@ class _ClassReader:
     def read(self, node: ast.ClassDef, uses: SelfUses) -> RemedyClass:
         """`uses`: what the main walk saw the methods do with attributes of self."""
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        # A class spelling no process call has no process check: no walk of each method for one.
-        nodes = {id(m): subtree(m) for m in methods} if self._may_check_process(node) else {}
+        # A class spelling no process call has no process check: no walk of each method for one;
+        # nor one with no lazy accessor (what a process check is asked for)
+        nodes = {id(m): subtree(m) for m in methods} \
+            if any(m.name in uses.lazy for m in methods) and self._may_check_process(node) \
+            else {}
         self._process_values(methods, nodes)
         for method in methods:
             self.method(method, nodes.get(id(method), []), uses)
@@ -524,7 +527,8 @@ class _ClassReader:
 
     def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST],
                uses: SelfUses) -> None:
-        if node.name != "__init__" and node.name not in uses.lazy:
+        lazy = node.name in uses.lazy  # (the main walk saw a candidate in it)
+        if node.name != "__init__" and not lazy:
             return  # (outside `__init__`, `block` records lazy accessors only)
         state = self.owner.state
         func = FunctionState(node.name, f"{self.cls.qualname}.{node.name}", False, False,
@@ -535,19 +539,22 @@ class _ClassReader:
                                       *node.args.kwonlyargs)}
             if node.name == "__init__":
                 self.none_defaults = _none_defaults(node.args)
-            checked = any(self._process_value(t.test, node.name) for t in nodes
-                          if isinstance(t, (ast.If, ast.IfExp, ast.While, ast.Assert)))
-            self.block(node.name, node.body, params, checked)
+            checked = lazy and any(self._process_value(t.test, node.name) for t in nodes
+                                   if isinstance(t, (ast.If, ast.IfExp, ast.While, ast.Assert)))
+            self.block(node.name, node.body, params, checked, lazy)
         finally:
             state.pop(2)
 
-    def block(self, method: str, body: list[ast.stmt], params: set[str], checked: bool) -> None:
+    def block(self, method: str, body: list[ast.stmt], params: set[str], checked: bool,
+              lazy: bool) -> None:
+        """`lazy`: whether the method may hold a lazy accessor (SelfUses.lazy); if not, what
+        only `_lazy` reads (local handles, unset tests) is not computed."""
         ev = self.owner.ev
         for stmt in body:
             if isinstance(stmt, ast.Assign):
                 # (asked for a name's binding only: most targets are attributes of self)
                 handle = ev.handle_of(stmt.value) \
-                    if any(type(t) is ast.Name for t in stmt.targets) else None
+                    if lazy and any(type(t) is ast.Name for t in stmt.targets) else None
                 for target in stmt.targets:
                     if isinstance(target, ast.Name) and handle is not None:
                         self.owner.state.env.handles[target.id] = handle
@@ -568,10 +575,10 @@ class _ClassReader:
                         self.init_none.append(AttrSite(attr, self.owner.span(stmt.target)))
                     else:
                         self.init_set.add(attr)
-            elif isinstance(stmt, ast.If):
+            elif lazy and isinstance(stmt, ast.If):
                 for attr in unset_tests(stmt.test):
                     self._lazy(method, attr, stmt.body, checked)
-            if isinstance(stmt, ast.Assign) and method != "__init__":
+            if lazy and isinstance(stmt, ast.Assign) and method != "__init__":
                 for target in stmt.targets:
                     attr = self_attr(target)
                     if attr and or_self(stmt.value, attr):
@@ -584,7 +591,7 @@ class _ClassReader:
                     inner.append(child)
                 elif isinstance(child, _CLAUSES):
                     inner.extend(s for s in child_nodes(child) if isinstance(s, ast.stmt))
-            self.block(method, inner, params, checked)
+            self.block(method, inner, params, checked, lazy)
 
     def _lazy(self, method: str, attr: str, body: list[ast.stmt], checked: bool) -> None:
         ev = self.owner.ev
