@@ -522,7 +522,7 @@ class _ClassReader:
         owner = self.owner
         if not owner.process_possible or owner.process_aliased:
             return owner.process_possible
-        lines = owner.positions.lines[node.lineno - 1:node.end_lineno]
+        lines = owner.positions.rows[node.lineno - 1:node.end_lineno]
         return any(word in line for line in lines for word in PROCESS_WORDS)
 
     def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST],
