@@ -222,8 +222,13 @@ class Evaluator:
         self._steady, self._steady_refs = call, None
 
     def share_args(self, other: Evaluator) -> None:
-        """Use `other`'s arguments computed so far and to come (an evaluator of the same tree)."""
+        """Use `other`'s arguments computed so far and to come (an evaluator of the same tree),
+        and what it made of callees' names and the refs it made (they depend on the names and
+        the registry only)."""
         self._args = other._args
+        if other.registry is self.registry:
+            self._callees = other._callees
+            self._refs = other._refs
 
     # --- handles ----------------------------------------------------------------------------
 
