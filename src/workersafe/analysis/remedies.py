@@ -200,6 +200,11 @@ class _Remedies:
             return
         if kind in _SKIPPED:
             return  # nested definitions: not followed; imports, `pass`...: no expression
+        if kind is ast.Assert:  # (then these: their nodes in field order)
+            self.expression(stmt.test)  # type: ignore[attr-defined]
+            if stmt.msg is not None:  # type: ignore[attr-defined]
+                self.expression(stmt.msg)  # type: ignore[attr-defined]
+            return
         if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             self.expression(stmt.value)
             self.assign(stmt.target, stmt.value)
@@ -380,7 +385,8 @@ class _Remedies:
         name = self.state.q_dotted(func)
         if name in LOADERS:
             self.loader(node)
-        if isinstance(func, ast.Attribute) and self.dataset(func.value):
+        info = self.info_possible  # (`dataset` is never true without it)
+        if info and isinstance(func, ast.Attribute) and self.dataset(func.value):
             self.scope.calls.append(AttrSite(func.attr, self.span(func)))
         bare = func.id if isinstance(func, ast.Name) else ""
         if bare in ("iter", "next", "list", "enumerate", "tuple", "sorted", "sum"):
@@ -391,7 +397,9 @@ class _Remedies:
         elif self.loader_index and name not in LOADERS:  # (none made yet: none iterated)
             for arg in node.args:
                 self.iterated_loader(arg, node)  # `trainer.fit(model, loader)`, `tqdm(loader)`
-        if self.info_possible and any(  # (kind() first: it notes that a scope reached it)
+        if not info:
+            return
+        if any(  # (kind() first: it notes that a scope reached it)
                 self.dataset(a) for a in (*node.args, *(k.value for k in node.keywords))) \
                 and bare not in _LOOKS \
                 and name not in GET_WORKER_INFO:
