@@ -250,6 +250,10 @@ class State:
         self._qualified: dict[int, Optional[str]] = {}
         # dotted name → its qualified name, under the same condition (many nodes, few names)
         self._by_name: dict[str, str] = {}
+        # per function scope entered (innermost last): the names qualified outside it, put
+        # aside when a name is first bound in it and taken back when it is left (they are
+        # what they were: nothing inside binds outside); None until then
+        self._outside: list[Optional[tuple[dict[int, Optional[str]], dict[str, str]]]] = []
         self._module_env = Env()
         # the Env of the innermost function, or the module's (kept by push, pop and setting
         # `module_env`; read it, do not set it)
@@ -282,21 +286,24 @@ class State:
     @scope.setter
     def scope(self, scope: Scope) -> None:
         self._scope = scope
-        self._qualified.clear()
-        self._by_name.clear()
+        self._forget(True)
 
     def enter_scope(self) -> Scope:
         """A function's own import scope, inside the current one. Until something is bound
         in it, every name qualifies as outside it: the cached names stay."""
         self._scope = Scope(self._scope)
+        self._outside.append(None)
         return self._scope
 
     def leave_scope(self) -> None:
         """Back to the scope `enter_scope` was called in (what was qualified through names
-        bound inside is forgotten)."""
+        bound inside is forgotten, what was qualified outside before is back)."""
         inner = self._scope
         self._scope = inner.parent or self.module_scope
-        if inner.names or inner.star_modules:
+        outside = self._outside.pop() if self._outside else None
+        if outside is not None:
+            self._qualified, self._by_name = outside
+        elif inner.names or inner.star_modules:  # (bound behind `bind` and `rebound`)
             self._qualified.clear()
             self._by_name.clear()
 
@@ -304,13 +311,26 @@ class State:
         """Bind a name in `scope` (default: the current one); names qualified so far may now
         mean something else."""
         (scope or self._scope).bind(local, qualified)
-        self._qualified.clear()
-        self._by_name.clear()
+        self._forget(scope is not None and scope is not self._scope)
 
     def rebound(self) -> None:
-        """The scope changed behind `bind` (an import statement bound its names)."""
+        """The current scope changed behind `bind` (an import statement bound its names)."""
+        self._forget(False)
+
+    def _forget(self, outside_too: bool) -> None:
+        """Names may now qualify otherwise in the current scope (`outside_too`: in the scopes
+        around it as well)."""
+        outside = self._outside
+        if outside and not outside_too and outside[-1] is None:
+            # the first binding in a function: what was qualified so far is kept aside for
+            # when it is left (valid outside it, and inside it until now)
+            outside[-1] = (self._qualified, self._by_name)
+            self._qualified, self._by_name = {}, {}
+            return
         self._qualified.clear()
         self._by_name.clear()
+        if outside_too:  # (none kept aside is valid any more)
+            outside[:] = [({}, {}) if kept is not None else None for kept in outside]
 
     def q(self, node: ast.AST) -> Optional[str]:
         """The qualified name of a dotted expression, through this file's imports (computed
