@@ -662,15 +662,17 @@ def _none_safe(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> set[str]:
     """The attributes every read of which in the method handles None: the read is the test of
     a fallback (`self.s if self.s is not None else x`, `self.s or x`, `if self.s is None:`
     whose branch does not raise) or sits where the test says the value is there."""
-    reads: list[ast.Attribute] = []
+    reads: list[tuple[str, int]] = []  # (attribute, id() of the read)
     safe: set[int] = set()
     raising: set[int] = set()  # tests whose None branch raises (or asserts): not handled
     # nodes.subtree rather than ast.walk: another order, the same sets, a third of the cost
     tests = _TESTS
     for sub in subtree(node):
         if isinstance(sub, ast.Attribute):
-            if isinstance(sub.ctx, ast.Load) and self_attr(sub):
-                reads.append(sub)
+            if isinstance(sub.ctx, ast.Load):
+                read = self_attr(sub)
+                if read:
+                    reads.append((read, id(sub)))
         elif type(sub) not in tests:
             continue  # (most nodes: one test)
         elif isinstance(sub, ast.Assert):
@@ -691,9 +693,8 @@ def _none_safe(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> set[str]:
         elif isinstance(sub, ast.BoolOp) and isinstance(sub.op, ast.Or) \
                 and self_attr(sub.values[0]):
             safe.add(id(sub.values[0]))
-    attrs = {self_attr(r) for r in reads}
-    return {a for a in attrs if a and all(id(r) in safe and id(r) not in raising
-                                          for r in reads if self_attr(r) == a)}
+    read_attrs = {a for a, _ in reads}
+    return read_attrs - {a for a, key in reads if key not in safe or key in raising}
 
 
 def remedy_facts(tree: ast.Module, state: State, ev: Evaluator, classes: list[ClassState],
