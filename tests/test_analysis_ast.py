@@ -186,3 +186,22 @@ def test_a_functions_own_imports_qualify_its_names_only() -> None:
     assert [(f.name, f.calls) for f in facts.functions] == [
         ("local", ("other.Client.open",)), ("module_level", ("store.Client.open",)),
         ("later", ("store.open",)), ("last", ("store.Client.open",))]
+
+
+def test_a_name_bound_again_adds_each_dataset_once() -> None:
+    """The datasets a name may be are each kept once, however often one assignment names one
+    (the same whether the analysis runs as Python or compiled with mypyc)."""
+    import textwrap
+
+    from workersafe.parse import file_facts
+    from workersafe.registry import Registry
+
+    source = textwrap.dedent("""
+        from data import Other, Rows
+
+        ds = Other("b")
+        ds = [Rows("a"), Rows("a")]
+    """)
+    facts = file_facts(source, "m.py", "m", False, Registry())
+    ((name, refs),) = facts.module_vars
+    assert name == "ds" and [r.target for r in refs] == ["data.Other", "data.Rows"]

@@ -74,7 +74,7 @@ class Env:
             if binding.refs is None:
                 binding.refs = list(refs)
             else:
-                binding.refs.extend(r for r in refs if r not in binding.refs)
+                _add_new(binding.refs, refs)
             self._ref_names.setdefault(name)
         if value.kwargs is not None:
             binding.kwargs = value.kwargs
@@ -91,7 +91,7 @@ class Env:
         if binding.refs is None:
             binding.refs = list(refs)
         else:
-            binding.refs.extend(r for r in refs if r not in binding.refs)
+            _add_new(binding.refs, refs)
         self._ref_names.setdefault(name)
 
     def all_refs(self) -> dict[str, list[DatasetRef]]:
@@ -141,6 +141,15 @@ class Env:
                 return True
             env = env.parent
         return False
+
+
+def _add_new(found: list[DatasetRef], refs: list[DatasetRef]) -> None:
+    """Append each of `refs` not in `found` yet, those appended included (`found.extend` of a
+    generator testing `found` did so in CPython, not compiled with mypyc, which makes the list
+    first)."""
+    for ref in refs:
+        if ref not in found:
+            found.append(ref)
 
 
 @record()

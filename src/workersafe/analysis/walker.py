@@ -895,10 +895,9 @@ class FactWalker:
                     self._held_call(cls, method, attr, value)
             if method.name == "__init__":  # `self.h5 = source`, also as one alternative:
                 # `source if isinstance(source, h5py.File) else h5py.File(source)`, `h5 or ...`
-                cls.param_attrs.extend(kept for kept in ((name, attr) for name in
-                                                         _alternative_names(value))
-                                       if kept[0] in cls.init_params
-                                       and kept not in cls.param_attrs)
+                for name in _alternative_names(value):  # (each pair once: `x or x`)
+                    if name in cls.init_params and (name, attr) not in cls.param_attrs:
+                        cls.param_attrs.append((name, attr))
             refs = self.ev.refs_of(value)
             if refs:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
