@@ -1,10 +1,13 @@
 """Facts about the remedies people write for shared handles (the WS3xx rules), after the main
 walk, on the same value model (the main walk's import scope, module bindings and handle
 lookups). What the main walk can gather for it, it does (per class: the attributes of self
-its methods subscript and the members of them they use: walker.SelfUses); what follows reads
+its methods subscript and the members of them they use, which methods may hold a lazy
+accessor or test an attribute's presence: walker.SelfUses); the qualified names it computed
+under the complete module scope are this pass's too (State.adopt_names). What follows reads
 module-level code and module functions' statements in order (its bindings differ from the
 walk's: the complete module scope, a function's parameters unbound), and a class's methods'
-statements; each method's nodes only in a class that spells a process call.
+statements: `__init__`, and the methods the walk saw a lazy accessor's candidate in; each
+method's nodes only in a class that spells a process call and has such a method.
 
 - per class: attributes `__init__` sets to None, and lazy accessors (`if self.x is None:
   self.x = <handle>`) with whether a process check guards them;
