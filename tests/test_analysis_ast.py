@@ -153,3 +153,55 @@ def test_node_traversals_keep_asts_orders() -> None:
             assert child_nodes(node) == children(node), path
         seen += 1
     assert seen > 100
+
+
+def test_a_functions_own_imports_qualify_its_names_only() -> None:
+    """What a function imports qualifies the names it reads (nested functions too), not those
+    of the functions after it: the names qualified outside are kept aside, not recomputed."""
+    import textwrap
+
+    from workersafe.parse import file_facts
+    from workersafe.registry import Registry
+
+    source = textwrap.dedent("""
+        from store import Client
+
+        def local(p):
+            from other import Client
+            def inner(q):
+                return Client.open(q)
+            return Client.open(p), inner(p)
+
+        def module_level(p):
+            return Client.open(p)
+
+        def later(p):
+            import store as Client
+            return Client.open(p)
+
+        def last(p):
+            return Client.open(p)
+    """)
+    facts = file_facts(source, "m.py", "m", False, Registry())
+    assert [(f.name, f.calls) for f in facts.functions] == [
+        ("local", ("other.Client.open",)), ("module_level", ("store.Client.open",)),
+        ("later", ("store.open",)), ("last", ("store.Client.open",))]
+
+
+def test_a_name_bound_again_adds_each_dataset_once() -> None:
+    """The datasets a name may be are each kept once, however often one assignment names one
+    (the same whether the analysis runs as Python or compiled with mypyc)."""
+    import textwrap
+
+    from workersafe.parse import file_facts
+    from workersafe.registry import Registry
+
+    source = textwrap.dedent("""
+        from data import Other, Rows
+
+        ds = Other("b")
+        ds = [Rows("a"), Rows("a")]
+    """)
+    facts = file_facts(source, "m.py", "m", False, Registry())
+    ((name, refs),) = facts.module_vars
+    assert name == "ds" and [r.target for r in refs] == ["data.Other", "data.Rows"]

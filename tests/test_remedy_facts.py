@@ -236,3 +236,44 @@ def test_none_safe_reads_in_each_form_of_test() -> None:
     (cls,) = found.classes
     assert cls.none_safe == (("env_or_open", "env"), ("get_db", "db"), ("get_txn", "txn"),
                              ("nested", "cache"))
+
+
+def test_what_the_walk_lets_the_remedy_pass_skip_is_still_read() -> None:
+    """The remedy pass reads a method for lazy accessors only where the walk saw a candidate
+    (`self.x = self.x or ...`, an unset test, nested code included), and qualifies callees as
+    dotted names only: a DataLoader reached through an import call is the walk's, not one whose
+    wrapper it records."""
+    source = """
+        import importlib
+        import requests
+
+        def main(ds):
+            loader = importlib.import_module("torch.utils.data").DataLoader(ds, num_workers=2)
+            for batch in loader:
+                pass
+
+        class Reader:
+            def __init__(self, path):
+                self.path = path
+                self.session = None
+
+            def get(self):
+                self.session = self.session or requests.Session()
+                return self.session
+
+            def check(self):
+                if self.path is not None:
+                    return requests.Session()
+
+            def nested(self):
+                def inner():
+                    if self.conn is None:
+                        self.conn = requests.Session()
+                inner()
+    """
+    facts = file_facts(textwrap.dedent(source), "m.py", "m", False, Registry())
+    assert len(facts.loaders) == 1 and not facts.remedies.loaders
+    (cls,) = facts.remedies.classes
+    assert [(lz.attr, lz.method, lz.site.handle if lz.site else "") for lz in cls.lazy] == [
+        ("session", "get", "requests.Session"), ("conn", "nested", "requests.Session")]
+    assert [a.attr for a in cls.init_none] == ["session"]

@@ -20,12 +20,22 @@ class Positions:
         self.text = text
         self.ascii = text.isascii()
         self._lines: Optional[list[str]] = None
+        self._rows: Optional[list[str]] = None
 
     @property
     def lines(self) -> list[str]:
         if self._lines is None:
             self._lines = _lines(self.text)
         return self._lines
+
+    @property
+    def rows(self) -> list[str]:
+        """The lines, their line breaks left out or not (`lines` when the text has a \r);
+        one more, empty, when the text ends with a line break: for what a line's text says
+        before its end (a column, a word)."""
+        if self._rows is None:
+            self._rows = self.text.split("\n") if "\r" not in self.text else self.lines
+        return self._rows
 
     def span(self, node: ast.expr | ast.stmt) -> Span:
         line, col = node.lineno, node.col_offset
@@ -37,7 +47,7 @@ class Positions:
         return Span(line, self._char_col(line, col), end_line, self._char_col(end_line, end_col))
 
     def _char_col(self, line: int, byte_col: int) -> int:
-        lines = self.lines
+        lines = self.rows
         if not 0 < line <= len(lines):
             return byte_col
         text = lines[line - 1]

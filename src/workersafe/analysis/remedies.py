@@ -1,10 +1,13 @@
 """Facts about the remedies people write for shared handles (the WS3xx rules), after the main
 walk, on the same value model (the main walk's import scope, module bindings and handle
 lookups). What the main walk can gather for it, it does (per class: the attributes of self
-its methods subscript and the members of them they use: walker.SelfUses); what follows reads
+its methods subscript and the members of them they use, which methods may hold a lazy
+accessor or test an attribute's presence: walker.SelfUses); the qualified names it computed
+under the complete module scope are this pass's too (State.adopt_names). What follows reads
 module-level code and module functions' statements in order (its bindings differ from the
 walk's: the complete module scope, a function's parameters unbound), and a class's methods'
-statements; each method's nodes only in a class that spells a process call.
+statements: `__init__`, and the methods the walk saw a lazy accessor's candidate in; each
+method's nodes only in a class that spells a process call and has such a method.
 
 - per class: attributes `__init__` sets to None, and lazy accessors (`if self.x is None:
   self.x = <handle>`) with whether a process check guards them;
@@ -26,10 +29,11 @@ from ..facts import (
 from ..records import record
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
-from .names import dotted
 from .nodes import REVERSED_FIELDS, breadth_first, child_nodes, reversed_fields, subtree
 from .state import ClassState, Env, FunctionState, MethodState, State
-from .values import Evaluator, elements, is_none, is_self, presence, self_attr, string
+from .values import (
+    Evaluator, elements, is_none, is_self, or_self, presence, self_attr, unset_tests,
+)
 from .walker import SelfUses
 
 GET_WORKER_INFO = frozenset(f"{TORCH_DATA}{mod}.get_worker_info"
@@ -125,20 +129,10 @@ class _Remedies:
             for local, qualified in walker_state.module_scope.names.items())
         self.positions = ev.positions
         self.info_possible = info_possible
-        # id() of a node → its qualified name: no name is bound during this pass (the scope
-        # is the module's, complete), so each is computed once
-        self._qualified: dict[int, Optional[str]] = {}
-
-    def q(self, node: ast.AST) -> Optional[str]:
-        if type(node) is ast.Name:
-            return self.state.qualify(node.id)
-        key = id(node)
-        if key in self._qualified:
-            return self._qualified[key]
-        name = dotted(node)
-        found = self.state.qualify(name) if name else None
-        self._qualified[key] = found
-        return found
+        # no name is bound during this pass (the scope is the module's, complete): each
+        # node's qualified name is computed once, by `state` (shared with the evaluator's
+        # lookups), starting from those the main walk computed under the complete scope
+        state.adopt_names(walker_state)
 
     def facts(self) -> RemedyFacts:
         return RemedyFacts(tuple(self.classes), tuple(self.inits), tuple(self.loaders),
@@ -209,6 +203,11 @@ class _Remedies:
             return
         if kind in _SKIPPED:
             return  # nested definitions: not followed; imports, `pass`...: no expression
+        if kind is ast.Assert:  # (then these: their nodes in field order)
+            self.expression(stmt.test)  # type: ignore[attr-defined]
+            if stmt.msg is not None:  # type: ignore[attr-defined]
+                self.expression(stmt.msg)  # type: ignore[attr-defined]
+            return
         if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
             self.expression(stmt.value)
             self.assign(stmt.target, stmt.value)
@@ -237,7 +236,7 @@ class _Remedies:
         scope = self.scope
         if isinstance(target, ast.Name):
             scope.kinds[target.id] = self.kind(value)
-            if isinstance(value, ast.Call) and self.q(value.func) in SPLITS:
+            if isinstance(value, ast.Call) and self.state.q_dotted(value.func) in SPLITS:
                 scope.splits.add(target.id)
             else:
                 scope.splits.discard(target.id)
@@ -286,7 +285,7 @@ class _Remedies:
         if isinstance(expr, ast.Name):
             return self.scope.kinds.get(expr.id)
         if isinstance(expr, ast.Call):
-            name = self.q(expr.func)
+            name = self.state.q_dotted(expr.func)
             if name in GET_WORKER_INFO:
                 return INFO
             if name in WRAPPERS:
@@ -329,9 +328,20 @@ class _Remedies:
             kind = type(node)
             if kind is name_type or kind is constant:
                 continue  # (the most frequent nodes: nothing to do, nothing under them)
+            # (calls, attributes and subscripts, most of the others: their children pushed
+            # here, in the order of their fields; a keyword's value for the keyword, which
+            # reads nothing)
             if kind is call:
                 self.call(node)  # type: ignore[arg-type]
-            elif kind is attribute:
+                keywords = node.keywords  # type: ignore[attr-defined]
+                if keywords:
+                    extend([k.value for k in reversed(keywords)])
+                args = node.args  # type: ignore[attr-defined]
+                if args:
+                    extend(reversed(args))
+                push(node.func)  # type: ignore[attr-defined]
+                continue
+            if kind is attribute:
                 value = node.value  # type: ignore[attr-defined]
                 if (info and node.attr in WRAPPER_ATTRS  # type: ignore[attr-defined]
                         and self.kind(value) == DATASET):
@@ -344,15 +354,21 @@ class _Remedies:
                         bound = refs(value.id)
                         if bound is not None:
                             self._member_use(value, node, node.attr, "", bound)  # type: ignore
+                        continue  # (a name: nothing to read under it)
                     elif type(value) is attribute and type(value.value) is name_type:
                         bound = refs(value.value.id)
                         if bound is not None:
                             self._member_use(value.value, node, node.attr,  # type: ignore
                                              value.attr, bound)
-            elif kind is subscript:
+                push(value)
+                continue
+            if kind is subscript:
                 if type(node.ctx) is load:  # type: ignore[attr-defined]
                     self.use("getitem", node.value, node)  # type: ignore[attr-defined]
-            elif kind is comprehension:
+                push(node.slice)  # type: ignore[attr-defined]
+                push(node.value)  # type: ignore[attr-defined]
+                continue
+            if kind is comprehension:
                 self.iterated(node.iter, node.iter)  # type: ignore[attr-defined]
             elif kind is lam:
                 continue  # (read on its own when passed as `worker_init_fn=`)
@@ -369,10 +385,11 @@ class _Remedies:
 
     def call(self, node: ast.Call) -> None:
         func = node.func
-        name = self.q(func)
+        name = self.state.q_dotted(func)
         if name in LOADERS:
             self.loader(node)
-        if isinstance(func, ast.Attribute) and self.dataset(func.value):
+        info = self.info_possible  # (`dataset` is never true without it)
+        if info and isinstance(func, ast.Attribute) and self.dataset(func.value):
             self.scope.calls.append(AttrSite(func.attr, self.span(func)))
         bare = func.id if isinstance(func, ast.Name) else ""
         if bare in ("iter", "next", "list", "enumerate", "tuple", "sorted", "sum"):
@@ -383,7 +400,9 @@ class _Remedies:
         elif self.loader_index and name not in LOADERS:  # (none made yet: none iterated)
             for arg in node.args:
                 self.iterated_loader(arg, node)  # `trainer.fit(model, loader)`, `tqdm(loader)`
-        if self.info_possible and any(  # (kind() first: it notes that a scope reached it)
+        if not info:
+            return
+        if any(  # (kind() first: it notes that a scope reached it)
                 self.dataset(a) for a in (*node.args, *(k.value for k in node.keywords))) \
                 and bare not in _LOOKS \
                 and name not in GET_WORKER_INFO:
@@ -488,8 +507,11 @@ class _ClassReader:
     def read(self, node: ast.ClassDef, uses: SelfUses) -> RemedyClass:
         """`uses`: what the main walk saw the methods do with attributes of self."""
         methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        # A class spelling no process call has no process check: no walk of each method for one.
-        nodes = {id(m): subtree(m) for m in methods} if self._may_check_process(node) else {}
+        # A class spelling no process call has no process check: no walk of each method for one;
+        # nor one with no lazy accessor (what a process check is asked for)
+        nodes = {id(m): subtree(m) for m in methods} \
+            if any(m.name in uses.lazy for m in methods) and self._may_check_process(node) \
+            else {}
         self._process_values(methods, nodes)
         for method in methods:
             self.method(method, nodes.get(id(method), []), uses)
@@ -511,12 +533,13 @@ class _ClassReader:
         owner = self.owner
         if not owner.process_possible or owner.process_aliased:
             return owner.process_possible
-        lines = owner.positions.lines[node.lineno - 1:node.end_lineno]
+        lines = owner.positions.rows[node.lineno - 1:node.end_lineno]
         return any(word in line for line in lines for word in PROCESS_WORDS)
 
     def method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], nodes: list[ast.AST],
                uses: SelfUses) -> None:
-        if node.name != "__init__" and node.name not in uses.lazy:
+        lazy = node.name in uses.lazy  # (the main walk saw a candidate in it)
+        if node.name != "__init__" and not lazy:
             return  # (outside `__init__`, `block` records lazy accessors only)
         state = self.owner.state
         func = FunctionState(node.name, f"{self.cls.qualname}.{node.name}", False, False,
@@ -527,19 +550,22 @@ class _ClassReader:
                                       *node.args.kwonlyargs)}
             if node.name == "__init__":
                 self.none_defaults = _none_defaults(node.args)
-            checked = any(self._process_value(t.test, node.name) for t in nodes
-                          if isinstance(t, (ast.If, ast.IfExp, ast.While, ast.Assert)))
-            self.block(node.name, node.body, params, checked)
+            checked = lazy and any(self._process_value(t.test, node.name) for t in nodes
+                                   if isinstance(t, (ast.If, ast.IfExp, ast.While, ast.Assert)))
+            self.block(node.name, node.body, params, checked, lazy)
         finally:
             state.pop(2)
 
-    def block(self, method: str, body: list[ast.stmt], params: set[str], checked: bool) -> None:
+    def block(self, method: str, body: list[ast.stmt], params: set[str], checked: bool,
+              lazy: bool) -> None:
+        """`lazy`: whether the method may hold a lazy accessor (SelfUses.lazy); if not, what
+        only `_lazy` reads (local handles, unset tests) is not computed."""
         ev = self.owner.ev
         for stmt in body:
             if isinstance(stmt, ast.Assign):
                 # (asked for a name's binding only: most targets are attributes of self)
                 handle = ev.handle_of(stmt.value) \
-                    if any(type(t) is ast.Name for t in stmt.targets) else None
+                    if lazy and any(type(t) is ast.Name for t in stmt.targets) else None
                 for target in stmt.targets:
                     if isinstance(target, ast.Name) and handle is not None:
                         self.owner.state.env.handles[target.id] = handle
@@ -560,13 +586,13 @@ class _ClassReader:
                         self.init_none.append(AttrSite(attr, self.owner.span(stmt.target)))
                     else:
                         self.init_set.add(attr)
-            elif isinstance(stmt, ast.If):
-                for attr in _unset_tests(stmt.test):
+            elif lazy and isinstance(stmt, ast.If):
+                for attr in unset_tests(stmt.test):
                     self._lazy(method, attr, stmt.body, checked)
-            if isinstance(stmt, ast.Assign) and method != "__init__":
+            if lazy and isinstance(stmt, ast.Assign) and method != "__init__":
                 for target in stmt.targets:
                     attr = self_attr(target)
-                    if attr and _or_self(stmt.value, attr):
+                    if attr and or_self(stmt.value, attr):
                         self._lazy(method, attr, [stmt], checked)
             if type(stmt) not in _COMPOUND:
                 continue  # (no statement under it)
@@ -576,7 +602,7 @@ class _ClassReader:
                     inner.append(child)
                 elif isinstance(child, _CLAUSES):
                     inner.extend(s for s in child_nodes(child) if isinstance(s, ast.stmt))
-            self.block(method, inner, params, checked)
+            self.block(method, inner, params, checked, lazy)
 
     def _lazy(self, method: str, attr: str, body: list[ast.stmt], checked: bool) -> None:
         ev = self.owner.ev
@@ -617,7 +643,8 @@ class _ClassReader:
 
     def _process_value(self, expr: ast.expr, method: str) -> bool:
         for node in subtree(expr):
-            if isinstance(node, ast.Call) and self.owner.q(node.func) in PROCESS_CALLS:
+            if isinstance(node, ast.Call) \
+                    and self.owner.state.q_dotted(node.func) in PROCESS_CALLS:
                 return True
             if isinstance(node, ast.Name) and (method, node.id) in self.pid_names:
                 return True
@@ -630,42 +657,6 @@ def _static(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
     return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
 
 
-def _getattr_of_self(node: ast.expr) -> Optional[str]:
-    """`getattr(self, "x", None)` → "x"."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-            and node.func.id == "getattr" and len(node.args) >= 2 and is_self(node.args[0]):
-        return string(node.args[1])
-    return None
-
-
-def _or_self(value: ast.expr, attr: str) -> bool:
-    """`self.x or <expr>`: the `self.x = self.x or Session()` lazy open."""
-    return isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) \
-        and self_attr(value.values[0]) == attr
-
-
-def _unset_tests(test: ast.expr) -> list[str]:
-    """The attributes a test checks are unset: `self.x is None`, `not self.x`,
-    `not hasattr(self, "x")`, combined with `or`/`and`."""
-    if isinstance(test, ast.BoolOp):
-        return [a for value in test.values for a in _unset_tests(value)]
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 \
-            and isinstance(test.ops[0], (ast.Is, ast.Eq)) and is_none(test.comparators[0]):
-        attr = self_attr(test.left) or _getattr_of_self(test.left)
-        return [attr] if attr else []
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        operand = test.operand
-        attr = self_attr(operand)
-        if attr:
-            return [attr]
-        if isinstance(operand, ast.Call) and isinstance(operand.func, ast.Name) \
-                and operand.func.id == "hasattr" and len(operand.args) == 2 \
-                and is_self(operand.args[0]):
-            name = string(operand.args[1])
-            return [name] if name else []
-    return []
-
-
 # The node types other than attributes that `_none_safe` reads.
 _TESTS = frozenset({ast.Assert, ast.If, ast.IfExp, ast.BoolOp})
 
@@ -674,15 +665,17 @@ def _none_safe(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> set[str]:
     """The attributes every read of which in the method handles None: the read is the test of
     a fallback (`self.s if self.s is not None else x`, `self.s or x`, `if self.s is None:`
     whose branch does not raise) or sits where the test says the value is there."""
-    reads: list[ast.Attribute] = []
+    reads: list[tuple[str, int]] = []  # (attribute, id() of the read)
     safe: set[int] = set()
     raising: set[int] = set()  # tests whose None branch raises (or asserts): not handled
     # nodes.subtree rather than ast.walk: another order, the same sets, a third of the cost
     tests = _TESTS
     for sub in subtree(node):
         if isinstance(sub, ast.Attribute):
-            if isinstance(sub.ctx, ast.Load) and self_attr(sub):
-                reads.append(sub)
+            if isinstance(sub.ctx, ast.Load):
+                read = self_attr(sub)
+                if read:
+                    reads.append((read, id(sub)))
         elif type(sub) not in tests:
             continue  # (most nodes: one test)
         elif isinstance(sub, ast.Assert):
@@ -703,9 +696,8 @@ def _none_safe(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> set[str]:
         elif isinstance(sub, ast.BoolOp) and isinstance(sub.op, ast.Or) \
                 and self_attr(sub.values[0]):
             safe.add(id(sub.values[0]))
-    attrs = {self_attr(r) for r in reads}
-    return {a for a in attrs if a and all(id(r) in safe and id(r) not in raising
-                                          for r in reads if self_attr(r) == a)}
+    read_attrs = {a for a, _ in reads}
+    return read_attrs - {a for a, key in reads if key not in safe or key in raising}
 
 
 def remedy_facts(tree: ast.Module, state: State, ev: Evaluator, classes: list[ClassState],

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import field
-from typing import Iterable, NamedTuple, Optional, Union
+from typing import NamedTuple, Optional, Union
 
 from ..facts import DatasetRef, HeldCall, Span
 from ..records import record
@@ -143,6 +143,15 @@ class Env:
         return False
 
 
+def _add_new(found: list[DatasetRef], refs: list[DatasetRef]) -> None:
+    """Append each of `refs` not in `found` yet, those appended included (`found.extend` of a
+    generator testing `found` did so in CPython, not compiled with mypyc, which makes the list
+    first)."""
+    for ref in refs:
+        if ref not in found:
+            found.append(ref)
+
+
 @record()
 class MethodState:
     name: str
@@ -250,6 +259,10 @@ class State:
         self._qualified: dict[int, Optional[str]] = {}
         # dotted name → its qualified name, under the same condition (many nodes, few names)
         self._by_name: dict[str, str] = {}
+        # per function scope entered (innermost last): the names qualified outside it, put
+        # aside when a name is first bound in it and taken back when it is left (they are
+        # what they were: nothing inside binds outside); None until then
+        self._outside: list[Optional[tuple[dict[int, Optional[str]], dict[str, str]]]] = []
         self._module_env = Env()
         # the Env of the innermost function, or the module's (kept by push, pop and setting
         # `module_env`; read it, do not set it)
@@ -282,21 +295,24 @@ class State:
     @scope.setter
     def scope(self, scope: Scope) -> None:
         self._scope = scope
-        self._qualified.clear()
-        self._by_name.clear()
+        self._forget(True)
 
     def enter_scope(self) -> Scope:
         """A function's own import scope, inside the current one. Until something is bound
         in it, every name qualifies as outside it: the cached names stay."""
         self._scope = Scope(self._scope)
+        self._outside.append(None)
         return self._scope
 
     def leave_scope(self) -> None:
         """Back to the scope `enter_scope` was called in (what was qualified through names
-        bound inside is forgotten)."""
+        bound inside is forgotten, what was qualified outside before is back)."""
         inner = self._scope
         self._scope = inner.parent or self.module_scope
-        if inner.names or inner.star_modules:
+        outside = self._outside.pop() if self._outside else None
+        if outside is not None:
+            self._qualified, self._by_name = outside
+        elif inner.names or inner.star_modules:  # (bound behind `bind` and `rebound`)
             self._qualified.clear()
             self._by_name.clear()
 
@@ -304,13 +320,26 @@ class State:
         """Bind a name in `scope` (default: the current one); names qualified so far may now
         mean something else."""
         (scope or self._scope).bind(local, qualified)
-        self._qualified.clear()
-        self._by_name.clear()
+        self._forget(scope is not None and scope is not self._scope)
 
     def rebound(self) -> None:
-        """The scope changed behind `bind` (an import statement bound its names)."""
+        """The current scope changed behind `bind` (an import statement bound its names)."""
+        self._forget(False)
+
+    def _forget(self, outside_too: bool) -> None:
+        """Names may now qualify otherwise in the current scope (`outside_too`: in the scopes
+        around it as well)."""
+        outside = self._outside
+        if outside and not outside_too and outside[-1] is None:
+            # the first binding in a function: what was qualified so far is kept aside for
+            # when it is left (valid outside it, and inside it until now)
+            outside[-1] = (self._qualified, self._by_name)
+            self._qualified, self._by_name = {}, {}
+            return
         self._qualified.clear()
         self._by_name.clear()
+        if outside_too:  # (none kept aside is valid any more)
+            outside[:] = [({}, {}) if kept is not None else None for kept in outside]
 
     def q(self, node: ast.AST) -> Optional[str]:
         """The qualified name of a dotted expression, through this file's imports (computed
@@ -325,6 +354,26 @@ class State:
         found = self._q(node)
         self._qualified[key] = found
         return found
+
+    def q_dotted(self, node: ast.AST) -> Optional[str]:
+        """`q` of a dotted name only (`a.b.c`, `a[...]`): None for an attribute of the module
+        an import call returns (`__import__("lmdb").open`), which `q` qualifies."""
+        found = self.q(node)
+        if found is not None and type(node) is ast.Attribute:
+            root = node.value  # (`dotted` of an attribute chain: rooted at a name)
+            while type(root) is ast.Attribute:
+                root = root.value
+            if type(root) is not ast.Name:
+                return None
+        return found
+
+    def adopt_names(self, other: State) -> None:
+        """Start from the qualified names `other` computed, when this state's scope is
+        `other`'s module scope and `other` has finished binding names in it: what `other`
+        still holds was computed under that scope as it is (any binding, and leaving a
+        function scope that bound names, cleared it)."""
+        self._qualified.update(other._qualified)
+        self._by_name.update(other._by_name)
 
     def qualify(self, name: str) -> str:
         """A dotted name qualified through this file's imports (names.qualify), computed once
@@ -428,12 +477,3 @@ class State:
             return local
         pair = self.module_handles.get(name)
         return pair[0] if pair else None
-
-
-def _add_new(known: list[DatasetRef], refs: Iterable[DatasetRef]) -> None:
-    """Append each ref not known yet, a repeat within `refs` too. (A loop, not
-    `known.extend(r for r in refs if r not in known)`: compiled by mypyc, that generator is
-    drained before the list grows, and a repeat within `refs` would be kept.)"""
-    for ref in refs:
-        if ref not in known:
-            known.append(ref)

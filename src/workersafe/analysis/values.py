@@ -222,8 +222,13 @@ class Evaluator:
         self._steady, self._steady_refs = call, None
 
     def share_args(self, other: Evaluator) -> None:
-        """Use `other`'s arguments computed so far and to come (an evaluator of the same tree)."""
+        """Use `other`'s arguments computed so far and to come (an evaluator of the same tree),
+        and what it made of callees' names and the refs it made (they depend on the names and
+        the registry only)."""
         self._args = other._args
+        if other.registry is self.registry:
+            self._callees = other._callees
+            self._refs = other._refs
 
     # --- handles ----------------------------------------------------------------------------
 
@@ -649,6 +654,42 @@ def _is_key(node: ast.AST) -> bool:
 # Expressions that compute a member's name: a variable, an attribute, a call (`str(i)`,
 # `"{}".format(i)`), an f-string or a concatenation.
 _KEY_EXPRESSIONS = (ast.JoinedStr, ast.Name, ast.Attribute, ast.Call, ast.BinOp)
+
+
+def _getattr_of_self(node: ast.expr) -> Optional[str]:
+    """`getattr(self, "x", None)` → "x"."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id == "getattr" and len(node.args) >= 2 and is_self(node.args[0]):
+        return string(node.args[1])
+    return None
+
+
+def or_self(value: ast.expr, attr: str) -> bool:
+    """`self.x or <expr>`: the `self.x = self.x or Session()` lazy open."""
+    return isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) \
+        and self_attr(value.values[0]) == attr
+
+
+def unset_tests(test: ast.expr) -> list[str]:
+    """The attributes a test checks are unset: `self.x is None`, `not self.x`,
+    `not hasattr(self, "x")`, combined with `or`/`and`."""
+    if isinstance(test, ast.BoolOp):
+        return [a for value in test.values for a in unset_tests(value)]
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 \
+            and isinstance(test.ops[0], (ast.Is, ast.Eq)) and is_none(test.comparators[0]):
+        attr = self_attr(test.left) or _getattr_of_self(test.left)
+        return [attr] if attr else []
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        operand = test.operand
+        attr = self_attr(operand)
+        if attr:
+            return [attr]
+        if isinstance(operand, ast.Call) and isinstance(operand.func, ast.Name) \
+                and operand.func.id == "hasattr" and len(operand.args) == 2 \
+                and is_self(operand.args[0]):
+            name = string(operand.args[1])
+            return [name] if name else []
+    return []
 
 
 def presence(test: ast.expr) -> tuple[Optional[str], bool]:

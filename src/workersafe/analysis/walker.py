@@ -24,7 +24,7 @@ from .state import (
 )
 from .values import (
     Evaluator, argument, elements, first_arg, int_value, is_name, is_none, is_self,
-    is_super, presence, self_attr, string,
+    is_super, or_self, presence, self_attr, string, unset_tests,
 )
 
 # Deeper code is reported (WS001), not analysed: nobody writes it, and libcst (which `fix`
@@ -54,7 +54,7 @@ _LIBRARY_ROOTS = frozenset({
 })
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NAME, _CONSTANT = ast.Name, ast.Constant
-# The tests that may check an attribute of self is unset (remedies._unset_tests).
+# The tests that may check an attribute of self is unset (values.unset_tests).
 _MAYBE_UNSET = frozenset({ast.Compare, ast.UnaryOp, ast.BoolOp})
 # Loader names a star import may bring in (a project package re-exporting torch's)
 _STAR_LOADER_NAMES = frozenset({"DataLoader"})
@@ -70,8 +70,9 @@ class SelfUses:
     # is None:`, `a if self.x else b`) or falling back from it (`self.x or b`), nested code
     # included (annotations are not walked)
     presence: set[str] = dataclasses.field(default_factory=set)
-    # the methods that may hold a lazy accessor (remedies._unset_tests, _or_self): an `if`
-    # whose test compares, negates or combines, an assignment of `a or b` (nested code included)
+    # the methods that may hold a lazy accessor (nested code included): an `if` whose test
+    # checks an attribute of self is unset (values.unset_tests), an assignment
+    # `self.x = self.x or b` (values.or_self); the others record none (remedies.py)
     lazy: set[str] = dataclasses.field(default_factory=set)
 
 
@@ -355,7 +356,8 @@ class FactWalker:
 
     def visit_If(self, node: ast.If) -> None:
         if self._uses_method and self._self_uses is not None:
-            if type(node.test) in _MAYBE_UNSET:
+            if type(node.test) in _MAYBE_UNSET and self._uses_method not in self._self_uses.lazy \
+                    and unset_tests(node.test):
                 self._self_uses.lazy.add(self._uses_method)
             if presence(node.test)[0] is not None:
                 self._self_uses.presence.add(self._uses_method)
@@ -548,7 +550,8 @@ class FactWalker:
     # --- statements -------------------------------------------------------------------------
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        if type(node.value) is ast.BoolOp and self._uses_method and self._self_uses is not None:
+        if type(node.value) is ast.BoolOp and self._uses_method and self._self_uses is not None \
+                and any(or_self(node.value, attr) for attr in map(self_attr, node.targets) if attr):
             self._self_uses.lazy.add(self._uses_method)
         for target in node.targets:
             self._mark_store(target)
