@@ -23,8 +23,9 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import reprlib
+import sys
 from operator import attrgetter
-from types import FunctionType
+from types import FunctionType, MemberDescriptorType
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from .record_inits import CODES
@@ -60,7 +61,8 @@ def _build(cls: Any, frozen: bool, eq: bool, with_repr: bool) -> None:
     own = dict(cls.__dict__)
     if not own.get("__doc__"):  # dataclasses would build one with inspect.signature
         cls.__doc__ = cls.__name__
-    dataclasses.dataclass(cls, init=False, repr=False, eq=False)  # the fields only
+    if not _fields_as_dataclasses(cls):
+        dataclasses.dataclass(cls, init=False, repr=False, eq=False)  # the fields only
     fields = dataclasses.fields(cls)
     names = tuple(f.name for f in fields)
     if "__init__" not in own:
@@ -82,6 +84,79 @@ def _build(cls: Any, frozen: bool, eq: bool, with_repr: bool) -> None:
             if name in own:
                 raise TypeError(f"cannot overwrite attribute {name} in class {cls.__name__}")
         cls.__setattr__, cls.__delattr__ = _frozen_of(cls, frozenset(names))
+
+
+# `dataclasses.dataclass(cls, init=False, repr=False, eq=False)` made each record's fields until
+# records made them themselves, as it does (~35 us a record of its ~50 us at import: it looks
+# for `ClassVar` and `InitVar` in each annotation with a regular expression). What it sets that
+# is the same for every record is taken from a class it made once; what depends on Python's
+# version (`kw_only`, `__match_args__`, `__replace__`) from that class too. Anything unusual (an
+# annotation naming ClassVar, InitVar or KW_ONLY or not a string, a slot, an abstract class, a
+# Python newer than the ones this was compared on) goes to dataclasses itself.
+_FIELD_KIND = getattr(dataclasses, "_FIELD", None)
+
+
+@dataclasses.dataclass(init=False, repr=False, eq=False)
+class _Template:
+    """(A docstring: without one, dataclasses would build it with `inspect.signature`.)"""
+
+    x: int = 0
+
+
+_PARAMS = getattr(_Template, "__dataclass_params__", None)
+_KW_ONLY = getattr(dataclasses.fields(_Template)[0], "kw_only", _MISSING)  # (3.10+: False)
+_MATCH_ARGS = "__match_args__" in _Template.__dict__
+_REPLACE = _Template.__dict__.get("__replace__")  # (3.13+)
+_FAST = (_FIELD_KIND is not None and _PARAMS is not None
+         and getattr(dataclasses.fields(_Template)[0], "_field_type", None) is _FIELD_KIND
+         and sys.version_info < (3, 14))
+
+
+def _fields_as_dataclasses(cls: Any) -> bool:
+    """Gives `cls` the fields `dataclasses.dataclass(cls, init=False, repr=False, eq=False)`
+    would; False (nothing done) when that call must do it."""
+    if not _FAST or "__abstractmethods__" in cls.__dict__:
+        return False
+    annotations = cls.__dict__.get("__annotations__", {})
+    made: dict[str, dataclasses.Field[Any]] = {}
+    for name, annotation in annotations.items():
+        if not isinstance(annotation, str) or "ClassVar" in annotation or "InitVar" in annotation \
+                or "KW_ONLY" in annotation:
+            return False
+        default: Any = getattr(cls, name, _MISSING)
+        if isinstance(default, dataclasses.Field):
+            if getattr(default, "name", None) is not None or _unhashable(default.default):
+                return False  # a field another class has; a mutable default (refused)
+            made[name] = default
+        elif isinstance(default, MemberDescriptorType) or _unhashable(default):
+            return False  # a slot; a mutable default (refused)
+        else:
+            made[name] = dataclasses.field(default=default)
+    for name, value in cls.__dict__.items():
+        if isinstance(value, dataclasses.Field) and name not in annotations:
+            return False  # (refused)
+    for name, f in made.items():
+        f.name, f.type = name, annotations[name]
+        setattr(f, "_field_type", _FIELD_KIND)
+        if getattr(f, "kw_only", None) is _MISSING:
+            setattr(f, "kw_only", _KW_ONLY)
+        if isinstance(cls.__dict__.get(name), dataclasses.Field):
+            if f.default is _MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+    cls.__dataclass_params__ = _PARAMS
+    cls.__dataclass_fields__ = made
+    if _REPLACE is not None and "__replace__" not in cls.__dict__:
+        cls.__replace__ = _REPLACE
+    if _MATCH_ARGS and "__match_args__" not in cls.__dict__:
+        setattr(cls, "__match_args__", tuple(name for name, f in made.items()
+                                             if f.init and not getattr(f, "kw_only", False)))
+    return True
+
+
+def _unhashable(value: Any) -> bool:
+    return getattr(type(value), "__hash__", None) is None
 
 
 def _init_of(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: bool
