@@ -117,34 +117,40 @@ def _fields_as_dataclasses(cls: Any) -> bool:
     would; False (nothing done) when that call must do it."""
     if not _FAST or "__abstractmethods__" in cls.__dict__:
         return False
-    annotations = cls.__dict__.get("__annotations__", {})
-    made: dict[str, dataclasses.Field[Any]] = {}
+    own = cls.__dict__
+    annotations = own.get("__annotations__", {})
+    made: dict[str, Any] = {}
+    given = []  # the fields given as `field(...)` in the class body
+    field_class, make_field, missing = dataclasses.Field, dataclasses.field, _MISSING
     for name, annotation in annotations.items():
-        if not isinstance(annotation, str) or "ClassVar" in annotation or "InitVar" in annotation \
-                or "KW_ONLY" in annotation:
+        if annotation.__class__ is not str or "ClassVar" in annotation \
+                or "InitVar" in annotation or "KW_ONLY" in annotation:
             return False
-        default: Any = getattr(cls, name, _MISSING)
-        if isinstance(default, dataclasses.Field):
-            if getattr(default, "name", None) is not None or _unhashable(default.default):
+        default: Any = getattr(cls, name, missing)
+        if isinstance(default, field_class):
+            if _named(default) or default.default.__class__.__hash__ is None:
                 return False  # a field another class has; a mutable default (refused)
             made[name] = default
-        elif isinstance(default, MemberDescriptorType) or _unhashable(default):
-            return False  # a slot; a mutable default (refused)
+            given.append(name)
+        elif default.__class__.__hash__ is None or isinstance(default, MemberDescriptorType):
+            return False  # a mutable default (refused); a slot
         else:
-            made[name] = dataclasses.field(default=default)
-    for name, value in cls.__dict__.items():
-        if isinstance(value, dataclasses.Field) and name not in annotations:
-            return False  # (refused)
+            made[name] = make_field(default=default)
+    if sum(isinstance(value, field_class) for value in own.values()) != len(given):
+        return False  # a field without an annotation (refused), or inherited
+    kind, kw_only = _FIELD_KIND, _KW_ONLY
     for name, f in made.items():
-        f.name, f.type = name, annotations[name]
-        setattr(f, "_field_type", _FIELD_KIND)
-        if getattr(f, "kw_only", None) is _MISSING:
-            setattr(f, "kw_only", _KW_ONLY)
-        if isinstance(cls.__dict__.get(name), dataclasses.Field):
-            if f.default is _MISSING:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, f.default)
+        f.name = name
+        f.type = annotations[name]
+        f._field_type = kind
+        if kw_only is not missing and f.kw_only is missing:
+            f.kw_only = kw_only
+    for name in given:
+        default = made[name].default
+        if default is missing:
+            delattr(cls, name)
+        else:
+            setattr(cls, name, default)
     cls.__dataclass_params__ = _PARAMS
     cls.__dataclass_fields__ = made
     if _REPLACE is not None and "__replace__" not in cls.__dict__:
@@ -155,8 +161,9 @@ def _fields_as_dataclasses(cls: Any) -> bool:
     return True
 
 
-def _unhashable(value: Any) -> bool:
-    return getattr(type(value), "__hash__", None) is None
+def _named(f: Any) -> bool:
+    """A field another class has made its own (dataclasses would take it over)."""
+    return f.name is not None
 
 
 def _init_of(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: bool
