@@ -191,8 +191,8 @@ def _exclusion(patterns: tuple[str, ...]) -> Callable[[str], bool]:
         return lambda path: False
     # A pattern without a wildcard matches by equality: a set (the defaults are all such but
     # one; compiling them cost ~0.3 ms of every run's start).
-    literal = frozenset(os.path.normcase(p) for p in patterns if not _WILDCARD.search(p))
-    wild = [p for p in patterns if _WILDCARD.search(p)]
+    literal = frozenset(os.path.normcase(p) for p in patterns if not re.search(_WILDCARD, p))
+    wild = [p for p in patterns if re.search(_WILDCARD, p)]
     matches = re.compile("|".join(
         f"(?:{fnmatch.translate(os.path.normcase(p))})" for p in wild)).match if wild else None
 
@@ -206,7 +206,7 @@ def _exclusion(patterns: tuple[str, ...]) -> Callable[[str], bool]:
     return excluded
 
 
-_WILDCARD = re.compile(r"[*?\[]")  # what fnmatch reads as other than itself
+_WILDCARD = r"[*?\[]"  # what fnmatch reads as other than itself (compiled by `re` when used)
 
 
 def _walk(directory: str, patterns: tuple[str, ...]) -> Iterator[tuple[str, str]]:

@@ -146,7 +146,16 @@ class ClassFacts:
     registered: Tuple[Tuple[str, str], ...] = ()
 
     def method(self, name: str) -> Optional[MethodFacts]:
-        return next((m for m in self.methods if m.name == name), None)
+        """The method of that name (the first, as the class body defines them)."""
+        return self._methods_by_name.get(name)
+
+    @functools.cached_property
+    def _methods_by_name(self) -> dict[str, MethodFacts]:
+        # built once (linking asks each class for its `__init__` and others many times)
+        found: dict[str, MethodFacts] = {}
+        for method in self.methods:
+            found.setdefault(method.name, method)
+        return found
 
 
 @record(frozen=True)

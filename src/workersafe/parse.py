@@ -122,18 +122,19 @@ def _line(text: str, number: int) -> str:
 
 
 # Syntax newer Pythons added, as it shows on the line Python blames: (version, what, pattern).
-_NEWER_SYNTAX: tuple[tuple[tuple[int, int], str, "re.Pattern[str]"], ...] = tuple(
-    (version, what, re.compile(pattern)) for version, what, pattern in (
-        ((3, 10), "`match`", r"^\s*(match|case)\b[^=]*:\s*(#.*)?$"),
-        ((3, 11), "`except*`", r"^\s*except\s*\*"),
-        ((3, 12), "a `type` alias", r"^\s*type\s+\w+\s*(\[.*\])?\s*="),
-        ((3, 12), "type parameters", r"^\s*(async\s+)?(def|class)\s+\w+\s*\["),
-        ((3, 14), "a t-string", r"(?<![\w.])([tT][rR]?|[rR][tT])[\"']"),
-        ((3, 14), "`except` without brackets", r"^\s*except\s+[^(:*\s][^:]*,[^:]*:"),
-    ))
+# (Compiled by `re` when a syntax error is explained, not at import: the flake8 plugin imports
+# this module for every run, and a file with a syntax error is rare.)
+_NEWER_SYNTAX: tuple[tuple[tuple[int, int], str, str], ...] = (
+    ((3, 10), "`match`", r"^\s*(match|case)\b[^=]*:\s*(#.*)?$"),
+    ((3, 11), "`except*`", r"^\s*except\s*\*"),
+    ((3, 12), "a `type` alias", r"^\s*type\s+\w+\s*(\[.*\])?\s*="),
+    ((3, 12), "type parameters", r"^\s*(async\s+)?(def|class)\s+\w+\s*\["),
+    ((3, 14), "a t-string", r"(?<![\w.])([tT][rR]?|[rR][tT])[\"']"),
+    ((3, 14), "`except` without brackets", r"^\s*except\s+[^(:*\s][^:]*,[^:]*:"),
+)
 # f-strings: 3.12 allows the outer quote inside the braces, backslashes and comments there
 _FSTRING_GRAMMAR = (3, 12)
-_FSTRING_NEWER = re.compile(r"""[fF][rRbB]?(?P<q>["'])[^\n]*?\{[^}\n]*((?P=q)|\\|#)""")
+_FSTRING_NEWER = r"""[fF][rRbB]?(?P<q>["'])[^\n]*?\{[^}\n]*((?P=q)|\\|#)"""
 
 
 def newer_syntax(line: str, message: str,
@@ -142,10 +143,10 @@ def newer_syntax(line: str, message: str,
     """(the Python that has it, what it is) when the line Python blamed holds syntax a newer
     Python than `version` knows; None for a plain mistake (a typo, Python 2 code)."""
     for needed, what, pattern in _NEWER_SYNTAX:
-        if tuple(version) < needed and pattern.search(line):
+        if tuple(version) < needed and re.search(pattern, line):
             return needed, what
     if tuple(version) < _FSTRING_GRAMMAR and message.startswith("f-string") \
-            and _FSTRING_NEWER.search(line):
+            and re.search(_FSTRING_NEWER, line):
         return _FSTRING_GRAMMAR, "an f-string with quotes, backslashes or comments inside"
     return None
 

@@ -623,10 +623,12 @@ def _class_cache_candidates(project: Project, registry: Registry, view: ClassVie
     lmdb.open(p)`): one per process. Filled while the parent constructs the dataset and read
     by its worker methods, the workers share the parent's handles (WS103); filled only in the
     workers, each has its own."""
-    parent = _parent_fillers(view)
+    parent: Optional[list[tuple[str, set[str]]]] = None  # asked only of a class with a cache
     for member in mro:
         home = project.class_file[member.qualname]
         for cache in member.class_caches:
+            if parent is None:
+                parent = _parent_fillers(view)
             htype = registry.lookup(cache.site.handle)
             first = next((root for root, ran in parent if cache.method in ran), "")
             if htype is None or not first or not (cache.attr in view.worker_reads

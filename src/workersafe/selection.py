@@ -606,10 +606,12 @@ def _follow_reexports(facts: FileFacts, names: Iterable[str], demand: Demand,
             demand((f"{star}.{name}" for star in facts.star_imports), facts)
 
 
-_LOADER_FIRST_ARG = re.compile(r"DataLoader\(\s*(?:dataset\s*=\s*)?(\w+)\s*[,)]")
+# (these patterns are compiled by `re` when first used, not at import: a run of files without
+# a dataset, `check`'s start-up, needs none of them)
+_LOADER_FIRST_ARG = r"DataLoader\(\s*(?:dataset\s*=\s*)?(\w+)\s*[,)]"
 
 
-_LOADER_SELF_ARG = re.compile(r"DataLoader\(\s*(?:dataset\s*=\s*)?self\.(\w+)\s*[,)]")
+_LOADER_SELF_ARG = r"DataLoader\(\s*(?:dataset\s*=\s*)?self\.(\w+)\s*[,)]"
 
 
 def _loader_of_parameter(text: str) -> bool:
@@ -620,7 +622,7 @@ def _loader_of_parameter(text: str) -> bool:
     if "DataLoader(" not in text:
         return False
     tried: set[str] = set()  # a test file builds many loaders of the same name
-    for match in _LOADER_FIRST_ARG.finditer(text):
+    for match in re.finditer(_LOADER_FIRST_ARG, text):
         name = match.group(1)
         if name in tried:
             continue
@@ -631,7 +633,7 @@ def _loader_of_parameter(text: str) -> bool:
         for loop in _matches_after(text, "for", rf"\s+(?:\w+\s*,\s*)?{name}\s+in\s+(\w+)"):
             if re.search(rf"def \w+\([^)]*\b{loop.group(1)}\b", text):
                 return True
-    attrs = dict.fromkeys(match.group(1) for match in _LOADER_SELF_ARG.finditer(text))
+    attrs = dict.fromkeys(match.group(1) for match in re.finditer(_LOADER_SELF_ARG, text))
     return any(re.search(rf"self\.{attr}\s*=\s*\w+\s*$", text, re.M) for attr in attrs)
 
 
@@ -820,7 +822,7 @@ def _dataset_class_names(bases_of: BasesOf, paths: set[str], words: tuple[str, .
 
 
 # what follows `DataLoader` in an import under another name (`_loader_aliases`)
-_AS_ALIAS = re.compile(r"[ \t]+as[ \t]+(\w+)")
+_AS_ALIAS = r"[ \t]+as[ \t]+(\w+)"  # (compiled by `_matches_after`)
 
 
 def _loader_aliases(texts: dict[str, str], paths: set[str]) -> tuple[str, ...]:
@@ -1023,7 +1025,7 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
     return found
 
 
-_CLASS_LINE = re.compile(r"^class\s+(\w+)", re.M)
+_CLASS_LINE = r"(?m)^class\s+(\w+)"  # (compiled by `re` when first used)
 
 
 def _keeps_instance_of(text: str, defining: str,
@@ -1035,7 +1037,7 @@ def _keeps_instance_of(text: str, defining: str,
         return False
     patterns = {} if patterns is None else patterns
     if defining not in patterns:
-        names = _CLASS_LINE.findall(defining)
+        names = re.findall(_CLASS_LINE, defining)
         alternatives = "|".join(map(re.escape, names))
         patterns[defining] = re.compile(r"self\.\w+\s*(?::[^=\n]*)?=\s*(?:[\w.]*\.)?(?:"
                                         + alternatives + r")\s*\(") if names else None

@@ -23,14 +23,14 @@ class Source:
         return physical_lines(self.text)
 
 
-_PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+_PHYSICAL_LINE = r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+"  # (compiled once, by `re`, when used)
 
 
 def physical_lines(text: str) -> list[str]:
     """Lines (with their ends) as Python's tokenizer, libcst and flake8 count them: split at
     \\r\\n, \\r and \\n only. `str.splitlines` also splits at \\f, \\v, \\x1c-\\x1e, \\x85,
     \\u2028 and \\u2029, which shifts every later line number."""
-    return _PHYSICAL_LINE.findall(text)
+    return re.findall(_PHYSICAL_LINE, text)
 
 
 class SourceError(Exception):

@@ -19,6 +19,7 @@ class Hierarchy(Names):
         super().__post_init__()
         self._mros: dict[str, tuple[ClassFacts, list[ClassFacts]]] = {}
         self._reads: dict[str, set[str]] = {}
+        self._datasets: dict[str, tuple[ClassFacts, bool]] = {}
 
     def base_classes(self, cls: ClassFacts) -> list[ClassFacts]:
         facts = self.class_file[cls.qualname]
@@ -59,11 +60,19 @@ class Hierarchy(Names):
         return ""
 
     def is_torch_dataset(self, cls: ClassFacts) -> bool:
+        """A class deriving from a torch (or configured) dataset base (asked several times per
+        class by the rules: answered once)."""
+        cached = self._datasets.get(cls.qualname)
+        if cached is not None and cached[0] is cls:
+            return cached[1]
+        found = False
         for member in self.mro(cls):
             facts = self.class_file[member.qualname]
             if any(self._is_dataset_base(b, facts) for b in member.bases):
-                return True
-        return False
+                found = True
+                break
+        self._datasets[cls.qualname] = (cls, found)
+        return found
 
     def _is_dataset_base(self, base: str, facts: FileFacts) -> bool:
         resolved = self.resolve(base, facts)

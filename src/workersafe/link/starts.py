@@ -108,6 +108,8 @@ class Starts(Reaching):
 
     def _entries_by_module(self) -> dict[str, list[Optional[FileFacts]]]:
         """Module → its entry files; None stands for the module's own file."""
+        if len(self.files) == 1:  # one file alone (flake8, editors): imported by no other
+            return {f.module: [None] for f in self.files if f.module}
         importers: dict[str, set[str]] = {}
         for facts in self.files:
             for module in self._imported_modules(facts):
