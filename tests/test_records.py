@@ -7,9 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
-import sys
 from dataclasses import dataclass, field
-from types import FunctionType
 from typing import Any, ClassVar, Optional
 
 import pytest
@@ -216,72 +214,3 @@ def test_a_precompiled_init_takes_the_records_own_defaults() -> None:
     assert method.attrs_read == () and method.returns_handle is None
     with pytest.raises(TypeError):
         facts.HeldHandle("db", site)  # method: no default
-
-
-def _record_classes(module: Any) -> dict[str, Any]:
-    return {name: value for name, value in vars(module).items()
-            if isinstance(value, type) and value.__module__ == module.__name__
-            and dataclasses.is_dataclass(value)}
-
-
-def _shown(value: Any) -> str:
-    """A value as two loads of one module both show it (a function: by name)."""
-    if isinstance(value, FunctionType):
-        return value.__qualname__
-    return repr(value)
-
-
-def _class_view(cls: Any) -> dict[str, Any]:
-    fields = cls.__dataclass_fields__
-    return {
-        "fields": {name: {slot: _shown(value) for slot, value in _field_view(f).items()}
-                   for name, f in fields.items()},
-        "defaults": {name: _shown(getattr(cls, name, "absent")) for name in fields},
-        "match_args": getattr(cls, "__match_args__", None),
-        "replace": hasattr(cls, "__replace__"),
-        "params": repr(cls.__dataclass_params__),
-    }
-
-
-def test_every_record_of_the_package_has_the_fields_dataclasses_gives() -> None:
-    """Records make their fields themselves (`records._fields_as_dataclasses`): each module of
-    the package defining records, loaded again with that turned off (dataclasses makes them),
-    gives every record the same fields, defaults, `__match_args__` and parameters."""
-    import importlib
-    import importlib.util
-    from pathlib import Path
-
-    import workersafe
-    from workersafe import records
-
-    assert records._FAST or sys.version_info >= (3, 14)
-    root = Path(workersafe.__file__).resolve().parent
-    compared = 0
-    for path in sorted(root.rglob("*.py")):
-        parts = list(path.relative_to(root.parent).with_suffix("").parts)
-        if parts[-1] in ("__main__", "__init__") or "@record" not in path.read_text("utf-8"):
-            continue
-        name = ".".join(parts)
-        try:
-            fast = importlib.import_module(name)
-        except ImportError:
-            continue
-        if not path.samefile(getattr(fast, "__file__", "") or path):
-            continue  # compiled by mypyc: not made by records
-        spec = importlib.util.spec_from_file_location(name + "_as_dataclasses", path)
-        assert spec is not None and spec.loader is not None
-        again = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = again  # (dataclasses looks the module up)
-        saved, records._FAST = records._FAST, False
-        try:
-            spec.loader.exec_module(again)
-        finally:
-            records._FAST = saved
-            del sys.modules[spec.name]
-        ours, theirs = _record_classes(fast), _record_classes(again)
-        assert list(ours) == list(theirs), name
-        for cls_name in ours:
-            assert _class_view(ours[cls_name]) == _class_view(theirs[cls_name]), \
-                f"{name}.{cls_name}"
-            compared += 1
-    assert compared >= 40

@@ -23,9 +23,8 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import reprlib
-import sys
 from operator import attrgetter
-from types import FunctionType, MemberDescriptorType
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from .record_inits import CODES
@@ -61,8 +60,7 @@ def _build(cls: Any, frozen: bool, eq: bool, with_repr: bool) -> None:
     own = dict(cls.__dict__)
     if not own.get("__doc__"):  # dataclasses would build one with inspect.signature
         cls.__doc__ = cls.__name__
-    if not _fields_as_dataclasses(cls):
-        dataclasses.dataclass(cls, init=False, repr=False, eq=False)  # the fields only
+    dataclasses.dataclass(cls, init=False, repr=False, eq=False)  # the fields only
     fields = dataclasses.fields(cls)
     names = tuple(f.name for f in fields)
     if "__init__" not in own:
@@ -84,86 +82,6 @@ def _build(cls: Any, frozen: bool, eq: bool, with_repr: bool) -> None:
             if name in own:
                 raise TypeError(f"cannot overwrite attribute {name} in class {cls.__name__}")
         cls.__setattr__, cls.__delattr__ = _frozen_of(cls, frozenset(names))
-
-
-# `dataclasses.dataclass(cls, init=False, repr=False, eq=False)` made each record's fields until
-# records made them themselves, as it does (~35 us a record of its ~50 us at import: it looks
-# for `ClassVar` and `InitVar` in each annotation with a regular expression). What it sets that
-# is the same for every record is taken from a class it made once; what depends on Python's
-# version (`kw_only`, `__match_args__`, `__replace__`) from that class too. Anything unusual (an
-# annotation naming ClassVar, InitVar or KW_ONLY or not a string, a slot, an abstract class, a
-# Python newer than the ones this was compared on) goes to dataclasses itself.
-_FIELD_KIND = getattr(dataclasses, "_FIELD", None)
-
-
-@dataclasses.dataclass(init=False, repr=False, eq=False)
-class _Template:
-    """(A docstring: without one, dataclasses would build it with `inspect.signature`.)"""
-
-    x: int = 0
-
-
-_PARAMS = getattr(_Template, "__dataclass_params__", None)
-_KW_ONLY = getattr(dataclasses.fields(_Template)[0], "kw_only", _MISSING)  # (3.10+: False)
-_MATCH_ARGS = "__match_args__" in _Template.__dict__
-_REPLACE = _Template.__dict__.get("__replace__")  # (3.13+)
-_FAST = (_FIELD_KIND is not None and _PARAMS is not None
-         and getattr(dataclasses.fields(_Template)[0], "_field_type", None) is _FIELD_KIND
-         and sys.version_info < (3, 14))
-
-
-def _fields_as_dataclasses(cls: Any) -> bool:
-    """Gives `cls` the fields `dataclasses.dataclass(cls, init=False, repr=False, eq=False)`
-    would; False (nothing done) when that call must do it."""
-    if not _FAST or "__abstractmethods__" in cls.__dict__:
-        return False
-    own = cls.__dict__
-    annotations = own.get("__annotations__", {})
-    made: dict[str, Any] = {}
-    given = []  # the fields given as `field(...)` in the class body
-    field_class, make_field, missing = dataclasses.Field, dataclasses.field, _MISSING
-    for name, annotation in annotations.items():
-        if annotation.__class__ is not str or "ClassVar" in annotation \
-                or "InitVar" in annotation or "KW_ONLY" in annotation:
-            return False
-        default: Any = getattr(cls, name, missing)
-        if isinstance(default, field_class):
-            if _named(default) or default.default.__class__.__hash__ is None:
-                return False  # a field another class has; a mutable default (refused)
-            made[name] = default
-            given.append(name)
-        elif default.__class__.__hash__ is None or isinstance(default, MemberDescriptorType):
-            return False  # a mutable default (refused); a slot
-        else:
-            made[name] = make_field(default=default)
-    if sum(isinstance(value, field_class) for value in own.values()) != len(given):
-        return False  # a field without an annotation (refused), or inherited
-    kind, kw_only = _FIELD_KIND, _KW_ONLY
-    for name, f in made.items():
-        f.name = name
-        f.type = annotations[name]
-        f._field_type = kind
-        if kw_only is not missing and f.kw_only is missing:
-            f.kw_only = kw_only
-    for name in given:
-        default = made[name].default
-        if default is missing:
-            delattr(cls, name)
-        else:
-            setattr(cls, name, default)
-    cls.__dataclass_params__ = _PARAMS
-    cls.__dataclass_fields__ = made
-    if _REPLACE is not None and "__replace__" not in cls.__dict__:
-        cls.__replace__ = _REPLACE
-    if _MATCH_ARGS and "__match_args__" not in cls.__dict__:
-        setattr(cls, "__match_args__", tuple(name for name, f in made.items()
-                                             if f.init and not getattr(f, "kw_only", False)))
-    return True
-
-
-def _named(f: Any) -> bool:
-    """A field another class has made its own (dataclasses would take it over)."""
-    return f.name is not None
 
 
 def _init_of(cls: Any, fields: tuple[dataclasses.Field[Any], ...], frozen: bool
