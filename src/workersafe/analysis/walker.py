@@ -61,6 +61,15 @@ _CALL: Final = ast.Call
 _ASSIGN: Final = ast.Assign
 _SUBSCRIPT: Final = ast.Subscript
 _EXPR: Final = ast.Expr
+_COMPARE: Final = ast.Compare
+_FUNCTION_DEF: Final = ast.FunctionDef
+_IF: Final = ast.If
+_TUPLE: Final = ast.Tuple
+_LIST: Final = ast.List
+_RETURN: Final = ast.Return
+_BIN_OP: Final = ast.BinOp
+_FOR: Final = ast.For
+_CLASS_DEF: Final = ast.ClassDef
 # The tests that may check an attribute of self is unset (values.unset_tests).
 _MAYBE_UNSET: Final = frozenset({ast.Compare, ast.UnaryOp, ast.BoolOp})
 # Loader names a star import may bring in (a project package re-exporting torch's)
@@ -157,6 +166,22 @@ class FactWalker:
             self.visit_Subscript(node)  # type: ignore[arg-type]
         elif kind is _EXPR:
             self.walk(node.value)  # type: ignore[attr-defined]
+        elif kind is _COMPARE:
+            self.visit_Compare(node)  # type: ignore[arg-type]
+        elif kind is _FUNCTION_DEF:
+            self.visit_FunctionDef(node)  # type: ignore[arg-type]
+        elif kind is _IF:
+            self.visit_If(node)  # type: ignore[arg-type]
+        elif kind is _TUPLE or kind is _LIST:
+            self.walk_all(node.elts)  # type: ignore[attr-defined]
+        elif kind is _RETURN:
+            self.visit_Return(node)  # type: ignore[arg-type]
+        elif kind is _BIN_OP:
+            self.visit_BinOp(node)  # type: ignore[arg-type]
+        elif kind is _FOR:
+            self.visit_For(node)  # type: ignore[arg-type]
+        elif kind is _CLASS_DEF:
+            self.visit_ClassDef(node)  # type: ignore[arg-type]
         else:
             hook = _HOOKS.get(kind)
             if hook is not None:
