@@ -8,6 +8,7 @@ import ast
 from dataclasses import field
 from typing import NamedTuple, Optional, Union
 
+from . import syntax
 from ..facts import DatasetRef, HeldCall, Span
 from ..records import record
 from ..registry import Registry
@@ -344,7 +345,7 @@ class State:
     def q(self, node: ast.AST) -> Optional[str]:
         """The qualified name of a dotted expression, through this file's imports (computed
         once per node while no binding changes)."""
-        if type(node) is ast.Name:  # (by its name: as cheap as by the node)
+        if type(node) is syntax.Name:  # (by its name: as cheap as by the node)
             found = self._by_name.get(node.id)  # (`qualify`, inline)
             return found if found is not None else self.qualify(node.id)
         key = id(node)
@@ -359,11 +360,11 @@ class State:
         """`q` of a dotted name only (`a.b.c`, `a[...]`): None for an attribute of the module
         an import call returns (`__import__("lmdb").open`), which `q` qualifies."""
         found = self.q(node)
-        if found is not None and type(node) is ast.Attribute:
+        if found is not None and type(node) is syntax.Attribute:
             root = node.value  # (`dotted` of an attribute chain: rooted at a name)
-            while type(root) is ast.Attribute:
+            while type(root) is syntax.Attribute:
                 root = root.value
-            if type(root) is not ast.Name:
+            if type(root) is not syntax.Name:
                 return None
         return found
 
@@ -389,7 +390,7 @@ class State:
             return self.qualify(name)
         # `__import__("lmdb").open`: an attribute of a module an import call returns
         attrs = []
-        while type(node) is ast.Attribute:
+        while type(node) is syntax.Attribute:
             attrs.append(node.attr)
             node = node.value
         module = imported_by_call(node) if attrs else None
