@@ -567,23 +567,6 @@ def __init__(self, raw, data, code, masked):
     self.masked = masked
 CODES['def __init__(self, raw, data, code, masked):\n    self.raw = raw\n    self.data = data\n    self.code = code\n    self.masked = masked\n'] = __init__.__code__
 
-def __init__(self, refs=None, int_value=None, kwargs=None, context=None, identity=None):
-    self.refs = _f_refs() if refs is _MISSING else refs
-    self.int_value = int_value
-    self.kwargs = kwargs
-    self.context = context
-    self.identity = identity
-CODES['def __init__(self, refs=_MISSING, int_value=_d_int_value, kwargs=_d_kwargs, context=_d_context, identity=_d_identity):\n    self.refs = _f_refs() if refs is _MISSING else refs\n    self.int_value = int_value\n    self.kwargs = kwargs\n    self.context = context\n    self.identity = identity\n'] = __init__.__code__
-
-def __init__(self, refs=None, assigned=None, int_value=None, kwargs=None, context=None, identity=None):
-    self.refs = refs
-    self.assigned = assigned
-    self.int_value = int_value
-    self.kwargs = kwargs
-    self.context = context
-    self.identity = identity
-CODES['def __init__(self, refs=_d_refs, assigned=_d_assigned, int_value=_d_int_value, kwargs=_d_kwargs, context=_d_context, identity=_d_identity):\n    self.refs = refs\n    self.assigned = assigned\n    self.int_value = int_value\n    self.kwargs = kwargs\n    self.context = context\n    self.identity = identity\n'] = __init__.__code__
-
 def __init__(self, registry, extra_dataset_words=None):
     _o = self.__dict__
     _o['registry'] = registry

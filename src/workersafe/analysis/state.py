@@ -31,27 +31,32 @@ class Handle:
         return Handle(self.call, self.handle, self.derived, True)
 
 
-@record()
 class Value:
-    """What the right-hand side of `name = <expr>` is, as far as the facts care."""
+    """What the right-hand side of `name = <expr>` is, as far as the facts care. (A plain class,
+    not a record: compiled by mypyc, a native one; one is made per assignment.)"""
 
-    refs: list[DatasetRef] = field(default_factory=list)  # the dataset(s) it may be
-    int_value: Optional[int] = None  # a constant int (for `num_workers=n`)
-    kwargs: Optional[dict[str, ast.expr]] = None  # a dict literal (for `**loader_kwargs`)
-    context: str = ""  # a multiprocessing context's start method (for `get_context(...)`)
-    identity: bool = False  # a process or worker identity (`os.getpid()`, `info.id`)
+    def __init__(self, refs: list[DatasetRef], int_value: Optional[int] = None,
+                 kwargs: Optional[dict[str, ast.expr]] = None, context: str = "",
+                 identity: bool = False) -> None:
+        self.refs = refs  # the dataset(s) it may be
+        self.int_value = int_value  # a constant int (for `num_workers=n`)
+        self.kwargs = kwargs  # a dict literal (for `**loader_kwargs`)
+        # a multiprocessing context's start method (for `get_context(...)`)
+        self.context = context
+        self.identity = identity  # a process or worker identity (`os.getpid()`, `info.id`)
 
 
-@record()
 class Binding:
-    """What one name is bound to in one `Env` (merged over its assignments)."""
+    """What one name is bound to in one `Env` (merged over its assignments). (A plain class, as
+    `Value`: one per name bound.)"""
 
-    refs: Optional[list[DatasetRef]] = None  # the last assignment that was a dataset
-    assigned: bool = False  # assigned through `name = <expr>` (int_value is meaningful)
-    int_value: Optional[int] = None  # None unless assigned exactly once, to a constant int
-    kwargs: Optional[dict[str, ast.expr]] = None
-    context: str = ""
-    identity: bool = False
+    def __init__(self) -> None:
+        self.refs: Optional[list[DatasetRef]] = None  # the last assignment that was a dataset
+        self.assigned = False  # assigned through `name = <expr>` (int_value is meaningful)
+        self.int_value: Optional[int] = None  # None unless assigned once, to a constant int
+        self.kwargs: Optional[dict[str, ast.expr]] = None
+        self.context = ""
+        self.identity = False
 
 
 class Env:
