@@ -158,21 +158,24 @@ def _add_new(found: list[DatasetRef], refs: list[DatasetRef]) -> None:
             found.append(ref)
 
 
-@record()
 class MethodState:
-    name: str
-    attrs_read: set[str] = field(default_factory=set)
-    attrs_used: set[str] = field(default_factory=set)
-    config_reads: set[int] = field(default_factory=set)  # id() of `self.x` in `self.x.headers`
-    self_calls: set[str] = field(default_factory=set)
-    globals_read: set[str] = field(default_factory=set)
-    guarded_attrs: set[str] = field(default_factory=set)
-    guarded_calls: set[str] = field(default_factory=set)
-    calls_super_init: bool = False
-    effects: list[str] = field(default_factory=list)
-    returns_handle: Optional[Handle] = None
-    returns_call: str = ""
-    returns: list[DatasetRef] = field(default_factory=list)  # `return cls(...)`
+    """What the walk found in one method. (Plain classes, this and `FunctionState`, not
+    records: compiled by mypyc, native ones, whose attributes the walk reads at most nodes.)"""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.attrs_read: set[str] = set()
+        self.attrs_used: set[str] = set()
+        self.config_reads: set[int] = set()  # id() of `self.x` in `self.x.headers`
+        self.self_calls: set[str] = set()
+        self.globals_read: set[str] = set()
+        self.guarded_attrs: set[str] = set()
+        self.guarded_calls: set[str] = set()
+        self.calls_super_init = False
+        self.effects: list[str] = []
+        self.returns_handle: Optional[Handle] = None
+        self.returns_call = ""
+        self.returns: list[DatasetRef] = []  # `return cls(...)`
 
 
 @record()
@@ -199,24 +202,27 @@ class ClassState:
         return next((h for (m, a, _), h in self.held.items() if m == method and a == attr), None)
 
 
-@record()
 class FunctionState:
-    name: str
-    qualname: str
-    cached: bool
-    is_module_level: bool
-    env: Env
-    method: Optional[MethodState] = None  # set when this function is a method of a class
-    returns: list[DatasetRef] = field(default_factory=list)
-    returned_handle: Optional[Handle] = None
-    returns_call: str = ""
-    params: tuple[str, ...] = ()
-    node: Optional[ast.AST] = None  # a module-level function's definition
-    method_calls: set[str] = field(default_factory=set)
-    attr_handle_assigns: set[str] = field(default_factory=set)
-    globals_declared: set[str] = field(default_factory=set)
-    calls: set[str] = field(default_factory=set)  # project functions called (or passed on)
-    chosen: list[tuple[int, str, str]] = field(default_factory=list)  # FunctionFacts.chosen
+    """What the walk found in one function or method (a plain class: see `MethodState`)."""
+
+    def __init__(self, name: str, qualname: str, cached: bool, is_module_level: bool, env: Env,
+                 method: Optional[MethodState] = None) -> None:
+        self.name = name
+        self.qualname = qualname
+        self.cached = cached
+        self.is_module_level = is_module_level
+        self.env = env
+        self.method = method  # set when this function is a method of a class
+        self.returns: list[DatasetRef] = []
+        self.returned_handle: Optional[Handle] = None
+        self.returns_call = ""
+        self.params: tuple[str, ...] = ()
+        self.node: Optional[ast.AST] = None  # a module-level function's definition
+        self.method_calls: set[str] = set()
+        self.attr_handle_assigns: set[str] = set()
+        self.globals_declared: set[str] = set()
+        self.calls: set[str] = set()  # project functions called (or passed on)
+        self.chosen: list[tuple[int, str, str]] = []  # FunctionFacts.chosen
 
 
 Frame = Union[ClassState, FunctionState, None]
