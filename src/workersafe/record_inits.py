@@ -272,22 +272,6 @@ def __init__(self, module, attr, positional, datasets, variadic_datasets=None, w
     _o['word'] = word
 CODES["def __init__(self, module, attr, positional, datasets, variadic_datasets=_d_variadic_datasets, workers=_d_workers, default_workers=_d_default_workers, default_text=_d_default_text, star_sources=_d_star_sources, word=_d_word):\n    _o = self.__dict__\n    _o['module'] = module\n    _o['attr'] = attr\n    _o['positional'] = positional\n    _o['datasets'] = datasets\n    _o['variadic_datasets'] = variadic_datasets\n    _o['workers'] = workers\n    _o['default_workers'] = default_workers\n    _o['default_text'] = default_text\n    _o['star_sources'] = star_sources\n    _o['word'] = word\n"] = __init__.__code__
 
-def __init__(self, name, attrs_read=None, attrs_used=None, config_reads=None, self_calls=None, globals_read=None, guarded_attrs=None, guarded_calls=None, calls_super_init=None, effects=None, returns_handle=None, returns_call=None, returns=None):
-    self.name = name
-    self.attrs_read = _f_attrs_read() if attrs_read is _MISSING else attrs_read
-    self.attrs_used = _f_attrs_used() if attrs_used is _MISSING else attrs_used
-    self.config_reads = _f_config_reads() if config_reads is _MISSING else config_reads
-    self.self_calls = _f_self_calls() if self_calls is _MISSING else self_calls
-    self.globals_read = _f_globals_read() if globals_read is _MISSING else globals_read
-    self.guarded_attrs = _f_guarded_attrs() if guarded_attrs is _MISSING else guarded_attrs
-    self.guarded_calls = _f_guarded_calls() if guarded_calls is _MISSING else guarded_calls
-    self.calls_super_init = calls_super_init
-    self.effects = _f_effects() if effects is _MISSING else effects
-    self.returns_handle = returns_handle
-    self.returns_call = returns_call
-    self.returns = _f_returns() if returns is _MISSING else returns
-CODES['def __init__(self, name, attrs_read=_MISSING, attrs_used=_MISSING, config_reads=_MISSING, self_calls=_MISSING, globals_read=_MISSING, guarded_attrs=_MISSING, guarded_calls=_MISSING, calls_super_init=_d_calls_super_init, effects=_MISSING, returns_handle=_d_returns_handle, returns_call=_d_returns_call, returns=_MISSING):\n    self.name = name\n    self.attrs_read = _f_attrs_read() if attrs_read is _MISSING else attrs_read\n    self.attrs_used = _f_attrs_used() if attrs_used is _MISSING else attrs_used\n    self.config_reads = _f_config_reads() if config_reads is _MISSING else config_reads\n    self.self_calls = _f_self_calls() if self_calls is _MISSING else self_calls\n    self.globals_read = _f_globals_read() if globals_read is _MISSING else globals_read\n    self.guarded_attrs = _f_guarded_attrs() if guarded_attrs is _MISSING else guarded_attrs\n    self.guarded_calls = _f_guarded_calls() if guarded_calls is _MISSING else guarded_calls\n    self.calls_super_init = calls_super_init\n    self.effects = _f_effects() if effects is _MISSING else effects\n    self.returns_handle = returns_handle\n    self.returns_call = returns_call\n    self.returns = _f_returns() if returns is _MISSING else returns\n'] = __init__.__code__
-
 def __init__(self, name, attrs_read=None, attrs_used=None, self_calls=None, globals_read=None, guarded_attrs=None, guarded_calls=None, calls_super_init=None, effects=None, returns_handle=None, returns_call=None, returns=None):
     _o = self.__dict__
     _o['name'] = name
@@ -365,25 +349,6 @@ def __init__(self, name, qualname, bases, span, methods=None, held=None, class_h
     _o['branch_params'] = branch_params
     _o['registered'] = registered
 CODES["def __init__(self, name, qualname, bases, span, methods=_d_methods, held=_d_held, class_held=_d_class_held, init_params=_d_init_params, param_attrs=_d_param_attrs, attr_refs=_d_attr_refs, held_calls=_d_held_calls, param_types=_d_param_types, class_caches=_d_class_caches, pickled=_d_pickled, derived_attrs=_d_derived_attrs, init_int_defaults=_d_init_int_defaults, base_init=_d_base_init, init_callables=_d_init_callables, branch_params=_d_branch_params, registered=_d_registered):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['qualname'] = qualname\n    _o['bases'] = bases\n    _o['span'] = span\n    _o['methods'] = methods\n    _o['held'] = held\n    _o['class_held'] = class_held\n    _o['init_params'] = init_params\n    _o['param_attrs'] = param_attrs\n    _o['attr_refs'] = attr_refs\n    _o['held_calls'] = held_calls\n    _o['param_types'] = param_types\n    _o['class_caches'] = class_caches\n    _o['pickled'] = pickled\n    _o['derived_attrs'] = derived_attrs\n    _o['init_int_defaults'] = init_int_defaults\n    _o['base_init'] = base_init\n    _o['init_callables'] = init_callables\n    _o['branch_params'] = branch_params\n    _o['registered'] = registered\n"] = __init__.__code__
-
-def __init__(self, name, qualname, cached, is_module_level, env, method=None, returns=None, returned_handle=None, returns_call=None, params=None, node=None, method_calls=None, attr_handle_assigns=None, globals_declared=None, calls=None, chosen=None):
-    self.name = name
-    self.qualname = qualname
-    self.cached = cached
-    self.is_module_level = is_module_level
-    self.env = env
-    self.method = method
-    self.returns = _f_returns() if returns is _MISSING else returns
-    self.returned_handle = returned_handle
-    self.returns_call = returns_call
-    self.params = params
-    self.node = node
-    self.method_calls = _f_method_calls() if method_calls is _MISSING else method_calls
-    self.attr_handle_assigns = _f_attr_handle_assigns() if attr_handle_assigns is _MISSING else attr_handle_assigns
-    self.globals_declared = _f_globals_declared() if globals_declared is _MISSING else globals_declared
-    self.calls = _f_calls() if calls is _MISSING else calls
-    self.chosen = _f_chosen() if chosen is _MISSING else chosen
-CODES['def __init__(self, name, qualname, cached, is_module_level, env, method=_d_method, returns=_MISSING, returned_handle=_d_returned_handle, returns_call=_d_returns_call, params=_d_params, node=_d_node, method_calls=_MISSING, attr_handle_assigns=_MISSING, globals_declared=_MISSING, calls=_MISSING, chosen=_MISSING):\n    self.name = name\n    self.qualname = qualname\n    self.cached = cached\n    self.is_module_level = is_module_level\n    self.env = env\n    self.method = method\n    self.returns = _f_returns() if returns is _MISSING else returns\n    self.returned_handle = returned_handle\n    self.returns_call = returns_call\n    self.params = params\n    self.node = node\n    self.method_calls = _f_method_calls() if method_calls is _MISSING else method_calls\n    self.attr_handle_assigns = _f_attr_handle_assigns() if attr_handle_assigns is _MISSING else attr_handle_assigns\n    self.globals_declared = _f_globals_declared() if globals_declared is _MISSING else globals_declared\n    self.calls = _f_calls() if calls is _MISSING else calls\n    self.chosen = _f_chosen() if chosen is _MISSING else chosen\n'] = __init__.__code__
 
 def __init__(self, name, qualname, returns=None, method_calls=None, attr_handle_assigns=None, returns_handle=None, returns_call=None, cached=None, globals_read=None, calls=None, chosen=None):
     _o = self.__dict__
@@ -566,23 +531,6 @@ def __init__(self, raw, data, code, masked):
     self.code = code
     self.masked = masked
 CODES['def __init__(self, raw, data, code, masked):\n    self.raw = raw\n    self.data = data\n    self.code = code\n    self.masked = masked\n'] = __init__.__code__
-
-def __init__(self, refs=None, int_value=None, kwargs=None, context=None, identity=None):
-    self.refs = _f_refs() if refs is _MISSING else refs
-    self.int_value = int_value
-    self.kwargs = kwargs
-    self.context = context
-    self.identity = identity
-CODES['def __init__(self, refs=_MISSING, int_value=_d_int_value, kwargs=_d_kwargs, context=_d_context, identity=_d_identity):\n    self.refs = _f_refs() if refs is _MISSING else refs\n    self.int_value = int_value\n    self.kwargs = kwargs\n    self.context = context\n    self.identity = identity\n'] = __init__.__code__
-
-def __init__(self, refs=None, assigned=None, int_value=None, kwargs=None, context=None, identity=None):
-    self.refs = refs
-    self.assigned = assigned
-    self.int_value = int_value
-    self.kwargs = kwargs
-    self.context = context
-    self.identity = identity
-CODES['def __init__(self, refs=_d_refs, assigned=_d_assigned, int_value=_d_int_value, kwargs=_d_kwargs, context=_d_context, identity=_d_identity):\n    self.refs = refs\n    self.assigned = assigned\n    self.int_value = int_value\n    self.kwargs = kwargs\n    self.context = context\n    self.identity = identity\n'] = __init__.__code__
 
 def __init__(self, registry, extra_dataset_words=None):
     _o = self.__dict__

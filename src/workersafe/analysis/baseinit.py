@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Container, Iterator, Optional
 
+from . import syntax
 from ..facts import BaseInit
 from .nodes import child_nodes
 from .values import call_args, int_value, is_self, is_super
@@ -22,7 +23,7 @@ def base_init(node: ast.ClassDef, calling: Optional[Container[int]] = None,
     `calling`: if given, id() of every method definition that may make such a call (what the
     main walk saw); the `__init__` is searched only if it is one. `found`: the calls searched
     for so far (shared with `init_callables`: one search per `__init__`)."""
-    init = next((s for s in node.body if type(s) is ast.FunctionDef and s.name == "__init__"),
+    init = next((s for s in node.body if type(s) is syntax.FunctionDef and s.name == "__init__"),
                 None)
     if init is None or (calling is not None and id(init) not in calling):
         return None
@@ -41,9 +42,9 @@ def base_init(node: ast.ClassDef, calling: Optional[Container[int]] = None,
     position = 0
     for arg in passed:
         value = arg.value
-        if type(value) is ast.Name and value.id in names:
+        if type(value) is syntax.Name and value.id in names:
             source = f"p:{value.id}"
-        elif type(value) is ast.Name and value.id in (varargs, varkw) and arg.star:
+        elif type(value) is syntax.Name and value.id in (varargs, varkw) and arg.star:
             source = "*" if value.id == varargs else "**"
         elif (number := int_value(value)) is not None:
             source = f"={number}"
@@ -67,7 +68,7 @@ def init_callables(node: ast.ClassDef, calling: Optional[Container[int]] = None,
     ("p:<param>", name) for a parameter defaulting to a name (`loader=default_loader`), and
     (slot, name) for a name it passes to its base's `__init__` (slot as in `BaseInit.args`).
     `calling`, `found`: as for `base_init`."""
-    init = next((s for s in node.body if type(s) is ast.FunctionDef and s.name == "__init__"),
+    init = next((s for s in node.body if type(s) is syntax.FunctionDef and s.name == "__init__"),
                 None)
     if init is None:
         return ()
@@ -76,7 +77,7 @@ def init_callables(node: ast.ClassDef, calling: Optional[Container[int]] = None,
     pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
              *zip(args.kwonlyargs, args.kw_defaults)]
     out = [(f"p:{arg.arg}", default.id) for arg, default in pairs
-           if type(default) is ast.Name and default.id != "None"]
+           if type(default) is syntax.Name and default.id != "None"]
     if calling is not None and id(init) not in calling:
         return tuple(out)
     call = _first_base_init_call(init, found)
@@ -94,14 +95,14 @@ def init_callables(node: ast.ClassDef, calling: Optional[Container[int]] = None,
         slot = arg.keyword if arg.keyword is not None else f"#{position}"
         if arg.keyword is None:
             position += 1
-        if type(value) is ast.Name and value.id not in own:
+        if type(value) is syntax.Name and value.id not in own:
             out.append((slot, value.id))
     return tuple(out)
 
 
 def _receiver(call: ast.Call) -> ast.expr:
     func = call.func
-    return func.value if type(func) is ast.Attribute else func
+    return func.value if type(func) is syntax.Attribute else func
 
 
 def _first_base_init_call(init: ast.FunctionDef, found: Optional[Found]) -> Optional[ast.Call]:
@@ -117,9 +118,10 @@ def _base_init_calls(func: ast.FunctionDef) -> Iterator[ast.Call]:
     stack: list[ast.AST] = list(reversed(func.body))
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        if isinstance(node, (syntax.FunctionDef, syntax.AsyncFunctionDef, syntax.Lambda,
+                             syntax.ClassDef)):
             continue
-        if type(node) is ast.Call and type(node.func) is ast.Attribute \
+        if type(node) is syntax.Call and type(node.func) is syntax.Attribute \
                 and node.func.attr == "__init__":
             receiver = node.func.value
             if is_super(receiver) or (node.args and is_self(node.args[0])):

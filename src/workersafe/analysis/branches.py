@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
+from . import syntax
 from .positions import Positions
 
 
@@ -17,7 +18,7 @@ def branch_params(node: ast.ClassDef, positions: Positions
     `param` is truthy (`if param:`) or falsy (`if not param:`, the `else` of `if param:`);
     `default`: the truth of the parameter's constant default (None: no constant default).
     The innermost such test decides."""
-    init = next((s for s in node.body if type(s) is ast.FunctionDef and s.name == "__init__"),
+    init = next((s for s in node.body if type(s) is syntax.FunctionDef and s.name == "__init__"),
                 None)
     if init is None:
         return ()
@@ -27,7 +28,7 @@ def branch_params(node: ast.ClassDef, positions: Positions
     pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults),
              *zip(args.kwonlyargs, args.kw_defaults)]
     for arg, default in pairs:
-        if type(default) is ast.Constant:
+        if type(default) is syntax.Constant:
             defaults[arg.arg] = bool(default.value)
     out = []
     for call, attr, param, taken in _branch_calls(init.body, defaults, None):
@@ -39,9 +40,9 @@ def branch_params(node: ast.ClassDef, positions: Positions
 def _test_param(test: ast.expr, params: dict[str, Optional[bool]]
                 ) -> Optional[tuple[str, bool]]:
     """`param` → (param, True); `not param` → (param, False); else None."""
-    if type(test) is ast.Name and test.id in params:
+    if type(test) is syntax.Name and test.id in params:
         return test.id, True
-    if type(test) is ast.UnaryOp and type(test.op) is ast.Not:
+    if type(test) is syntax.UnaryOp and type(test.op) is syntax.Not:
         inner = _test_param(test.operand, params)
         return (inner[0], not inner[1]) if inner is not None else None
     return None
@@ -51,9 +52,9 @@ def _branch_calls(body: list[ast.stmt], params: dict[str, Optional[bool]],
                   current: Optional[tuple[str, bool]]
                   ) -> Iterator[tuple[ast.Call, str, str, bool]]:
     for stmt in body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(stmt, (syntax.FunctionDef, syntax.AsyncFunctionDef, syntax.ClassDef)):
             continue
-        if type(stmt) is ast.If:
+        if type(stmt) is syntax.If:
             decided = _test_param(stmt.test, params)
             if decided is not None:
                 param, truth = decided
@@ -74,10 +75,11 @@ def _branch_calls(body: list[ast.stmt], params: dict[str, Optional[bool]],
 
 def _kept_call(stmt: ast.stmt) -> Optional[tuple[ast.Call, str]]:
     """`self.<attr> = <call>`: the call and the attribute."""
-    if type(stmt) is not ast.Assign or len(stmt.targets) != 1 or type(stmt.value) is not ast.Call:
+    if type(stmt) is not syntax.Assign or len(stmt.targets) != 1 \
+            or type(stmt.value) is not syntax.Call:
         return None
     target = stmt.targets[0]
-    if type(target) is ast.Attribute and type(target.value) is ast.Name \
+    if type(target) is syntax.Attribute and type(target.value) is syntax.Name \
             and target.value.id == "self":
         return stmt.value, target.attr
     return None

@@ -12,6 +12,7 @@ import ast
 from dataclasses import field
 from typing import Union
 
+from . import syntax
 from ..records import record
 from .nodes import breadth_first, child_nodes
 from .state import ClassState, Env, FunctionState, Handle, MethodState, State
@@ -66,30 +67,30 @@ def _class_containers(node: ast.ClassDef) -> set[str]:
     for stmt in node.body:
         targets: list[ast.expr] = []
         value = None
-        if isinstance(stmt, ast.Assign):
+        if isinstance(stmt, syntax.Assign):
             targets, value = stmt.targets, stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        elif isinstance(stmt, syntax.AnnAssign) and stmt.value is not None:
             targets, value = [stmt.target], stmt.value
         if value is not None and _is_container(value):
-            out.update(t.id for t in targets if isinstance(t, ast.Name))
+            out.update(t.id for t in targets if isinstance(t, syntax.Name))
     return out
 
 
 def _is_container(value: ast.expr) -> bool:
-    if isinstance(value, (ast.Dict, ast.List, ast.Set)):
+    if isinstance(value, (syntax.Dict, syntax.List, syntax.Set)):
         return True
-    if isinstance(value, ast.Call):
+    if isinstance(value, syntax.Call):
         func = value.func
-        name = func.id if isinstance(func, ast.Name) else \
-            func.attr if isinstance(func, ast.Attribute) else ""
+        name = func.id if isinstance(func, syntax.Name) else \
+            func.attr if isinstance(func, syntax.Attribute) else ""
         return name in _CONTAINER_CALLS
     return False
 
 
 def _instance_assigned(method: Function) -> set[str]:
     """`self.x = ...` anywhere in the method: an instance attribute shadowing the class's."""
-    return {attr for node in ast.walk(method) if isinstance(node, (ast.Assign, ast.AnnAssign))
-            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+    return {attr for node in ast.walk(method) if isinstance(node, (syntax.Assign, syntax.AnnAssign))
+            for target in (node.targets if isinstance(node, syntax.Assign) else [node.target])
             for attr in [self_attr(target)] if attr}
 
 
@@ -121,12 +122,12 @@ class _Method:
     def container(self, expr: ast.expr) -> str:
         """`self.x`, `cls.x` or `<Class>.x` for a class-level container x, or a local bound
         to one; else ""."""
-        if isinstance(expr, ast.Name):
+        if isinstance(expr, syntax.Name):
             return self.aliases.get(expr.id, "")
-        if not isinstance(expr, ast.Attribute) or expr.attr not in self.containers:
+        if not isinstance(expr, syntax.Attribute) or expr.attr not in self.containers:
             return ""
         value = expr.value
-        if is_self(value) or (isinstance(value, ast.Name) and value.id == self.cls.name):
+        if is_self(value) or (isinstance(value, syntax.Name) and value.id == self.cls.name):
             return expr.attr
         return ""
 
@@ -135,13 +136,13 @@ class _Method:
             self.statement(stmt, guarded)
 
     def statement(self, stmt: ast.stmt, guarded: bool) -> None:
-        if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
+        if isinstance(stmt, (*_FUNCTIONS, syntax.ClassDef)):
             return
         ev, env = self.ev, self.state.env
-        if isinstance(stmt, ast.Assign):
+        if isinstance(stmt, syntax.Assign):
             handle = ev.handle_of(stmt.value)
             for target in stmt.targets:
-                if isinstance(target, ast.Name):
+                if isinstance(target, syntax.Name):
                     if handle is not None:
                         env.handles[target.id] = handle
                     env.assign(target.id, ev.value_of(stmt.value))
@@ -150,31 +151,31 @@ class _Method:
                         self.aliases[target.id] = aliased
                     else:
                         self.aliases.pop(target.id, None)
-                elif isinstance(target, ast.Subscript) and handle is not None:
+                elif isinstance(target, syntax.Subscript) and handle is not None:
                     attr = self.container(target.value)
                     if attr and not guarded and not ev.is_identity(target.slice):
                         self.store(attr, handle)
-        elif isinstance(stmt, ast.If):
+        elif isinstance(stmt, syntax.If):
             inner = guarded or ev.is_identity(stmt.test)
             self.block(stmt.body, inner)
             self.block(stmt.orelse, inner)
             return
         for child in child_nodes(stmt):  # (ast.iter_child_nodes less operators: the same)
-            if isinstance(child, ast.stmt):
+            if isinstance(child, syntax.stmt):
                 self.statement(child, guarded)
-            elif isinstance(child, ast.expr):
+            elif isinstance(child, syntax.expr):
                 for node in breadth_first(child):  # (ast.walk's order: that of the stores)
-                    if isinstance(node, ast.Call):
+                    if isinstance(node, syntax.Call):
                         self.call(node, guarded)
             else:  # except handlers, match cases, with items
-                self.block([s for s in child_nodes(child) if isinstance(s, ast.stmt)],
+                self.block([s for s in child_nodes(child) if isinstance(s, syntax.stmt)],
                            guarded)
 
     def call(self, node: ast.Call, guarded: bool) -> None:
         func = node.func
-        if not isinstance(func, ast.Attribute):
+        if not isinstance(func, syntax.Attribute):
             return
-        if isinstance(func.value, ast.Name) and func.value.id == self.cls.name:
+        if isinstance(func.value, syntax.Name) and func.value.id == self.cls.name:
             self.found.class_calls.append((self.name, func.attr))  # `Frames._env(p)`
         attr = self.container(func.value)
         if not attr or func.attr not in _ADDERS or guarded:

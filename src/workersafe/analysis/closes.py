@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Union
 
+from . import syntax
 from .values import self_attr
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -20,18 +21,18 @@ def error_path_closes(method: Function, closers: frozenset[str]) -> set[str]:
     failing: set[str] = set()
 
     def block(body: list[ast.stmt], on_error: bool) -> None:
-        here = on_error or (bool(body) and isinstance(body[-1], ast.Raise))
+        here = on_error or (bool(body) and isinstance(body[-1], syntax.Raise))
         for stmt in body:
             if isinstance(stmt, _NESTED):
                 continue
             for attr in _closed_here(stmt, closers):
                 (failing if here else normal).add(attr)
-            if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            if isinstance(stmt, syntax.Try) or type(stmt).__name__ == "TryStar":
                 for handler in getattr(stmt, "handlers", []):
                     block(handler.body, True)
             for name in ("body", "orelse", "finalbody"):
                 inner = getattr(stmt, name, None)
-                if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                if isinstance(inner, list) and inner and isinstance(inner[0], syntax.stmt):
                     block(inner, here)
             for case in getattr(stmt, "cases", []) or []:
                 block(case.body, here)
@@ -44,10 +45,10 @@ def _closed_here(stmt: ast.stmt, closers: frozenset[str]) -> set[str]:
     """`self.x.close()` calls in the statement's own expressions (not its nested blocks)."""
     out: set[str] = set()
     for child in ast.iter_child_nodes(stmt):
-        if not isinstance(child, ast.expr):
+        if not isinstance(child, syntax.expr):
             continue
         for node in ast.walk(child):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            if isinstance(node, syntax.Call) and isinstance(node.func, syntax.Attribute) \
                     and node.func.attr in closers:
                 attr = self_attr(node.func.value)
                 if attr:

@@ -9,6 +9,7 @@ import ast
 import dataclasses
 from typing import Optional
 
+from . import syntax
 from ..facts import (
     ClassFacts, FileFacts, FunctionFacts, HeldCall, HeldHandle, MethodFacts, ModuleHandle,
 )
@@ -35,7 +36,7 @@ def extract_facts(tree: ast.Module, text: str, path: str, module_name: str, is_p
     walker.ev.identity_possible = not spelled.isdisjoint(IDENTITY_WORDS)
     walker.walk(tree)
     facts = _facts(walker, {walker.state.qual(n.name): n for n in tree.body
-                            if isinstance(n, ast.ClassDef)})
+                            if isinstance(n, syntax.ClassDef)})
     remedies = remedy_facts(tree, walker.state, walker.ev, walker.classes, walker.self_uses,
                             not spelled.isdisjoint(PROCESS_WORDS), "get_worker_info" in spelled)
     return dataclasses.replace(facts, remedies=remedies)
@@ -148,11 +149,11 @@ def _cached_properties(node: Optional[ast.ClassDef], methods: tuple[MethodFacts,
         return []
     calls: dict[str, ast.Call] = {}
     for stmt in node.body:
-        if isinstance(stmt, ast.FunctionDef) and any(
+        if isinstance(stmt, syntax.FunctionDef) and any(
                 (dotted(d) or "").rpartition(".")[2] == "cached_property"
                 for d in stmt.decorator_list):
             returned = [r.value for r in ast.walk(stmt)
-                        if isinstance(r, ast.Return) and isinstance(r.value, ast.Call)]
+                        if isinstance(r, syntax.Return) and isinstance(r.value, syntax.Call)]
             if len(returned) == 1:
                 calls[stmt.name] = returned[0]
     return [(m, calls[m.name]) for m in methods if m.name in calls and m.returns]
@@ -202,7 +203,8 @@ def _names_and_globals(node: ast.AST) -> tuple[set[str], set[str]]:
     local: set[str] = set()
     declared: set[str] = set()
     binders = _BINDERS
-    name_type, load, attribute, constant = ast.Name, ast.Load, ast.Attribute, ast.Constant
+    name_type, load = syntax.Name, syntax.Load
+    attribute, constant = syntax.Attribute, syntax.Constant
     fields_of = REVERSED_FIELDS
     # every node under `node` (nodes.subtree's, in its order; the sets do not depend on it),
     # read as the traversal reaches it: no list of the nodes
@@ -222,11 +224,11 @@ def _names_and_globals(node: ast.AST) -> tuple[set[str], set[str]]:
         if kind is constant:
             continue  # (a constant holds no node)
         if kind in binders:
-            if kind is ast.arg:
+            if kind is syntax.arg:
                 local.add(sub.arg)  # type: ignore[attr-defined]
-            elif kind is ast.Global:
+            elif kind is syntax.Global:
                 declared.update(sub.names)  # type: ignore[attr-defined]
-            elif kind is ast.Import or kind is ast.ImportFrom:
+            elif kind is syntax.Import or kind is syntax.ImportFrom:
                 local.update((a.asname or a.name).partition(".")[0]
                              for a in sub.names)  # type: ignore[attr-defined]
             elif sub is not node:  # a nested function or class
@@ -257,7 +259,7 @@ def _failing_closes(cls: ClassState, node: Optional[ast.ClassDef], closers: froz
         return {}
     out = {}
     for stmt in node.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in closing:
+        if isinstance(stmt, (syntax.FunctionDef, syntax.AsyncFunctionDef)) and stmt.name in closing:
             found = error_path_closes(stmt, closers)
             if found:
                 out[stmt.name] = found

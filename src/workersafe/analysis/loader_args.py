@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from . import syntax
 from ..facts import ArgRef, DatasetRef, LoaderCall
 from ..frameworks import FrameworkLoader
 from ..torchnames import PARTIAL
@@ -77,7 +78,7 @@ def _loader_call(call: ast.Call, args: dict[str, ast.expr], refs: list[DatasetRe
 def _param_of(node: Optional[ast.expr], ev: Evaluator) -> str:
     """The function parameter `num_workers=n` passes on (the callers' arguments decide)."""
     node = _unwrap_int(node)
-    if type(node) is not ast.Name:
+    if type(node) is not syntax.Name:
         return ""
     refs = ev.state.env.refs(node.id) or []
     return next((r.target for r in refs if r.kind == "param"), "")
@@ -85,7 +86,7 @@ def _param_of(node: Optional[ast.expr], ev: Evaluator) -> str:
 
 def _unwrap_int(node: Optional[ast.expr]) -> Optional[ast.expr]:
     """`int(workers)` → `workers`."""
-    if type(node) is ast.Call and is_name(node.func, "int") and len(node.args) == 1:
+    if type(node) is syntax.Call and is_name(node.func, "int") and len(node.args) == 1:
         return node.args[0]
     return node
 
@@ -127,7 +128,7 @@ def _kwargs_of(expr: ast.expr, ev: Evaluator, workers: str) -> dict[str, ast.exp
     literal = dict_literal(expr)
     if literal is not None:
         return literal
-    if type(expr) is ast.Name:
+    if type(expr) is syntax.Name:
         bound = ev.state.env.kwargs(expr.id)
         if bound is not None:
             return bound
@@ -139,7 +140,7 @@ def read_num_workers(node: Optional[ast.expr], ev: Evaluator) -> tuple[Optional[
     if node is None:
         return 0, "0"
     value = int_value(node)
-    if value is None and type(node) is ast.Name:
+    if value is None and type(node) is syntax.Name:
         _, value = ev.state.env.int_value(node.id)
     return value, ev.positions.segment(node)
 
@@ -154,7 +155,7 @@ def read_context(node: Optional[ast.expr], ev: Evaluator) -> str:
     direct = ev.context_of_call(node)
     if direct:
         return direct
-    if type(node) is ast.Name:
+    if type(node) is syntax.Name:
         bound = ev.state.env.context(node.id)
         if bound:
             return bound
@@ -163,7 +164,7 @@ def read_context(node: Optional[ast.expr], ev: Evaluator) -> str:
 
 def worker_init_names(node: ast.expr, ev: Evaluator) -> tuple[str, ...]:
     """`fn`, or `partial(fn, ..., previous=other)` → every function that will run."""
-    if type(node) is ast.Call and ev.state.q(node.func) in PARTIAL:
+    if type(node) is syntax.Call and ev.state.q(node.func) in PARTIAL:
         args = ev.args(node)
         if args:
             names = worker_init_names(args[0].value, ev)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, Optional
 
+from . import syntax
 from ..discovery import module_of_import
 from ..torchnames import TORCH_DATA, TORCH_STAR_NAMES
 
@@ -12,17 +13,17 @@ from ..torchnames import TORCH_DATA, TORCH_STAR_NAMES
 def dotted(node: ast.AST) -> Optional[str]:
     """`a.b.c` → "a.b.c"; `Dataset[int]` → "Dataset"; anything else → None."""
     kind = type(node)
-    if kind is ast.Name:  # (most callees: `f`, `mod.f`)
+    if kind is syntax.Name:  # (most callees: `f`, `mod.f`)
         return node.id  # type: ignore[attr-defined, no-any-return]
-    if kind is ast.Attribute and type(node.value) is ast.Name:  # type: ignore[attr-defined]
+    if kind is syntax.Attribute and type(node.value) is syntax.Name:  # type: ignore[attr-defined]
         return f"{node.value.id}.{node.attr}"  # type: ignore[attr-defined]
     parts: list[str] = []
-    while type(node) is ast.Attribute:
+    while type(node) is syntax.Attribute:
         parts.append(node.attr)
         node = node.value
-    if type(node) is ast.Subscript:
+    if type(node) is syntax.Subscript:
         return dotted(node.value) if not parts else None
-    if type(node) is not ast.Name:
+    if type(node) is not syntax.Name:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
@@ -32,29 +33,29 @@ def annotated_class(node: ast.expr) -> Optional[ast.expr]:
     """The one class an annotation names, unwrapped: `Reader`, `"Reader"`,
     `Optional[Reader]`, `Union[Reader, None]`, `Reader | None`; None for anything else (a
     container of readers, a union of two classes)."""
-    if type(node) is ast.Constant and type(node.value) is str:
+    if type(node) is syntax.Constant and type(node.value) is str:
         try:
             parsed = ast.parse(node.value, mode="eval").body
         except SyntaxError:
             return None
-        return annotated_class(parsed) if type(parsed) is not ast.Constant else None
-    if type(node) is ast.BinOp and type(node.op) is ast.BitOr:
+        return annotated_class(parsed) if type(parsed) is not syntax.Constant else None
+    if type(node) is syntax.BinOp and type(node.op) is syntax.BitOr:
         return _one_class([node.left, node.right])
-    if isinstance(node, ast.Subscript):
+    if isinstance(node, syntax.Subscript):
         wrapper = dotted(node.value)
         last = wrapper.rpartition(".")[2] if wrapper else ""
         if last == "Optional":
             return annotated_class(node.slice)
         if last == "Union":
-            parts = node.slice.elts if type(node.slice) is ast.Tuple else [node.slice]
+            parts = node.slice.elts if type(node.slice) is syntax.Tuple else [node.slice]
             return _one_class(parts)
         return None
-    return node if type(node) in (ast.Name, ast.Attribute) else None
+    return node if type(node) in (syntax.Name, syntax.Attribute) else None
 
 
 def _one_class(parts: list[ast.expr]) -> Optional[ast.expr]:
     """The one part that is not None, unwrapped."""
-    rest = [p for p in parts if not (type(p) is ast.Constant and p.value is None)]
+    rest = [p for p in parts if not (type(p) is syntax.Constant and p.value is None)]
     return annotated_class(rest[0]) if len(rest) == 1 else None
 
 
@@ -115,13 +116,13 @@ def imported_by_call(node: ast.AST) -> Optional[str]:
     `optional_import("lmdb")` (a callee whose name contains "import", given the module name
     as a string, as the prefilter reads it), `[0]` of one (MONAI's `lmdb, _ =` pair), the
     `name=` it picks (`optional_import("h5py", name="File")`); `__import__("a.b")` is `a`."""
-    if type(node) is ast.Subscript and type(node.slice) is ast.Constant \
+    if type(node) is syntax.Subscript and type(node.slice) is syntax.Constant \
             and node.slice.value == 0:
         node = node.value
-    if type(node) is not ast.Call or not node.args:
+    if type(node) is not syntax.Call or not node.args:
         return None
     first = node.args[0]
-    if type(first) is not ast.Constant or type(first.value) is not str:
+    if type(first) is not syntax.Constant or type(first.value) is not str:
         return None  # (most calls: before the callee's name is built)
     callee = dotted(node.func)
     last = callee.rpartition(".")[2] if callee else ""
@@ -133,7 +134,8 @@ def imported_by_call(node: ast.AST) -> Optional[str]:
     if last == "__import__":
         return module.partition(".")[0]
     picked = next((k.value for k in node.keywords if k.arg == "name"), None)
-    if type(picked) is ast.Constant and type(picked.value) is str and picked.value.isidentifier():
+    if type(picked) is syntax.Constant and type(picked.value) is str \
+            and picked.value.isidentifier():
         return f"{module}.{picked.value}"
     return module
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from . import syntax
+
 # Fields that never hold a node, on every node type that has them (or only contexts and
 # operators: leaves without fields).
 _NOT_NODES = frozenset({
@@ -74,7 +76,7 @@ def subtree(node: ast.AST, into_lambdas: bool = True) -> list[ast.AST]:
     stack: list[Optional[ast.AST]] = [node]
     pop, push, extend, add = stack.pop, stack.append, stack.extend, out.append
     fields_of = REVERSED_FIELDS
-    lam = ast.Lambda
+    lam = syntax.Lambda
     while stack:
         current = pop()
         if current is None:

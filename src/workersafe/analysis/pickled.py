@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Union
 
+from . import syntax
 from ..facts import PickledState
 from .values import is_self, self_attr, string
 
@@ -48,15 +49,15 @@ def _class_names(node: ast.ClassDef) -> dict[str, tuple[str, ...]]:
     """Class-level tuples (lists, sets) of strings: `_HANDLES = ("env", "txn")`."""
     out: dict[str, tuple[str, ...]] = {}
     for stmt in node.body:
-        if isinstance(stmt, ast.Assign):
+        if isinstance(stmt, syntax.Assign):
             names = _strings(stmt.value)
             if names is not None:
-                out.update((t.id, names) for t in stmt.targets if isinstance(t, ast.Name))
+                out.update((t.id, names) for t in stmt.targets if isinstance(t, syntax.Name))
     return out
 
 
 def _strings(node: ast.AST) -> Optional[tuple[str, ...]]:
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+    if isinstance(node, (syntax.Tuple, syntax.List, syntax.Set)):
         found = [string(e) for e in node.elts]
         if all(s is not None for s in found):
             return tuple(s for s in found if s is not None)
@@ -83,7 +84,7 @@ class _GetState:
         if found is not None:
             return found
         attr = self_attr(node)
-        key = attr or (node.id if isinstance(node, ast.Name) else "")
+        key = attr or (node.id if isinstance(node, syntax.Name) else "")
         return self.class_names.get(key)
 
     def key(self, node: ast.expr) -> tuple[str, ...]:
@@ -91,7 +92,7 @@ class _GetState:
         text = string(node)
         if text is not None:
             return (text,)
-        if isinstance(node, ast.Name) and node.id in self.loops:
+        if isinstance(node, syntax.Name) and node.id in self.loops:
             return self.loops[node.id]
         raise _Unknown()
 
@@ -100,52 +101,53 @@ class _GetState:
             self.statement(stmt)
 
     def statement(self, stmt: ast.stmt) -> None:
-        if isinstance(stmt, ast.Assign):
+        if isinstance(stmt, syntax.Assign):
             self.assign(stmt)
-        elif isinstance(stmt, ast.Delete):
+        elif isinstance(stmt, syntax.Delete):
             for target in stmt.targets:
                 self.drop_subscript(target)
-        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        elif isinstance(stmt, syntax.Expr) and isinstance(stmt.value, syntax.Call):
             self.call(stmt.value)
-        elif isinstance(stmt, ast.Return):
+        elif isinstance(stmt, syntax.Return):
             self.results.append(self.returned(stmt.value))
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)) and isinstance(stmt.target, ast.Name):
+        elif isinstance(stmt, (syntax.For, syntax.AsyncFor)) \
+                and isinstance(stmt.target, syntax.Name):
             names = self.names_of(stmt.iter)
             if names is None:
                 raise _Unknown()
             self.loops[stmt.target.id] = names
             self.block(stmt.body)
             del self.loops[stmt.target.id]
-        elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
+        elif isinstance(stmt, (syntax.If, syntax.Try, syntax.With)):
             for child in ast.iter_child_nodes(stmt):
-                if isinstance(child, ast.stmt):
+                if isinstance(child, syntax.stmt):
                     self.statement(child)
-                elif isinstance(child, ast.ExceptHandler):
+                elif isinstance(child, syntax.ExceptHandler):
                     self.block(child.body)
-        elif not isinstance(stmt, (ast.Pass, ast.Expr)):
+        elif not isinstance(stmt, (syntax.Pass, syntax.Expr)):
             raise _Unknown()
 
     def assign(self, stmt: ast.Assign) -> None:
-        if isinstance(stmt.value, ast.Call):
+        if isinstance(stmt.value, syntax.Call):
             self.call(stmt.value)  # `env = state.pop("env")`
         for target in stmt.targets:
-            if isinstance(target, ast.Name):
+            if isinstance(target, syntax.Name):
                 dropped = self.copy_of_dict(stmt.value)
                 if dropped is not None:
                     self.states[target.id] = dropped
                 else:
                     self.states.pop(target.id, None)
                     self.others.add(target.id)
-            elif isinstance(target, ast.Subscript) and self.state_name(target.value):
+            elif isinstance(target, syntax.Subscript) and self.state_name(target.value):
                 self.drop_subscript(target)  # `state["env"] = None`: replaced
-            elif not isinstance(target, ast.Name):
+            elif not isinstance(target, syntax.Name):
                 raise _Unknown()
 
     def state_name(self, node: ast.expr) -> str:
-        return node.id if isinstance(node, ast.Name) and node.id in self.states else ""
+        return node.id if isinstance(node, syntax.Name) and node.id in self.states else ""
 
     def drop_subscript(self, target: ast.expr) -> None:
-        if isinstance(target, ast.Subscript):
+        if isinstance(target, syntax.Subscript):
             name = self.state_name(target.value)
             if name:
                 self.states[name].update(self.key(target.slice))
@@ -154,7 +156,7 @@ class _GetState:
 
     def call(self, call: ast.Call) -> None:
         func = call.func
-        if isinstance(func, ast.Attribute):
+        if isinstance(func, syntax.Attribute):
             name = self.state_name(func.value)
             if name and func.attr == "pop" and call.args:
                 self.states[name].update(self.key(call.args[0]))
@@ -170,28 +172,28 @@ class _GetState:
         not one)."""
         if _is_instance_dict(value):
             return set()
-        if isinstance(value, ast.Call):
+        if isinstance(value, syntax.Call):
             func = value.func
-            if isinstance(func, ast.Attribute) and func.attr == "copy" and not value.args:
+            if isinstance(func, syntax.Attribute) and func.attr == "copy" and not value.args:
                 inner = self.copy_of_dict(func.value)
                 return set(inner) if inner is not None else None
-            if isinstance(func, ast.Name) and func.id == "dict" and len(value.args) == 1:
+            if isinstance(func, syntax.Name) and func.id == "dict" and len(value.args) == 1:
                 inner = self.copy_of_dict(value.args[0])
                 if inner is not None:  # `dict(self.__dict__, env=None)`
                     return inner | {k.arg for k in value.keywords if k.arg}
-            if isinstance(func, ast.Attribute) and func.attr in ("copy", "deepcopy") \
-                    and isinstance(func.value, ast.Name) and func.value.id == "copy" \
+            if isinstance(func, syntax.Attribute) and func.attr in ("copy", "deepcopy") \
+                    and isinstance(func.value, syntax.Name) and func.value.id == "copy" \
                     and len(value.args) == 1:
                 return self.copy_of_dict(value.args[0])
-        if isinstance(value, ast.Name) and value.id in self.states:
+        if isinstance(value, syntax.Name) and value.id in self.states:
             return set(self.states[value.id])
-        if isinstance(value, ast.Dict) and value.keys and value.keys[0] is None:
+        if isinstance(value, syntax.Dict) and value.keys and value.keys[0] is None:
             inner = self.copy_of_dict(value.values[0])  # `{**self.__dict__, "env": None}`
             if inner is not None:
                 keys = [string(k) if k is not None else None for k in value.keys[1:]]
                 if all(keys):
                     return inner | {k for k in keys if k}
-        if isinstance(value, ast.DictComp):
+        if isinstance(value, syntax.DictComp):
             return self.filtered_dict(value)
         return None
 
@@ -201,14 +203,15 @@ class _GetState:
             return None
         gen = comp.generators[0]
         it = gen.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
+        if not (isinstance(it, syntax.Call) and isinstance(it.func, syntax.Attribute)
                 and it.func.attr == "items" and self.copy_of_dict(it.func.value) is not None):
             return None
         target = gen.target
-        if not (isinstance(target, ast.Tuple) and len(target.elts) == 2
-                and isinstance(target.elts[0], ast.Name) and isinstance(target.elts[1], ast.Name)
-                and isinstance(comp.key, ast.Name) and comp.key.id == target.elts[0].id
-                and isinstance(comp.value, ast.Name) and comp.value.id == target.elts[1].id):
+        if not (isinstance(target, syntax.Tuple) and len(target.elts) == 2
+                and isinstance(target.elts[0], syntax.Name)
+                and isinstance(target.elts[1], syntax.Name)
+                and isinstance(comp.key, syntax.Name) and comp.key.id == target.elts[0].id
+                and isinstance(comp.value, syntax.Name) and comp.value.id == target.elts[1].id):
             raise _Unknown()
         key = target.elts[0].id
         dropped = set(self.copy_of_dict(it.func.value) or ())
@@ -219,16 +222,16 @@ class _GetState:
     def excluded(self, test: ast.expr, key: str) -> set[str]:
         """The names a comprehension's condition leaves out: `k not in (...)`, `k != "env"`,
         joined by `and`."""
-        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        if isinstance(test, syntax.BoolOp) and isinstance(test.op, syntax.And):
             return {n for value in test.values for n in self.excluded(value, key)}
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 \
-                and isinstance(test.left, ast.Name) and test.left.id == key:
+        if isinstance(test, syntax.Compare) and len(test.ops) == 1 \
+                and isinstance(test.left, syntax.Name) and test.left.id == key:
             op, right = test.ops[0], test.comparators[0]
-            if isinstance(op, ast.NotIn):
+            if isinstance(op, syntax.NotIn):
                 names = self.names_of(right)
                 if names is not None:
                     return set(names)
-            if isinstance(op, ast.NotEq) and string(right) is not None:
+            if isinstance(op, syntax.NotEq) and string(right) is not None:
                 return {string(right) or ""}
         raise _Unknown()
 
@@ -238,10 +241,10 @@ class _GetState:
         dropped = self.copy_of_dict(value)
         if dropped is not None:
             return PickledState(ALL_BUT, tuple(sorted(dropped)))
-        if any(isinstance(n, ast.Name) and (n.id in self.states or n.id in self.others)
+        if any(isinstance(n, syntax.Name) and (n.id in self.states or n.id in self.others)
                for n in ast.walk(value)):
             raise _Unknown()  # `(self.__class__, state)`, a local built before
-        if any(isinstance(n, ast.Attribute) and n.attr == "__dict__" for n in ast.walk(value)):
+        if any(isinstance(n, syntax.Attribute) and n.attr == "__dict__" for n in ast.walk(value)):
             raise _Unknown()
         kept = {a for n in ast.walk(value) for a in [self_attr(n)] if a}
         return PickledState(ONLY, tuple(sorted(kept)))
@@ -249,15 +252,16 @@ class _GetState:
 
 def _is_instance_dict(node: ast.expr) -> bool:
     """`self.__dict__`, `vars(self)`, `super().__getstate__()`."""
-    if isinstance(node, ast.Attribute) and node.attr == "__dict__" and is_self(node.value):
+    if isinstance(node, syntax.Attribute) and node.attr == "__dict__" and is_self(node.value):
         return True
-    if isinstance(node, ast.Call):
+    if isinstance(node, syntax.Call):
         func = node.func
-        if isinstance(func, ast.Name) and func.id == "vars" and len(node.args) == 1 \
+        if isinstance(func, syntax.Name) and func.id == "vars" and len(node.args) == 1 \
                 and is_self(node.args[0]):
             return True
-        if isinstance(func, ast.Attribute) and func.attr == "__getstate__" \
-                and isinstance(func.value, ast.Call) and isinstance(func.value.func, ast.Name) \
+        if isinstance(func, syntax.Attribute) and func.attr == "__getstate__" \
+                and isinstance(func.value, syntax.Call) \
+                and isinstance(func.value.func, syntax.Name) \
                 and func.value.func.id == "super":
             return True
     return False

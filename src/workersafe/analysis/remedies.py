@@ -22,6 +22,7 @@ import ast
 from dataclasses import field
 from typing import Optional, Union
 
+from . import syntax
 from ..facts import (
     AttrSite, DatasetRef, DatasetUse, LazyOpen, LoaderWrap, RemedyClass, RemedyFacts, UseKind,
     WorkerInit,
@@ -142,16 +143,16 @@ class _Remedies:
 
     def module(self, tree: ast.Module) -> None:
         for stmt in tree.body:
-            if isinstance(stmt, ast.ClassDef):
+            if isinstance(stmt, syntax.ClassDef):
                 cls = self.class_states.get(self.state.qual(stmt.name))
                 if cls is not None:
                     self.classes.append(_ClassReader(self, cls).read(
                         stmt, self.self_uses.get(id(stmt)) or SelfUses()))
                     for method in stmt.body:  # `worker_init_fn=Frames.worker_init_fn`
-                        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                        if isinstance(method, (syntax.FunctionDef, syntax.AsyncFunctionDef)) \
                                 and _static(method):
                             self.function(method, f"{cls.qualname}.{method.name}")
-            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            elif isinstance(stmt, (syntax.FunctionDef, syntax.AsyncFunctionDef)):
                 self.function(stmt)
             else:
                 self.statements([stmt])
@@ -184,35 +185,35 @@ class _Remedies:
 
     def statement(self, stmt: ast.stmt) -> None:
         kind = type(stmt)  # (exact types: `ast` makes no subclasses of its node types)
-        if kind is ast.Assign:
+        if kind is syntax.Assign:
             self.expression(stmt.value)  # type: ignore[attr-defined]
             for target in stmt.targets:  # type: ignore[attr-defined]
                 self.assign(target, stmt.value)  # type: ignore[attr-defined]
             return
-        if kind is ast.Expr:  # (the most frequent others: their nodes in field order)
+        if kind is syntax.Expr:  # (the most frequent others: their nodes in field order)
             self.expression(stmt.value)  # type: ignore[attr-defined]
             return
-        if kind is ast.If:
+        if kind is syntax.If:
             self.expression(stmt.test)  # type: ignore[attr-defined]
             self.statements(stmt.body)  # type: ignore[attr-defined]
             self.statements(stmt.orelse)  # type: ignore[attr-defined]
             return
-        if kind is ast.Return:
+        if kind is syntax.Return:
             if stmt.value is not None:  # type: ignore[attr-defined]
                 self.expression(stmt.value)  # type: ignore[attr-defined]
             return
         if kind in _SKIPPED:
             return  # nested definitions: not followed; imports, `pass`...: no expression
-        if kind is ast.Assert:  # (then these: their nodes in field order)
+        if kind is syntax.Assert:  # (then these: their nodes in field order)
             self.expression(stmt.test)  # type: ignore[attr-defined]
             if stmt.msg is not None:  # type: ignore[attr-defined]
                 self.expression(stmt.msg)  # type: ignore[attr-defined]
             return
-        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        if isinstance(stmt, syntax.AnnAssign) and stmt.value is not None:
             self.expression(stmt.value)
             self.assign(stmt.target, stmt.value)
             return
-        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        if isinstance(stmt, (syntax.For, syntax.AsyncFor)):
             self.iterated(stmt.iter, stmt.iter)
             self.expression(stmt.iter)
             if self.dataset(stmt.iter):
@@ -221,22 +222,22 @@ class _Remedies:
             self.statements(stmt.orelse)
             return
         for child in child_nodes(stmt):
-            if isinstance(child, ast.stmt):
+            if isinstance(child, syntax.stmt):
                 self.statement(child)
-            elif isinstance(child, ast.expr):
+            elif isinstance(child, syntax.expr):
                 self.expression(child)
             elif isinstance(child, _CLAUSES):
                 for sub in child_nodes(child):
-                    if isinstance(sub, ast.stmt):
+                    if isinstance(sub, syntax.stmt):
                         self.statement(sub)
-                    elif isinstance(sub, ast.expr):
+                    elif isinstance(sub, syntax.expr):
                         self.expression(sub)
 
     def assign(self, target: ast.expr, value: ast.expr) -> None:
         scope = self.scope
-        if isinstance(target, ast.Name):
+        if isinstance(target, syntax.Name):
             scope.kinds[target.id] = self.kind(value)
-            if isinstance(value, ast.Call) and self.state.q_dotted(value.func) in SPLITS:
+            if isinstance(value, syntax.Call) and self.state.q_dotted(value.func) in SPLITS:
                 scope.splits.add(target.id)
             else:
                 scope.splits.discard(target.id)
@@ -245,16 +246,16 @@ class _Remedies:
             if handle is not None:
                 env.handles[target.id] = handle
             env.assign(target.id, self.ev.value_of(value))
-        elif isinstance(target, (ast.Tuple, ast.List)):
+        elif isinstance(target, (syntax.Tuple, syntax.List)):
             kind = self.kind(value)
             wrapped = kind if isinstance(kind, Wrapped) else None
             for element in elements(target):
-                if isinstance(element, ast.Name):
+                if isinstance(element, syntax.Name):
                     scope.kinds[element.id] = wrapped  # `train, val = random_split(ds, ...)`
                     refs = self.ev.refs_of(value)
                     if refs:
                         self.state.env.assign_refs(element.id, refs)
-        elif isinstance(target, ast.Attribute):
+        elif isinstance(target, syntax.Attribute):
             if self.dataset(target.value):
                 handle = self.ev.handle_of(value)
                 if handle is not None:
@@ -273,7 +274,7 @@ class _Remedies:
         if not made:
             return ""
         return next((node.attr for node in subtree(value, into_lambdas=False)
-                     if type(node) is ast.Attribute and node.attr in made
+                     if type(node) is syntax.Attribute and node.attr in made
                      and self.dataset(node.value)), "")
 
     def dataset(self, expr: ast.expr) -> bool:
@@ -282,9 +283,9 @@ class _Remedies:
         return self.info_possible and self.kind(expr) == DATASET
 
     def kind(self, expr: ast.expr) -> Kind:
-        if isinstance(expr, ast.Name):
+        if isinstance(expr, syntax.Name):
             return self.scope.kinds.get(expr.id)
-        if isinstance(expr, ast.Call):
+        if isinstance(expr, syntax.Call):
             name = self.state.q_dotted(expr.func)
             if name in GET_WORKER_INFO:
                 return INFO
@@ -292,7 +293,7 @@ class _Remedies:
                 return Wrapped(name)
             index = self.loader_index.get(id(expr))
             return LoaderValue(index) if index is not None else None
-        if isinstance(expr, ast.Attribute):
+        if isinstance(expr, syntax.Attribute):
             if expr.attr == "dataset" and self.kind(expr.value) == INFO:
                 self.scope.touched = True
                 return DATASET
@@ -302,7 +303,7 @@ class _Remedies:
                 self.scope.walks = True
                 return DATASET
             return None
-        if isinstance(expr, ast.Subscript):
+        if isinstance(expr, syntax.Subscript):
             inner = self.kind(expr.value)
             return inner if isinstance(inner, Wrapped) else None  # random_split(...)[0]
         return None
@@ -317,8 +318,8 @@ class _Remedies:
         pop, push, extend = stack.pop, stack.append, stack.extend
         fields_of = REVERSED_FIELDS
         name_type, constant, call, attribute, subscript, lam, comprehension, load = (
-            ast.Name, ast.Constant, ast.Call, ast.Attribute, ast.Subscript, ast.Lambda,
-            ast.comprehension, ast.Load)
+            syntax.Name, syntax.Constant, syntax.Call, syntax.Attribute, syntax.Subscript,
+            syntax.Lambda, syntax.comprehension, syntax.Load)
         refs = self.state.env.refs  # (no handler changes the frames: the same Env throughout)
         info = self.info_possible
         while stack:
@@ -389,9 +390,9 @@ class _Remedies:
         if name in LOADERS:
             self.loader(node)
         info = self.info_possible  # (`dataset` is never true without it)
-        if info and isinstance(func, ast.Attribute) and self.dataset(func.value):
+        if info and isinstance(func, syntax.Attribute) and self.dataset(func.value):
             self.scope.calls.append(AttrSite(func.attr, self.span(func)))
-        bare = func.id if isinstance(func, ast.Name) else ""
+        bare = func.id if isinstance(func, syntax.Name) else ""
         if bare in ("iter", "next", "list", "enumerate", "tuple", "sorted", "sum"):
             for arg in node.args[:1]:
                 self.iterated(arg, node)
@@ -418,9 +419,9 @@ class _Remedies:
         self.loader_index[id(node)] = len(self.loaders)
         self.loaders.append(LoaderWrap(self.span(node), wrapper, 0, self.scope.name))
         init = args.get("worker_init_fn")
-        if isinstance(init, ast.Lambda):
+        if isinstance(init, syntax.Lambda):
             self.lambda_init(init, node)
-        elif isinstance(init, ast.Attribute) and isinstance(init.value, ast.Name) \
+        elif isinstance(init, syntax.Attribute) and isinstance(init.value, syntax.Name) \
                 and self.state.env.refs(init.value.id) is not None:
             # `worker_init_fn=rows.open`, a method bound to a dataset: it runs in each worker
             # on that dataset's copy (pickled with it under spawn, inside any wrapper), never
@@ -449,10 +450,10 @@ class _Remedies:
     def iterated_loader(self, expr: ast.expr, at: ast.AST) -> bool:
         """Record the first iteration of a loader bound to a name (or built in place)."""
         index: Optional[int] = None
-        if isinstance(expr, ast.Name):
+        if isinstance(expr, syntax.Name):
             kind = self.scope.kinds.get(expr.id)
             index = kind.index if isinstance(kind, LoaderValue) else None
-        elif isinstance(expr, ast.Call):
+        elif isinstance(expr, syntax.Call):
             index = self.loader_index.get(id(expr))
         if index is None:
             return False
@@ -477,14 +478,14 @@ class _Remedies:
 
     def use(self, kind: UseKind, expr: ast.expr, at: ast.AST, member: str = "",
             via: str = "") -> None:
-        if self.state.current_class() is not None or isinstance(expr, ast.Call):
+        if self.state.current_class() is not None or isinstance(expr, syntax.Call):
             return
-        if isinstance(expr, ast.Name) and (
+        if isinstance(expr, syntax.Name) and (
                 isinstance(self.scope.kinds.get(expr.id), LoaderValue)
                 or expr.id in self.scope.splits):
             return
         refs = self.ev.refs_of(expr)
-        if refs and isinstance(at, (ast.expr, ast.stmt)):
+        if refs and isinstance(at, (syntax.expr, syntax.stmt)):
             self.uses.append(DatasetUse(kind, tuple(refs), self.span(at), self.scope.name,
                                         member, via))
 
@@ -506,7 +507,8 @@ class _ClassReader:
 
     def read(self, node: ast.ClassDef, uses: SelfUses) -> RemedyClass:
         """`uses`: what the main walk saw the methods do with attributes of self."""
-        methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        methods = [m for m in node.body
+                   if isinstance(m, (syntax.FunctionDef, syntax.AsyncFunctionDef))]
         # A class spelling no process call has no process check: no walk of each method for one;
         # nor one with no lazy accessor (what a process check is asked for)
         nodes = {id(m): subtree(m) for m in methods} \
@@ -551,7 +553,8 @@ class _ClassReader:
             if node.name == "__init__":
                 self.none_defaults = _none_defaults(node.args)
             checked = lazy and any(self._process_value(t.test, node.name) for t in nodes
-                                   if isinstance(t, (ast.If, ast.IfExp, ast.While, ast.Assert)))
+                                   if isinstance(t, (syntax.If, syntax.IfExp, syntax.While,
+                                                     syntax.Assert)))
             self.block(node.name, node.body, params, checked, lazy)
         finally:
             state.pop(2)
@@ -562,12 +565,12 @@ class _ClassReader:
         only `_lazy` reads (local handles, unset tests) is not computed."""
         ev = self.owner.ev
         for stmt in body:
-            if isinstance(stmt, ast.Assign):
+            if isinstance(stmt, syntax.Assign):
                 # (asked for a name's binding only: most targets are attributes of self)
                 handle = ev.handle_of(stmt.value) \
-                    if lazy and any(type(t) is ast.Name for t in stmt.targets) else None
+                    if lazy and any(type(t) is syntax.Name for t in stmt.targets) else None
                 for target in stmt.targets:
-                    if isinstance(target, ast.Name) and handle is not None:
+                    if isinstance(target, syntax.Name) and handle is not None:
                         self.owner.state.env.handles[target.id] = handle
                     attr = self_attr(target)
                     if attr and method == "__init__":
@@ -575,21 +578,21 @@ class _ClassReader:
                             self.init_none.append(AttrSite(attr, self.owner.span(target)))
                         else:
                             self.init_set.add(attr)
-                        if isinstance(stmt.value, ast.Name) and stmt.value.id in params:
+                        if isinstance(stmt.value, syntax.Name) and stmt.value.id in params:
                             self.param_attrs.add(attr)
                             self.param_kept.append(
                                 (stmt.value.id, AttrSite(attr, self.owner.span(target))))
-            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            elif isinstance(stmt, syntax.AnnAssign) and stmt.value is not None:
                 attr = self_attr(stmt.target)
                 if attr and method == "__init__":
                     if is_none(stmt.value):
                         self.init_none.append(AttrSite(attr, self.owner.span(stmt.target)))
                     else:
                         self.init_set.add(attr)
-            elif lazy and isinstance(stmt, ast.If):
+            elif lazy and isinstance(stmt, syntax.If):
                 for attr in unset_tests(stmt.test):
                     self._lazy(method, attr, stmt.body, checked)
-            if lazy and isinstance(stmt, ast.Assign) and method != "__init__":
+            if lazy and isinstance(stmt, syntax.Assign) and method != "__init__":
                 for target in stmt.targets:
                     attr = self_attr(target)
                     if attr and or_self(stmt.value, attr):
@@ -598,22 +601,22 @@ class _ClassReader:
                 continue  # (no statement under it)
             inner: list[ast.stmt] = []  # the statements under it, in order: one block
             for child in child_nodes(stmt):
-                if isinstance(child, ast.stmt):
+                if isinstance(child, syntax.stmt):
                     inner.append(child)
                 elif isinstance(child, _CLAUSES):
-                    inner.extend(s for s in child_nodes(child) if isinstance(s, ast.stmt))
+                    inner.extend(s for s in child_nodes(child) if isinstance(s, syntax.stmt))
             self.block(method, inner, params, checked, lazy)
 
     def _lazy(self, method: str, attr: str, body: list[ast.stmt], checked: bool) -> None:
         ev = self.owner.ev
         # (ast.walk's order: the first assignment or call found is the one recorded)
-        for stmt in breadth_first(ast.Module(body=body, type_ignores=[])):
-            if isinstance(stmt, ast.Assign) and any(self_attr(t) == attr for t in stmt.targets):
+        for stmt in breadth_first(syntax.Module(body=body, type_ignores=[])):
+            if isinstance(stmt, syntax.Assign) and any(self_attr(t) == attr for t in stmt.targets):
                 handle = ev.handle_of(stmt.value)
                 if handle is not None:
                     self.lazy.append(LazyOpen(attr, method, ev.site(handle), "", checked))
                     return
-            if isinstance(stmt, ast.Call) and isinstance(stmt.func, ast.Attribute) \
+            if isinstance(stmt, syntax.Call) and isinstance(stmt.func, syntax.Attribute) \
                     and is_self(stmt.func.value):
                 self.lazy.append(LazyOpen(attr, method, None, stmt.func.attr, checked))
                 return
@@ -623,7 +626,7 @@ class _ClassReader:
         """The attributes (class-wide) and locals (per method) holding a value derived from
         a process call: `self._pid = os.getpid()`, `info = get_worker_info(); w = info.id`."""
         assigns = [(m.name, a) for m in methods for a in nodes.get(id(m), ())
-                   if isinstance(a, ast.Assign)]
+                   if isinstance(a, syntax.Assign)]
         changed = True
         while changed:
             changed = False
@@ -636,25 +639,25 @@ class _ClassReader:
                         if attr and attr not in self.pid_attrs:
                             self.pid_attrs.add(attr)
                             changed = True
-                        if isinstance(element, ast.Name) \
+                        if isinstance(element, syntax.Name) \
                                 and (method, element.id) not in self.pid_names:
                             self.pid_names.add((method, element.id))
                             changed = True
 
     def _process_value(self, expr: ast.expr, method: str) -> bool:
         for node in subtree(expr):
-            if isinstance(node, ast.Call) \
+            if isinstance(node, syntax.Call) \
                     and self.owner.state.q_dotted(node.func) in PROCESS_CALLS:
                 return True
-            if isinstance(node, ast.Name) and (method, node.id) in self.pid_names:
+            if isinstance(node, syntax.Name) and (method, node.id) in self.pid_names:
                 return True
-            if isinstance(node, ast.Attribute) and self_attr(node) in self.pid_attrs:
+            if isinstance(node, syntax.Attribute) and self_attr(node) in self.pid_attrs:
                 return True
         return False
 
 
 def _static(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
-    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+    return any(isinstance(d, syntax.Name) and d.id == "staticmethod" for d in node.decorator_list)
 
 
 # The node types other than attributes that `_none_safe` reads.
@@ -671,29 +674,29 @@ def _none_safe(node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> set[str]:
     # nodes.subtree rather than ast.walk: another order, the same sets, a third of the cost
     tests = _TESTS
     for sub in subtree(node):
-        if isinstance(sub, ast.Attribute):
-            if isinstance(sub.ctx, ast.Load):
+        if isinstance(sub, syntax.Attribute):
+            if isinstance(sub.ctx, syntax.Load):
                 read = self_attr(sub)
                 if read:
                     reads.append((read, id(sub)))
         elif type(sub) not in tests:
             continue  # (most nodes: one test)
-        elif isinstance(sub, ast.Assert):
+        elif isinstance(sub, syntax.Assert):
             raising.update(id(n) for n in subtree(sub.test))
-        elif isinstance(sub, (ast.If, ast.IfExp)):
+        elif isinstance(sub, (syntax.If, syntax.IfExp)):
             attr, present = presence(sub.test)
             if attr is None:
                 continue
             there, missing = (sub.body, sub.orelse) if present else (sub.orelse, sub.body)
             block = there if isinstance(there, list) else [there]
             safe.update(id(n) for b in block for n in subtree(b)
-                        if isinstance(n, ast.Attribute) and self_attr(n) == attr)
+                        if isinstance(n, syntax.Attribute) and self_attr(n) == attr)
             branch = missing if isinstance(missing, list) else [missing]
-            if any(isinstance(n, ast.Raise) for b in branch for n in subtree(b)):
+            if any(isinstance(n, syntax.Raise) for b in branch for n in subtree(b)):
                 raising.update(id(n) for n in subtree(sub.test))
             else:
-                safe.update(id(n) for n in subtree(sub.test) if isinstance(n, ast.Attribute))
-        elif isinstance(sub, ast.BoolOp) and isinstance(sub.op, ast.Or) \
+                safe.update(id(n) for n in subtree(sub.test) if isinstance(n, syntax.Attribute))
+        elif isinstance(sub, syntax.BoolOp) and isinstance(sub.op, syntax.Or) \
                 and self_attr(sub.values[0]):
             safe.add(id(sub.values[0]))
     read_attrs = {a for a, _ in reads}

@@ -8,6 +8,7 @@ import ast
 from dataclasses import field
 from typing import NamedTuple, Optional, Union
 
+from . import syntax
 from ..facts import DatasetRef, HeldCall, Span
 from ..records import record
 from ..registry import Registry
@@ -30,27 +31,32 @@ class Handle:
         return Handle(self.call, self.handle, self.derived, True)
 
 
-@record()
 class Value:
-    """What the right-hand side of `name = <expr>` is, as far as the facts care."""
+    """What the right-hand side of `name = <expr>` is, as far as the facts care. (A plain class,
+    not a record: compiled by mypyc, a native one; one is made per assignment.)"""
 
-    refs: list[DatasetRef] = field(default_factory=list)  # the dataset(s) it may be
-    int_value: Optional[int] = None  # a constant int (for `num_workers=n`)
-    kwargs: Optional[dict[str, ast.expr]] = None  # a dict literal (for `**loader_kwargs`)
-    context: str = ""  # a multiprocessing context's start method (for `get_context(...)`)
-    identity: bool = False  # a process or worker identity (`os.getpid()`, `info.id`)
+    def __init__(self, refs: list[DatasetRef], int_value: Optional[int] = None,
+                 kwargs: Optional[dict[str, ast.expr]] = None, context: str = "",
+                 identity: bool = False) -> None:
+        self.refs = refs  # the dataset(s) it may be
+        self.int_value = int_value  # a constant int (for `num_workers=n`)
+        self.kwargs = kwargs  # a dict literal (for `**loader_kwargs`)
+        # a multiprocessing context's start method (for `get_context(...)`)
+        self.context = context
+        self.identity = identity  # a process or worker identity (`os.getpid()`, `info.id`)
 
 
-@record()
 class Binding:
-    """What one name is bound to in one `Env` (merged over its assignments)."""
+    """What one name is bound to in one `Env` (merged over its assignments). (A plain class, as
+    `Value`: one per name bound.)"""
 
-    refs: Optional[list[DatasetRef]] = None  # the last assignment that was a dataset
-    assigned: bool = False  # assigned through `name = <expr>` (int_value is meaningful)
-    int_value: Optional[int] = None  # None unless assigned exactly once, to a constant int
-    kwargs: Optional[dict[str, ast.expr]] = None
-    context: str = ""
-    identity: bool = False
+    def __init__(self) -> None:
+        self.refs: Optional[list[DatasetRef]] = None  # the last assignment that was a dataset
+        self.assigned = False  # assigned through `name = <expr>` (int_value is meaningful)
+        self.int_value: Optional[int] = None  # None unless assigned once, to a constant int
+        self.kwargs: Optional[dict[str, ast.expr]] = None
+        self.context = ""
+        self.identity = False
 
 
 class Env:
@@ -152,21 +158,24 @@ def _add_new(found: list[DatasetRef], refs: list[DatasetRef]) -> None:
             found.append(ref)
 
 
-@record()
 class MethodState:
-    name: str
-    attrs_read: set[str] = field(default_factory=set)
-    attrs_used: set[str] = field(default_factory=set)
-    config_reads: set[int] = field(default_factory=set)  # id() of `self.x` in `self.x.headers`
-    self_calls: set[str] = field(default_factory=set)
-    globals_read: set[str] = field(default_factory=set)
-    guarded_attrs: set[str] = field(default_factory=set)
-    guarded_calls: set[str] = field(default_factory=set)
-    calls_super_init: bool = False
-    effects: list[str] = field(default_factory=list)
-    returns_handle: Optional[Handle] = None
-    returns_call: str = ""
-    returns: list[DatasetRef] = field(default_factory=list)  # `return cls(...)`
+    """What the walk found in one method. (Plain classes, this and `FunctionState`, not
+    records: compiled by mypyc, native ones, whose attributes the walk reads at most nodes.)"""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.attrs_read: set[str] = set()
+        self.attrs_used: set[str] = set()
+        self.config_reads: set[int] = set()  # id() of `self.x` in `self.x.headers`
+        self.self_calls: set[str] = set()
+        self.globals_read: set[str] = set()
+        self.guarded_attrs: set[str] = set()
+        self.guarded_calls: set[str] = set()
+        self.calls_super_init = False
+        self.effects: list[str] = []
+        self.returns_handle: Optional[Handle] = None
+        self.returns_call = ""
+        self.returns: list[DatasetRef] = []  # `return cls(...)`
 
 
 @record()
@@ -193,24 +202,27 @@ class ClassState:
         return next((h for (m, a, _), h in self.held.items() if m == method and a == attr), None)
 
 
-@record()
 class FunctionState:
-    name: str
-    qualname: str
-    cached: bool
-    is_module_level: bool
-    env: Env
-    method: Optional[MethodState] = None  # set when this function is a method of a class
-    returns: list[DatasetRef] = field(default_factory=list)
-    returned_handle: Optional[Handle] = None
-    returns_call: str = ""
-    params: tuple[str, ...] = ()
-    node: Optional[ast.AST] = None  # a module-level function's definition
-    method_calls: set[str] = field(default_factory=set)
-    attr_handle_assigns: set[str] = field(default_factory=set)
-    globals_declared: set[str] = field(default_factory=set)
-    calls: set[str] = field(default_factory=set)  # project functions called (or passed on)
-    chosen: list[tuple[int, str, str]] = field(default_factory=list)  # FunctionFacts.chosen
+    """What the walk found in one function or method (a plain class: see `MethodState`)."""
+
+    def __init__(self, name: str, qualname: str, cached: bool, is_module_level: bool, env: Env,
+                 method: Optional[MethodState] = None) -> None:
+        self.name = name
+        self.qualname = qualname
+        self.cached = cached
+        self.is_module_level = is_module_level
+        self.env = env
+        self.method = method  # set when this function is a method of a class
+        self.returns: list[DatasetRef] = []
+        self.returned_handle: Optional[Handle] = None
+        self.returns_call = ""
+        self.params: tuple[str, ...] = ()
+        self.node: Optional[ast.AST] = None  # a module-level function's definition
+        self.method_calls: set[str] = set()
+        self.attr_handle_assigns: set[str] = set()
+        self.globals_declared: set[str] = set()
+        self.calls: set[str] = set()  # project functions called (or passed on)
+        self.chosen: list[tuple[int, str, str]] = []  # FunctionFacts.chosen
 
 
 Frame = Union[ClassState, FunctionState, None]
@@ -344,7 +356,7 @@ class State:
     def q(self, node: ast.AST) -> Optional[str]:
         """The qualified name of a dotted expression, through this file's imports (computed
         once per node while no binding changes)."""
-        if type(node) is ast.Name:  # (by its name: as cheap as by the node)
+        if type(node) is syntax.Name:  # (by its name: as cheap as by the node)
             found = self._by_name.get(node.id)  # (`qualify`, inline)
             return found if found is not None else self.qualify(node.id)
         key = id(node)
@@ -359,11 +371,11 @@ class State:
         """`q` of a dotted name only (`a.b.c`, `a[...]`): None for an attribute of the module
         an import call returns (`__import__("lmdb").open`), which `q` qualifies."""
         found = self.q(node)
-        if found is not None and type(node) is ast.Attribute:
+        if found is not None and type(node) is syntax.Attribute:
             root = node.value  # (`dotted` of an attribute chain: rooted at a name)
-            while type(root) is ast.Attribute:
+            while type(root) is syntax.Attribute:
                 root = root.value
-            if type(root) is not ast.Name:
+            if type(root) is not syntax.Name:
                 return None
         return found
 
@@ -389,7 +401,7 @@ class State:
             return self.qualify(name)
         # `__import__("lmdb").open`: an attribute of a module an import call returns
         attrs = []
-        while type(node) is ast.Attribute:
+        while type(node) is syntax.Attribute:
             attrs.append(node.attr)
             node = node.value
         module = imported_by_call(node) if attrs else None

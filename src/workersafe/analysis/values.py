@@ -8,6 +8,7 @@ import ast
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
+from . import syntax
 from ..facts import (
     LOOKUP_VERBS, OWN_CLASS, ArgRef, AttrArg, DatasetRef, HandleArg, HandleSite, RefKind,
 )
@@ -52,9 +53,9 @@ def call_args(call: ast.Call) -> list[Arg]:
     positional = call.args
     if len(positional) == 1 and not call.keywords:  # (most calls given any: one argument)
         one = positional[0]
-        return [new(arg, (None, "*", one.value)) if type(one) is ast.Starred
+        return [new(arg, (None, "*", one.value)) if type(one) is syntax.Starred
                 else new(arg, (None, "", one))]
-    args = [new(arg, (None, "*", a.value)) if type(a) is ast.Starred else new(arg, (None, "", a))
+    args = [new(arg, (None, "*", a.value)) if type(a) is syntax.Starred else new(arg, (None, "", a))
             for a in positional]
     if not call.keywords:
         return args
@@ -75,13 +76,13 @@ def argument(call: ast.Call, position: int, keyword: str) -> Optional[ast.expr]:
     for kw in call.keywords:
         if kw.arg == keyword:
             return kw.value
-    positional = [a for a in call.args if type(a) is not ast.Starred]
+    positional = [a for a in call.args if type(a) is not syntax.Starred]
     return positional[position] if len(positional) > position else None
 
 
 def elements(node: ast.expr) -> list[ast.expr]:
     """The elements of a list, tuple or set display; `*x` unwrapped to `x`."""
-    return [e.value if isinstance(e, ast.Starred) else e for e in getattr(node, "elts", ())]
+    return [e.value if isinstance(e, syntax.Starred) else e for e in getattr(node, "elts", ())]
 
 
 # --- constants ------------------------------------------------------------------------------
@@ -93,9 +94,9 @@ def _texts(call: ast.Call, args: list[Arg]) -> tuple[tuple[int, str, str], ...]:
     found = []
     for index, arg in enumerate(args):
         value = arg.value  # (`string`, inline)
-        if type(value) is ast.Constant and type(value.value) is str and not arg.star:
+        if type(value) is syntax.Constant and type(value.value) is str and not arg.star:
             found.append((-1 if arg.keyword else index, arg.keyword or "", value.value))
-    if call.args and type(call.args[0]) in (ast.Dict, ast.Call):
+    if call.args and type(call.args[0]) in (syntax.Dict, syntax.Call):
         _dict_texts(call.args[0], found)
     return tuple(found)
 
@@ -127,56 +128,56 @@ def _callee_of(name: str, types: Mapping[str, Any]) -> tuple[int, str, bool, boo
 
 
 def string(node: Optional[ast.AST]) -> Optional[str]:
-    if type(node) is ast.Constant and type(node.value) is str:
+    if type(node) is syntax.Constant and type(node.value) is str:
         return node.value
     return None
 
 
 def int_value(node: ast.AST) -> Optional[int]:
-    if type(node) is ast.Constant and type(node.value) is int:
+    if type(node) is syntax.Constant and type(node.value) is int:
         return node.value
     return None
 
 
 def bool_value(node: ast.AST) -> Optional[bool]:
-    if type(node) is ast.Constant and type(node.value) is bool:
+    if type(node) is syntax.Constant and type(node.value) is bool:
         return node.value
     return None
 
 
 def is_none(node: ast.AST) -> bool:
-    return type(node) is ast.Constant and node.value is None
+    return type(node) is syntax.Constant and node.value is None
 
 
 def is_self(node: ast.AST) -> bool:
-    return type(node) is ast.Name and node.id in ("self", "cls")
+    return type(node) is syntax.Name and node.id in ("self", "cls")
 
 
 def is_name(node: ast.AST, name: str) -> bool:
-    return bool(name) and type(node) is ast.Name and node.id == name
+    return bool(name) and type(node) is syntax.Name and node.id == name
 
 
 def is_super(node: ast.AST) -> bool:
-    return type(node) is ast.Call and is_name(node.func, "super")
+    return type(node) is syntax.Call and is_name(node.func, "super")
 
 
 def self_attr(node: ast.AST) -> Optional[str]:
     """`self.x` → "x"."""
-    if type(node) is ast.Attribute and is_self(node.value):
+    if type(node) is syntax.Attribute and is_self(node.value):
         return node.attr
     return None
 
 
 def dict_literal(node: ast.AST) -> Optional[dict[str, ast.expr]]:
     """`dict(num_workers=4)` or `{"num_workers": 4}` → {"num_workers": <node>}."""
-    if type(node) is ast.Dict:
+    if type(node) is syntax.Dict:
         out = {}
         for key, value in zip(node.keys, node.values):
             name = string(key)
             if name is not None:
                 out[name] = value
         return out
-    if type(node) is ast.Call and is_name(node.func, "dict"):
+    if type(node) is syntax.Call and is_name(node.func, "dict"):
         return {k.arg: k.value for k in node.keywords if k.arg}
     return None
 
@@ -236,7 +237,7 @@ class Evaluator:
         """Every handle a container display holds; else the one handle the value is."""
         if isinstance(expr, _SEQUENCES):
             return [h for e in elements(expr) for h in self.handles_in(e)]
-        if isinstance(expr, ast.Dict):
+        if isinstance(expr, syntax.Dict):
             return [h for k, v in zip(expr.keys, expr.values)
                     if k is not None for h in self.handles_in(v)]
         handle = self.handle_of(expr)
@@ -245,11 +246,11 @@ class Evaluator:
     def handle_of(self, expr: ast.expr) -> Optional[Handle]:
         """The handle an expression evaluates to (created, derived or held), if any."""
         kind = type(expr)  # (exact types: `ast` makes no subclasses of its node types)
-        if kind is ast.Call:
+        if kind is syntax.Call:
             return self._handle_of_call(expr)  # type: ignore[arg-type]
-        if kind is ast.Name:
+        if kind is syntax.Name:
             return self.state.local_handle(expr.id)  # type: ignore[attr-defined]
-        if kind is ast.Constant:
+        if kind is syntax.Constant:
             return None
         how = _HANDLE_OF.get(kind)
         return how(self, expr) if how is not None else None
@@ -269,7 +270,7 @@ class Evaluator:
         return None
 
     def _handle_of_sequence(self, expr: ast.List | ast.Tuple | ast.Set) -> Optional[Handle]:
-        return _first_handle(self.handle_of(e) for e in expr.elts if type(e) is not ast.Starred)
+        return _first_handle(self.handle_of(e) for e in expr.elts if type(e) is not syntax.Starred)
 
     def _handle_of_dict(self, expr: ast.Dict) -> Optional[Handle]:
         return _first_handle(self.handle_of(v) for k, v in zip(expr.keys, expr.values)
@@ -279,7 +280,7 @@ class Evaluator:
                            ) -> Optional[Handle]:
         # `[blob for blob in client.list_blobs(b)]`: the elements the iterable derives
         loop = expr.generators[0]
-        if type(expr.elt) is ast.Name and type(loop.target) is ast.Name \
+        if type(expr.elt) is syntax.Name and type(loop.target) is syntax.Name \
                 and expr.elt.id == loop.target.id and len(expr.generators) == 1:
             return self._listed(loop.iter)
         return self.handle_of(expr.elt)
@@ -298,9 +299,9 @@ class Evaluator:
         if name is not None and self._types.get(name) is not None:
             return Handle(call, name)
         func = call.func
-        if type(func) is ast.Attribute:
+        if type(func) is syntax.Attribute:
             value = func.value  # (a name's: `handle_of`, inline)
-            base = self.state.local_handle(value.id) if isinstance(value, ast.Name) \
+            base = self.state.local_handle(value.id) if isinstance(value, syntax.Name) \
                 else self.handle_of(value)
             if base is not None and func.attr in self.registry.derived_methods(base.handle):
                 return base.as_derived()
@@ -316,7 +317,7 @@ class Evaluator:
     def _listed(self, expr: ast.expr) -> Optional[Handle]:
         """The handle each element of `expr` keeps: a call of a registry row's iterable
         method (`client.list_blobs(b)`); None for other iterables (a cursor's rows)."""
-        if type(expr) is not ast.Call or type(expr.func) is not ast.Attribute:
+        if type(expr) is not syntax.Call or type(expr.func) is not syntax.Attribute:
             return None
         base = self.handle_of(expr.func.value)
         if base is None or expr.func.attr not in self.registry.iterable_methods(base.handle):
@@ -328,7 +329,7 @@ class Evaluator:
         if htype is None or not htype.derived_subscript:
             return False
         # f["images"] keeps the file open; f["images"][:] or [()] reads the data out.
-        keys = expr.slice.elts if type(expr.slice) is ast.Tuple else [expr.slice]
+        keys = expr.slice.elts if type(expr.slice) is syntax.Tuple else [expr.slice]
         if not all(_is_key(k) for k in keys):
             return False
         return not base.derived or not htype.subscript_reads or all(_is_string(k) for k in keys)
@@ -341,17 +342,17 @@ class Evaluator:
     def refs_of(self, expr: ast.expr) -> list[DatasetRef]:
         """What dataset(s) an expression may evaluate to."""
         kind = type(expr)
-        if kind is ast.Call:
+        if kind is syntax.Call:
             return self._refs_of_call(expr)  # type: ignore[arg-type]
-        if kind is ast.Name:
+        if kind is syntax.Name:
             bound = self.state.env.refs(expr.id)  # type: ignore[attr-defined]
             if bound is not None:
                 return bound
             qualified = self.state.q(expr)
             return [self._ref("name", qualified)] if qualified and "." in qualified else []
-        if kind is ast.Constant:
+        if kind is syntax.Constant:
             return []
-        if isinstance(expr, ast.Attribute):  # `self.x`: what the class keeps in it
+        if isinstance(expr, syntax.Attribute):  # `self.x`: what the class keeps in it
             cls = self.state.cls
             if cls is not None and is_self(expr.value):
                 return [self._ref("attr", f"{cls.qualname}.{expr.attr}")]
@@ -389,10 +390,10 @@ class Evaluator:
 
     def _refs_of_call(self, call: ast.Call) -> list[DatasetRef]:
         func = call.func
-        if type(func) is ast.Attribute and func.attr in _SAME_ELEMENTS and not call.args:
+        if type(func) is syntax.Attribute and func.attr in _SAME_ELEMENTS and not call.args:
             return self.refs_of(func.value)
-        if type(func) is ast.Subscript or (
-                type(func) is ast.Name and self.state.env.refs(func.id) is not None):
+        if type(func) is syntax.Subscript or (
+                type(func) is syntax.Name and self.state.env.refs(func.id) is not None):
             # `DATASETS[name](cfg)`, `cls = DATASETS[name]; cls(cfg)`: each class it may be;
             # `ds_type(p)` of a parameter: each class the callers pass for it ("built")
             args = tuple(self.arg_refs(call))
@@ -402,14 +403,14 @@ class Evaluator:
                 replace(r, handle_args=tuple(self._handle_args(call)), arg_refs=args,
                         result_called=True)  # `cls = registry.get_task("x")`, `cls(cfg)`
                 for r in looked if r.kind == "call" and r.texts and not r.result_called]
-        if type(func) is ast.Attribute and (type(func.value) is ast.Subscript or (
-                type(func.value) is ast.Name and self.state.env.refs(func.value.id))):
+        if type(func) is syntax.Attribute and (type(func.value) is syntax.Subscript or (
+                type(func.value) is syntax.Name and self.state.env.refs(func.value.id))):
             # `DATASETS[name].from_config(cfg)`: that method of each class it may be
             return [DatasetRef("call", f"{r.target}.{func.attr}")
                     for r in self.refs_of(func.value) if r.kind == "name"]
         name = self._own_method(func) or self.state.q(func)
         if name is None:
-            if type(func) is ast.Call:  # `registry.get_task("x")(cfg)`: the class looked up
+            if type(func) is syntax.Call:  # `registry.get_task("x")(cfg)`: the class looked up
                 return [replace(r, handle_args=tuple(self._handle_args(call)),
                                 arg_refs=tuple(self.arg_refs(call)), result_called=True)
                         for r in self._refs_of_call(func)
@@ -447,14 +448,14 @@ class Evaluator:
                 continue
             value = given.value
             keyword = given.keyword or ""
-            if isinstance(value, ast.Constant):  # (no handle)
+            if isinstance(value, syntax.Constant):  # (no handle)
                 if type(value.value) is str and not class_like:
                     texts.append((-1 if keyword else index, keyword, value.value))
                 continue
             handle = self.handle_of(value)
             if handle is not None and not handle.closed:
                 handles.append(HandleArg(-1 if keyword else index, keyword, self.site(handle)))
-        if not class_like and call.args and type(call.args[0]) in (ast.Dict, ast.Call):
+        if not class_like and call.args and type(call.args[0]) in (syntax.Dict, syntax.Call):
             _dict_texts(call.args[0], texts)
         attr_args = tuple(self._attr_args(call)) if class_like else ()
         return [DatasetRef("call", name, tuple(handles), passed,
@@ -469,7 +470,7 @@ class Evaluator:
         found = []
         for index, arg in enumerate(self.args(call)):
             refs = self.state.env.refs(arg.value.id) \
-                if not arg.star and type(arg.value) is ast.Name else None
+                if not arg.star and type(arg.value) is syntax.Name else None
             if refs and len(refs) == 1 and refs[0].kind == "param":
                 found.append((-1 if arg.keyword else index, arg.keyword or "", refs[0].target))
         return tuple(found)
@@ -479,17 +480,17 @@ class Evaluator:
         method is looked up on, decided when linking); `self._build(...)` in a method of `C`
         → "C._build" (what that method returns, when linking)."""
         kind = type(func)
-        if kind is ast.Name:
+        if kind is syntax.Name:
             return OWN_CLASS if func.id == "cls" else None  # type: ignore[attr-defined]
-        if kind is ast.Attribute:
-            assert isinstance(func, ast.Attribute)
+        if kind is syntax.Attribute:
+            assert isinstance(func, syntax.Attribute)
             if not is_self(func.value):
                 return None
             if func.attr == "__class__":
                 return OWN_CLASS
             cls = self.state.cls
             return f"{cls.qualname}.{func.attr}" if cls is not None else None
-        if isinstance(func, ast.Call) and is_name(func.func, "type") and len(func.args) == 1 \
+        if isinstance(func, syntax.Call) and is_name(func.func, "type") and len(func.args) == 1 \
                 and is_self(func.args[0]):
             return OWN_CLASS
         return None
@@ -503,7 +504,7 @@ class Evaluator:
         args = self.args(call)
         each = self._steady_refs if call is self._steady else None
         if each is None:
-            each = [[] if arg.star or type(arg.value) is ast.Constant  # (`refs_of`: none)
+            each = [[] if arg.star or type(arg.value) is syntax.Constant  # (`refs_of`: none)
                     else self.refs_of(arg.value) for arg in args]
             if call is self._steady:
                 self._steady_refs = each
@@ -518,14 +519,14 @@ class Evaluator:
             value = arg.value
             refs = each[index]
             kind = type(value)  # (int_value, is_none and the truth of a constant, inline)
-            if kind is ast.Constant:
+            if kind is syntax.Constant:
                 constant = value.value  # type: ignore[attr-defined]
                 number = constant if type(constant) is int else None
                 none = constant is None
                 truth: Optional[bool] = bool(constant)
             else:
                 number = env.int_value(value.id)[1] \
-                    if isinstance(value, ast.Name) else None
+                    if isinstance(value, syntax.Name) else None
                 none = False
                 truth = None
             if refs or number is not None or truth is not None or every:
@@ -553,9 +554,9 @@ class Evaluator:
         found = []
         for index, arg in enumerate(self.args(call)):
             value = arg.value
-            if arg.star or type(value) is not ast.Attribute or is_self(value.value):
+            if arg.star or type(value) is not syntax.Attribute or is_self(value.value):
                 continue
-            assert isinstance(value, ast.Attribute)
+            assert isinstance(value, syntax.Attribute)
             refs = self.refs_of(value.value)
             if refs and self.handle_of(value) is None:
                 keyword = arg.keyword or ""
@@ -568,7 +569,7 @@ class Evaluator:
 
     def context_of_call(self, expr: ast.expr) -> str:
         """`multiprocessing.get_context("spawn")` → "spawn" ("?" if not a constant)."""
-        if type(expr) is ast.Call and self.state.q(expr.func) in GET_CONTEXT:
+        if type(expr) is syntax.Call and self.state.q(expr.func) in GET_CONTEXT:
             first = first_arg(expr)
             return (string(first) or "?") if first is not None else ""
         return ""
@@ -576,14 +577,14 @@ class Evaluator:
     def value_of(self, expr: ast.expr) -> Value:
         """What `name = expr` binds the name to."""
         kind = type(expr)
-        if kind is ast.Call:  # (most values: `int_value`, `dict_literal` of one, inline)
-            assert isinstance(expr, ast.Call)
+        if kind is syntax.Call:  # (most values: `int_value`, `dict_literal` of one, inline)
+            assert isinstance(expr, syntax.Call)
             func = expr.func
             kwargs = {k.arg: k.value for k in expr.keywords if k.arg} \
-                if type(func) is ast.Name and func.id == "dict" else None
+                if type(func) is syntax.Name and func.id == "dict" else None
             return Value(self._refs_of_call(expr), None, kwargs, self.context_of_call(expr),
                          self.identity_possible and self.is_identity(expr))
-        if kind is ast.Constant:  # no refs, no dict, no context, not an identity
+        if kind is syntax.Constant:  # no refs, no dict, no context, not an identity
             return Value([], int_value(expr))
         return Value(self.refs_of(expr), int_value(expr), dict_literal(expr),
                      self.context_of_call(expr), self.is_identity(expr))
@@ -596,15 +597,15 @@ class Evaluator:
         if not self.identity_possible:
             return False
         kind = type(expr)
-        if kind is ast.Call:
-            assert isinstance(expr, ast.Call)
+        if kind is syntax.Call:
+            assert isinstance(expr, syntax.Call)
             if self.state.q(expr.func) in PROCESS_IDENTITY:
                 return True
-        elif kind is ast.Name:
-            assert isinstance(expr, ast.Name)
+        elif kind is syntax.Name:
+            assert isinstance(expr, syntax.Name)
             return self.state.env.identity(expr.id)
-        elif kind is ast.Attribute:
-            assert isinstance(expr, ast.Attribute)
+        elif kind is syntax.Attribute:
+            assert isinstance(expr, syntax.Attribute)
             cls = self.state.cls
             if cls is not None and is_self(expr.value):
                 return expr.attr in cls.identity_attrs
@@ -639,15 +640,15 @@ _REFS_OF: dict[type, Callable[[Evaluator, Any], list[DatasetRef]]] = {
 
 
 def _is_string(node: ast.AST) -> bool:
-    return type(node) is ast.Constant and type(node.value) in (str, bytes)
+    return type(node) is syntax.Constant and type(node.value) in (str, bytes)
 
 
 def _is_key(node: ast.AST) -> bool:
     """A key naming a member (`f["x"]`, `f[name]`, `f[self.opt["mode"]]`, `f[key.format(i)]`),
     not a selection of data (`[:]`, `[()]`, `[0]`, `[..., i]`)."""
     kind = type(node)
-    if isinstance(node, ast.Subscript):
-        return type(node.slice) is not ast.Slice  # `opt["mode"]`, not `keys[1:]`
+    if isinstance(node, syntax.Subscript):
+        return type(node.slice) is not syntax.Slice  # `opt["mode"]`, not `keys[1:]`
     return _is_string(node) or kind in _KEY_EXPRESSIONS
 
 
@@ -658,7 +659,7 @@ _KEY_EXPRESSIONS = (ast.JoinedStr, ast.Name, ast.Attribute, ast.Call, ast.BinOp)
 
 def _getattr_of_self(node: ast.expr) -> Optional[str]:
     """`getattr(self, "x", None)` → "x"."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+    if isinstance(node, syntax.Call) and isinstance(node.func, syntax.Name) \
             and node.func.id == "getattr" and len(node.args) >= 2 and is_self(node.args[0]):
         return string(node.args[1])
     return None
@@ -666,25 +667,25 @@ def _getattr_of_self(node: ast.expr) -> Optional[str]:
 
 def or_self(value: ast.expr, attr: str) -> bool:
     """`self.x or <expr>`: the `self.x = self.x or Session()` lazy open."""
-    return isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) \
+    return isinstance(value, syntax.BoolOp) and isinstance(value.op, syntax.Or) \
         and self_attr(value.values[0]) == attr
 
 
 def unset_tests(test: ast.expr) -> list[str]:
     """The attributes a test checks are unset: `self.x is None`, `not self.x`,
     `not hasattr(self, "x")`, combined with `or`/`and`."""
-    if isinstance(test, ast.BoolOp):
+    if isinstance(test, syntax.BoolOp):
         return [a for value in test.values for a in unset_tests(value)]
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 \
-            and isinstance(test.ops[0], (ast.Is, ast.Eq)) and is_none(test.comparators[0]):
+    if isinstance(test, syntax.Compare) and len(test.ops) == 1 \
+            and isinstance(test.ops[0], (syntax.Is, syntax.Eq)) and is_none(test.comparators[0]):
         attr = self_attr(test.left) or _getattr_of_self(test.left)
         return [attr] if attr else []
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+    if isinstance(test, syntax.UnaryOp) and isinstance(test.op, syntax.Not):
         operand = test.operand
         attr = self_attr(operand)
         if attr:
             return [attr]
-        if isinstance(operand, ast.Call) and isinstance(operand.func, ast.Name) \
+        if isinstance(operand, syntax.Call) and isinstance(operand.func, syntax.Name) \
                 and operand.func.id == "hasattr" and len(operand.args) == 2 \
                 and is_self(operand.args[0]):
             name = string(operand.args[1])
@@ -695,9 +696,9 @@ def unset_tests(test: ast.expr) -> list[str]:
 def presence(test: ast.expr) -> tuple[Optional[str], bool]:
     """(attr, True) for a test true when `self.attr` is there (`self.x is not None`,
     `self.x`), (attr, False) for one true when it is None (`self.x is None`, `not self.x`)."""
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and is_none(test.comparators[0]) \
-            and isinstance(test.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
-        return self_attr(test.left), isinstance(test.ops[0], (ast.IsNot, ast.NotEq))
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+    if isinstance(test, syntax.Compare) and len(test.ops) == 1 and is_none(test.comparators[0]) \
+            and isinstance(test.ops[0], (syntax.Is, syntax.IsNot, syntax.Eq, syntax.NotEq)):
+        return self_attr(test.left), isinstance(test.ops[0], (syntax.IsNot, syntax.NotEq))
+    if isinstance(test, syntax.UnaryOp) and isinstance(test.op, syntax.Not):
         return self_attr(test.operand), False
     return self_attr(test), True

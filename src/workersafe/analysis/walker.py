@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Final, Iterator, Optional
 
+from . import syntax
 from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
 from ..frameworks import LOADER_LAST_PARTS, framework_loader
 from ..records import record
@@ -29,7 +30,7 @@ from .values import (
 
 # Deeper code is reported (WS001), not analysed: nobody writes it, and libcst (which `fix`
 # gives the files with findings) recurses in native code once per level.
-MAX_DEPTH = 1000
+MAX_DEPTH: Final = 1000
 
 
 class TooDeep(Exception):
@@ -41,23 +42,40 @@ class TooDeep(Exception):
 
 
 # Appending a handle to `self.x` keeps it on the instance as surely as `self.x = handle`.
-CONTAINER_ADDERS = frozenset({"append", "add", "extend", "insert", "setdefault", "update"})
+CONTAINER_ADDERS: Final = frozenset({"append", "add", "extend", "insert", "setdefault", "update"})
 # Calls whose value is never a handle a project function returns (not worth a link-time look).
-_NOT_HANDLE_CALLEES = frozenset({"super", "len", "list", "dict", "tuple", "set", "int", "str",
-                                 "float", "bool", "range", "sorted", "print", "isinstance"})
+_NOT_HANDLE_CALLEES: Final = frozenset({
+    "super", "len", "list", "dict", "tuple", "set", "int", "str", "float", "bool", "range",
+    "sorted", "print", "isinstance"})
 # Libraries whose functions are never a project function a dataset is passed to.
-_LIBRARY_ROOTS = frozenset({
+_LIBRARY_ROOTS: Final = frozenset({
     "os", "sys", "re", "json", "math", "random", "time", "logging", "pickle", "itertools",
     "functools", "collections", "pathlib", "shutil", "glob", "warnings", "argparse", "typing",
     "copy", "numpy", "torch", "torchvision", "PIL", "cv2", "pandas", "scipy", "sklearn",
     "builtins", "tqdm", "yaml", "h5py", "lmdb", "io", "struct", "subprocess",
 })
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_NAME, _CONSTANT = ast.Name, ast.Constant
+_FUNCTIONS: Final = (ast.FunctionDef, ast.AsyncFunctionDef)
+_AST: Final = ast.AST
+_NAME: Final = ast.Name
+_CONSTANT: Final = ast.Constant
+_ATTRIBUTE: Final = ast.Attribute
+_CALL: Final = ast.Call
+_ASSIGN: Final = ast.Assign
+_SUBSCRIPT: Final = ast.Subscript
+_EXPR: Final = ast.Expr
+_COMPARE: Final = ast.Compare
+_FUNCTION_DEF: Final = ast.FunctionDef
+_IF: Final = ast.If
+_TUPLE: Final = ast.Tuple
+_LIST: Final = ast.List
+_RETURN: Final = ast.Return
+_BIN_OP: Final = ast.BinOp
+_FOR: Final = ast.For
+_CLASS_DEF: Final = ast.ClassDef
 # The tests that may check an attribute of self is unset (values.unset_tests).
-_MAYBE_UNSET = frozenset({ast.Compare, ast.UnaryOp, ast.BoolOp})
+_MAYBE_UNSET: Final = frozenset({ast.Compare, ast.UnaryOp, ast.BoolOp})
 # Loader names a star import may bring in (a project package re-exporting torch's)
-_STAR_LOADER_NAMES = frozenset({"DataLoader"})
+_STAR_LOADER_NAMES: Final = frozenset({"DataLoader"})
 
 
 @record()
@@ -138,11 +156,40 @@ class FactWalker:
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise TooDeep(node)
-        hook = _HOOKS.get(kind)
-        if hook is not None:
-            hook(self, node)
+        # The most frequent hooked nodes, called directly (compiled by mypyc, a native call;
+        # through `_HOOKS`, a generic one), in order of frequency; the others through `_HOOKS`.
+        if kind is _ATTRIBUTE:
+            self.visit_Attribute(node)  # type: ignore[arg-type]
+        elif kind is _CALL:
+            self.visit_Call(node)  # type: ignore[arg-type]
+        elif kind is _ASSIGN:
+            self.visit_Assign(node)  # type: ignore[arg-type]
+        elif kind is _SUBSCRIPT:
+            self.visit_Subscript(node)  # type: ignore[arg-type]
+        elif kind is _EXPR:
+            self.walk(node.value)  # type: ignore[attr-defined]
+        elif kind is _COMPARE:
+            self.visit_Compare(node)  # type: ignore[arg-type]
+        elif kind is _FUNCTION_DEF:
+            self.visit_FunctionDef(node)  # type: ignore[arg-type]
+        elif kind is _IF:
+            self.visit_If(node)  # type: ignore[arg-type]
+        elif kind is _TUPLE or kind is _LIST:
+            self.walk_all(node.elts)  # type: ignore[attr-defined]
+        elif kind is _RETURN:
+            self.visit_Return(node)  # type: ignore[arg-type]
+        elif kind is _BIN_OP:
+            self.visit_BinOp(node)  # type: ignore[arg-type]
+        elif kind is _FOR:
+            self.visit_For(node)  # type: ignore[arg-type]
+        elif kind is _CLASS_DEF:
+            self.visit_ClassDef(node)  # type: ignore[arg-type]
         else:
-            self.children(node)
+            hook = _HOOKS.get(kind)
+            if hook is not None:
+                hook(self, node)
+            else:
+                self.children(node)
         self.depth -= 1
 
     def children(self, node: ast.AST) -> None:
@@ -158,10 +205,9 @@ class FactWalker:
             elif isinstance(value, ast.AST):
                 self.walk(value)
 
-    def walk_all(self, nodes: Iterable[Optional[ast.AST]]) -> None:
+    def walk_all(self, nodes: list[Any]) -> None:
         """`walk` of each node (and None or a string skipped), names and constants inline (as
-        `walk` reads them)."""
-        walk = self.walk
+        `walk` reads them). (A list of nodes: compiled by mypyc, an indexed loop.)"""
         for node in nodes:
             kind = type(node)
             if kind is _NAME:
@@ -170,15 +216,15 @@ class FactWalker:
                 if id(node) not in self.store_nodes:
                     sink = self._sink if self._sink_valid else self._new_sink()
                     if sink is not None:
-                        sink.add(node.id)  # type: ignore[union-attr]
+                        sink.add(node.id)
             elif kind is _CONSTANT:
                 if self.depth >= MAX_DEPTH:
                     raise TooDeep(node)
-                value = node.value  # type: ignore[union-attr]
+                value = node.value
                 if value is None or value is True or value is False:
                     self._read_names((repr(value),))
-            elif isinstance(node, ast.AST):
-                walk(node)
+            elif isinstance(node, _AST):
+                self.walk(node)
 
     # The most frequent nodes without a hook of their own: `children` of each, field by field.
     def visit_Expr(self, node: ast.Expr) -> None:
@@ -220,7 +266,7 @@ class FactWalker:
         # Bind module-level classes and functions first: uses may precede definitions.
         state = self.state
         for stmt in node.body:
-            if isinstance(stmt, (ast.ClassDef, *_FUNCTIONS)):
+            if isinstance(stmt, (syntax.ClassDef, *_FUNCTIONS)):
                 state.bind(stmt.name, state.qual(stmt.name), state.module_scope)
         self.walk_all(node.body)
 
@@ -378,7 +424,7 @@ class FactWalker:
         outer = self._choice
         for case in node.cases:
             pattern = case.pattern
-            text = string(pattern.value) if type(pattern) is ast.MatchValue else None
+            text = string(pattern.value) if type(pattern) is syntax.MatchValue else None
             self._choice = (self._param_choice(node.subject, text) if text is not None
                             else None) or outer
             self.walk(pattern)
@@ -390,8 +436,8 @@ class FactWalker:
     def _chosen_by(self, test: ast.expr) -> Optional[tuple[str, str]]:
         """`if name == "lmdb":` in a module-level function, `name` its parameter: (the
         parameter, "lmdb"), the returns below are what that argument chooses."""
-        if type(test) is not ast.Compare or len(test.ops) != 1 \
-                or type(test.ops[0]) is not ast.Eq:
+        if type(test) is not syntax.Compare or len(test.ops) != 1 \
+                or type(test.ops[0]) is not syntax.Eq:
             return None
         left, right = test.left, test.comparators[0]
         if string(left) is not None:
@@ -405,7 +451,7 @@ class FactWalker:
         func = self.state.function
         if func is None or not func.is_module_level:
             return None
-        refs = self.state.env.refs(subject.id) if type(subject) is ast.Name else None
+        refs = self.state.env.refs(subject.id) if type(subject) is syntax.Name else None
         if not refs or len(refs) != 1 or refs[0].kind != "param" \
                 or not refs[0].target.startswith(f"{func.qualname}#"):
             return None
@@ -418,14 +464,14 @@ class FactWalker:
         if not callee or not callee.rpartition(".")[2].startswith("register"):
             return None
         name = None
-        if type(decorator) is ast.Call:
+        if type(decorator) is syntax.Call:
             name = string(argument(decorator, 0, "name"))
         return callee, name or ""
 
     def visit_For(self, node: ast.For) -> None:
         self._bind_loop_target(node.target, node.iter)
         attr = self_attr(node.iter)
-        if attr is None or type(node.target) is not ast.Name:
+        if attr is None or type(node.target) is not syntax.Name:
             self.children(node)
             return
         # `for conn in self.conns: conn.close()` closes what self.conns holds
@@ -454,10 +500,10 @@ class FactWalker:
 
     def _bind_loop_target(self, target: ast.expr, iterable: ast.expr) -> None:
         """`for ds in datasets:` — ds may be each dataset the iterable holds."""
-        names = [target] if type(target) is ast.Name else elements(target)
+        names = [target] if type(target) is syntax.Name else elements(target)
         refs = None
         for name in names:
-            if type(name) is ast.Name:
+            if type(name) is syntax.Name:
                 refs = self.ev.refs_of(iterable) if refs is None else refs
                 if refs:
                     self.state.env.assign_refs(name.id, refs)
@@ -467,8 +513,8 @@ class FactWalker:
         test, cls = node.test, self.state.cls
         method = self.state.method
         if cls is not None and method is not None and method.name == "__init__" \
-                and type(test) is ast.Call and is_name(test.func, "isinstance") \
-                and len(test.args) == 2 and type(test.args[0]) is ast.Name:
+                and type(test) is syntax.Call and is_name(test.func, "isinstance") \
+                and len(test.args) == 2 and type(test.args[0]) is syntax.Name:
             checked = self.state.q(test.args[1])
             if checked:
                 cls.param_types.append((test.args[0].id, checked))
@@ -488,7 +534,7 @@ class FactWalker:
         value = node.value
         method = self.state.method
         read = method is not None and id(node) not in self.store_nodes  # (an attribute read)
-        if isinstance(value, ast.Name):  # (most attributes)
+        if isinstance(value, syntax.Name):  # (most attributes)
             if read and method is not None:  # `self.x`, `cls.x`, `<its class>.x`
                 cls = self.state.cls
                 if value.id in ("self", "cls") or (cls is not None and value.id == cls.name):
@@ -503,7 +549,7 @@ class FactWalker:
                 if sink is not None:
                     sink.add(value.id)
             return
-        if type(value) is ast.Attribute:
+        if type(value) is syntax.Attribute:
             attr = self_attr(value)
             if attr is not None:
                 if self._uses_method and self._self_uses is not None:
@@ -550,7 +596,7 @@ class FactWalker:
     # --- statements -------------------------------------------------------------------------
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        if type(node.value) is ast.BoolOp and self._uses_method and self._self_uses is not None \
+        if type(node.value) is syntax.BoolOp and self._uses_method and self._self_uses is not None \
                 and any(or_self(node.value, attr) for attr in map(self_attr, node.targets) if attr):
             self._self_uses.lazy.add(self._uses_method)
         for target in node.targets:
@@ -570,9 +616,9 @@ class FactWalker:
             self.walk(node.target)
 
     def _mark_store(self, target: ast.expr) -> None:
-        if isinstance(target, (ast.Name, ast.Attribute)):
+        if isinstance(target, (syntax.Name, syntax.Attribute)):
             self.store_nodes.add(id(target))
-        elif isinstance(target, (ast.Tuple, ast.List)):
+        elif isinstance(target, (syntax.Tuple, syntax.List)):
             for element in elements(target):
                 self._mark_store(element)
 
@@ -580,7 +626,7 @@ class FactWalker:
         for item in node.items:
             handle = self.ev.handle_of(item.context_expr)
             name = item.optional_vars
-            if handle is not None and type(name) is ast.Name:
+            if handle is not None and type(name) is syntax.Name:
                 self._locals()[name.id] = handle.as_closed()
                 self.store_nodes.add(id(name))
         self.children(node)
@@ -644,9 +690,9 @@ class FactWalker:
                     and name.partition(".")[0] not in _LIBRARY_ROOTS \
                     and self._function_call(func):
                 self._function_site(node, name, outer)
-            elif type(func) is ast.Attribute:
+            elif type(func) is syntax.Attribute:
                 self._method_site(node, func)
-        if type(func) is ast.Attribute:
+        if type(func) is syntax.Attribute:
             if func.attr in _CACHE_ADDERS:
                 self._cache_add(node, func)  # before the call binds the container here
             self._method_call(node, func)
@@ -694,28 +740,28 @@ class FactWalker:
         # (`mp.spawn(main_worker)`); not a local, `obj.m` or `a.b` passed on; each only if
         # not a local and bound in the scope (a module-level function or import)
         func = root = node.func
-        while type(root) is ast.Attribute:  # (`_root`, inline)
+        while type(root) is syntax.Attribute:  # (`_root`, inline)
             root = root.value
-        if type(root) is ast.Name and root.id not in bindings \
+        if type(root) is syntax.Name and root.id not in bindings \
                 and scope.lookup(root.id) is not None:
             _note_called(sink, name or state.q(func))
         for arg in node.args:
-            if type(arg) is ast.Name and arg.id not in bindings \
+            if type(arg) is syntax.Name and arg.id not in bindings \
                     and scope.lookup(arg.id) is not None:
                 _note_called(sink, state.q(arg))
         for keyword in node.keywords:
             arg = keyword.value
-            if type(arg) is ast.Name and arg.id not in bindings \
+            if type(arg) is syntax.Name and arg.id not in bindings \
                     and scope.lookup(arg.id) is not None:
                 _note_called(sink, state.q(arg))
 
     def _function_call(self, func: ast.expr) -> bool:
         """A call of a function by name (`val(...)`, `mod.val(...)` with `mod` imported),
         not a method of some object: only those are linked to parameters."""
-        if type(func) is ast.Name:
+        if type(func) is syntax.Name:
             return True
         root = _root(func)
-        return type(root) is ast.Name and not is_self(root) \
+        return type(root) is syntax.Name and not is_self(root) \
             and self.state.scope.lookup(root.id) is not None \
             and root.id not in self.state.env.bindings
 
@@ -732,8 +778,8 @@ class FactWalker:
                 return
             args = self.ev.arg_refs(node, with_refs=True)  # (first: most calls pass no dataset)
             refs = [DatasetRef("call", cls.qualname)] if args else []
-        elif type(receiver) is ast.Name and self.state.env.refs(receiver.id) \
-                or type(receiver) in (ast.Call, ast.Attribute):
+        elif type(receiver) is syntax.Name and self.state.env.refs(receiver.id) \
+                or type(receiver) in (syntax.Call, syntax.Attribute):
             refs = [r for r in self.ev.refs_of(receiver) if r.target != OWN_CLASS]
             args = self.ev.arg_refs(node, with_refs=True) if refs else []
         else:
@@ -780,7 +826,7 @@ class FactWalker:
         state = self.state
         cls, method = state.cls, state.method
         attr = self_attr(receiver)
-        if attr is None and type(receiver) is ast.Subscript \
+        if attr is None and type(receiver) is syntax.Subscript \
                 and not self.ev.is_identity(receiver.slice):  # `self.lmdbs[t].append(DS(p))`
             attr = self_attr(receiver.value)
         for arg in self.ev.args(node):
@@ -794,13 +840,13 @@ class FactWalker:
                 self._held_call(cls, method, attr, arg.value)
                 if refs:
                     cls.attr_refs.setdefault(attr, []).extend(refs)
-            elif refs and type(receiver) is ast.Name:
+            elif refs and type(receiver) is syntax.Name:
                 state.env.assign_refs(receiver.id, refs)
 
     def _record_close(self, receiver: ast.expr) -> None:
         cls, method = self.state.cls, self.state.method
         attr = self_attr(receiver)
-        if attr is None and type(receiver) is ast.Name:
+        if attr is None and type(receiver) is syntax.Name:
             attr = self.loop_items.get(receiver.id)
         if attr is not None and cls is not None and method is not None:
             cls.closed.add((method.name, attr))
@@ -812,20 +858,21 @@ class FactWalker:
         state = self.state
         frame = state.frames[-1] if state.frames else None
         if isinstance(frame, ClassState):
-            if isinstance(target, ast.Name):
+            if isinstance(target, syntax.Name):
                 for each in self.ev.handles_in(value):
                     frame.class_held[(target.id, id(each.call))] = each
             return
         kind = type(target)
-        if (kind is ast.Name or kind is ast.Tuple or kind is ast.List) and (  # (imported_by_call's
-                type(value) is ast.Subscript or isinstance(value, ast.Call)  # first test)
-                and value.args and type(value.args[0]) is ast.Constant):
+        # (imported_by_call's first test)
+        if (kind is syntax.Name or kind is syntax.Tuple or kind is syntax.List) and (
+                type(value) is syntax.Subscript or isinstance(value, syntax.Call)
+                and value.args and type(value.args[0]) is syntax.Constant):
             self._bind_imported(target, value)
-        if isinstance(target, ast.Name):  # (most targets)
+        if isinstance(target, syntax.Name):  # (most targets)
             self._name_assign(target.id, value)
-        elif isinstance(target, ast.Attribute):
+        elif isinstance(target, syntax.Attribute):
             self._attr_assign(target, value)
-        elif isinstance(target, ast.Subscript):
+        elif isinstance(target, syntax.Subscript):
             cls, method = state.cls, state.method
             attr = self_attr(target.value) if cls and method else None
             handle = self.ev.handle_of(value) if attr else None
@@ -835,27 +882,27 @@ class FactWalker:
                 self._hold(cls, method, attr, handle, per_process)
             elif attr and cls and method and not self.ev.is_identity(target.slice):
                 self._held_call(cls, method, attr, value)  # `self.envs[k] = self.open_db(p)`
-            if handle is None and attr is None and type(target.value) is ast.Name \
+            if handle is None and attr is None and type(target.value) is syntax.Name \
                     and not self.ev.is_identity(target.slice):  # `_CACHE[os.getpid(), p]`
                 # before the refs below bind the name here (`zf = _CACHE.get(p)` has refs)
                 self._cache_store(target.value.id, value)
             refs = self.ev.refs_of(value) if handle is None else []
             if refs and attr and cls:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
-            elif refs and type(target.value) is ast.Name:  # datasets[name] = DS(p)
+            elif refs and type(target.value) is syntax.Name:  # datasets[name] = DS(p)
                 state.env.assign_refs(target.value.id, refs)
-        elif isinstance(target, (ast.Tuple, ast.List)):
+        elif isinstance(target, (syntax.Tuple, syntax.List)):
             targets = elements(target)
-            if isinstance(value, (ast.Tuple, ast.List)) and len(targets) == len(value.elts):
+            if isinstance(value, (syntax.Tuple, syntax.List)) and len(targets) == len(value.elts):
                 for element, item in zip(targets, elements(value)):  # a, b = x(), y()
                     self._assign(element, item)
                 return
             refs = self.ev.refs_of(value)
             cls, method = state.cls, state.method
             for element in targets:
-                if isinstance(element, ast.Name) and refs:
+                if isinstance(element, syntax.Name) and refs:
                     state.env.assign_refs(element.id, refs)
-                elif type(element) is ast.Attribute and refs and cls is not None \
+                elif type(element) is syntax.Attribute and refs and cls is not None \
                         and method is not None and is_self(element.value):
                     # `self.train_set, self.val_set = random_split(ds, [0.8, 0.2])` in a
                     # data module; not in a dataset's own methods (`self.data, self.slices =
@@ -867,10 +914,10 @@ class FactWalker:
     def _bind_imported(self, target: ast.expr, value: ast.expr) -> None:
         """`lmdb = optional_import("lmdb")`, `lmdb, _ = optional_import("lmdb")`,
         `h5 = importlib.import_module("h5py")`: the name is that module, as if imported."""
-        if type(target) is not ast.Name:
+        if type(target) is not syntax.Name:
             names = elements(target)
             target = names[0] if names else target
-        if type(target) is ast.Name:
+        if type(target) is syntax.Name:
             module = imported_by_call(value)
             if module is not None:
                 self.state.bind(target.id, module)
@@ -882,7 +929,7 @@ class FactWalker:
         if cls is not None and method is not None and is_self(target.value):
             held = self.ev.handles_in(value)
             # `{worker_id: tarfile.open(p)}`: a handle per process, re-opened for a new key
-            per_process = type(value) is ast.Dict and any(
+            per_process = type(value) is syntax.Dict and any(
                 k is not None and self.ev.is_identity(k) for k in value.keys)
             for each in held:
                 self._hold(cls, method, attr, each, per_process)
@@ -920,12 +967,12 @@ class FactWalker:
                    value: ast.expr) -> None:
         """`self.env = open_env(p)` / `self._connect(p)`: the linker looks up what it returns;
         also each element of `[self.open_db(p) for p in paths]` (or a dict's values)."""
-        if isinstance(value, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        if isinstance(value, (syntax.ListComp, syntax.SetComp, syntax.GeneratorExp)):
             value = value.elt
-        elif isinstance(value, ast.DictComp):
+        elif isinstance(value, syntax.DictComp):
             value = value.value
         callee = self._callee(value)
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        if isinstance(value, syntax.Call) and isinstance(value.func, syntax.Attribute):
             source = self_attr(value.func.value)
             if source is not None and source != attr:  # `self.txn = self.env.begin()`
                 cls.derived_attrs.append((attr, source, value.func.attr))
@@ -936,7 +983,7 @@ class FactWalker:
 
     def _callee(self, value: ast.expr) -> str:
         """"self.m" for `self.m(...)`, the qualified name for `f(...)` / `mod.f(...)`, else ""."""
-        if type(value) is not ast.Call:
+        if type(value) is not syntax.Call:
             return ""
         func = value.func
         method = self_attr(func)
@@ -986,7 +1033,7 @@ class FactWalker:
         """`_CACHE.setdefault(p, lmdb.open(p))`, `_ENVS.append(lmdb.open(p))` in a function:
         a module-level container filled like `_CACHE[p] = ...` (`_cache_store`)."""
         position = _CACHE_ADDERS.get(func.attr)
-        if position is None or type(func.value) is not ast.Name or len(node.args) <= position:
+        if position is None or type(func.value) is not syntax.Name or len(node.args) <= position:
             return
         if func.attr == "setdefault" and self.ev.is_identity(node.args[0]):
             return  # keyed by the process
@@ -996,9 +1043,9 @@ class FactWalker:
         """`db = client.capstone` (`client[...]`) at module level: derived from the module
         handle `client`, so its creating call."""
         base = value
-        while isinstance(base, (ast.Attribute, ast.Subscript)):
+        while isinstance(base, (syntax.Attribute, syntax.Subscript)):
             base = base.value
-        if base is value or not isinstance(base, ast.Name):
+        if base is value or not isinstance(base, syntax.Name):
             return None
         pair = self.state.module_handles.get(base.id)
         return pair[0].as_derived() if pair is not None and not pair[1] else None
@@ -1018,7 +1065,7 @@ class FactWalker:
         self.walk(node.orelse)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
-        if self._uses_method and self._self_uses is not None and type(node.op) is ast.Or \
+        if self._uses_method and self._self_uses is not None and type(node.op) is syntax.Or \
                 and self_attr(node.values[0]) is not None:
             self._self_uses.presence.add(self._uses_method)  # `self.x or default`
         self.children(node)
@@ -1044,15 +1091,15 @@ def _alternative_names(value: ast.expr) -> Iterator[str]:
     """The names an expression may evaluate to as it is: `x`, each branch of `a if c else b`,
     each operand of `a or b` (not names only read by it, `f(x)`)."""
     kind = type(value)
-    if kind is ast.Name:
-        assert isinstance(value, ast.Name)
+    if kind is syntax.Name:
+        assert isinstance(value, syntax.Name)
         yield value.id
-    elif kind is ast.IfExp:
-        assert isinstance(value, ast.IfExp)
+    elif kind is syntax.IfExp:
+        assert isinstance(value, syntax.IfExp)
         yield from _alternative_names(value.body)
         yield from _alternative_names(value.orelse)
-    elif kind is ast.BoolOp:
-        assert isinstance(value, ast.BoolOp)
+    elif kind is syntax.BoolOp:
+        assert isinstance(value, syntax.BoolOp)
         for operand in value.values:
             yield from _alternative_names(operand)
 
@@ -1070,11 +1117,11 @@ def _note_called(sink: set[str], called: Optional[str]) -> None:
 
 
 def _decorator_callee(node: ast.expr) -> ast.expr:
-    return node.func if type(node) is ast.Call else node
+    return node.func if type(node) is syntax.Call else node
 
 
 def _root(node: ast.expr) -> ast.expr:
-    while isinstance(node, ast.Attribute):
+    while isinstance(node, syntax.Attribute):
         node = node.value
     return node
 
@@ -1091,12 +1138,12 @@ def _bind_params(args: ast.arguments, qual: str, env: Env, skip: int = 0) -> tup
 
 
 # Fields that never hold syntax the hooks read: names, contexts, operators, annotations.
-_SKIPPED = frozenset({
+_SKIPPED: Final = frozenset({
     "ctx", "type_comment", "kind", "annotation", "returns", "type_params", "id", "attr", "arg",
     "name", "names", "module", "level", "conversion", "simple", "is_async", "op", "ops",
 })
-_FIELDS: dict[type, tuple[str, ...]] = {}
-_HOOKS: dict[type, Callable[[FactWalker, ast.AST], None]] = {
+_FIELDS: Final[dict[type, tuple[str, ...]]] = {}
+_HOOKS: Final[dict[type, Callable[[FactWalker, ast.AST], None]]] = {
     getattr(ast, name[len("visit_"):]): hook
     for name, hook in vars(FactWalker).items()
     if name.startswith("visit_") and isinstance(getattr(ast, name[len("visit_"):], None), type)
@@ -1109,7 +1156,7 @@ _HOOKS[ast.List] = _HOOKS[ast.Tuple]
 
 
 # Methods putting a value into a container, with the value's position.
-_CACHE_ADDERS = {"setdefault": 1, "append": 0, "add": 0, "insert": 1}
+_CACHE_ADDERS: Final = {"setdefault": 1, "append": 0, "add": 0, "insert": 1}
 
 
 def _int_defaults(args: ast.arguments) -> list[tuple[str, int]]:
