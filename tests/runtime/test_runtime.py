@@ -390,6 +390,42 @@ PROGRAM_LIST += (
         fixed_configs=FULL_CONFIGS,
     ),
 )
+# Process-global caches of handles keyed by path, filled in the parent while the dataset is
+# built (fork shares them before the fix: the archive's offset), and own __getstate__s that
+# already leave the handle out but nothing reopens it (spawn: no handle in the worker). The
+# lazy strategy makes the handle a property: a kept `del state["h5"]` would raise KeyError.
+H5_MISSING = (r"AttributeError: 'H5Items' object has no attribute 'h5'",)
+H5_NONE = (r"TypeError: 'NoneType' object is not subscriptable",)
+PROGRAM_LIST += (
+    Program(  # module-level dict (setdefault) and list caches: archives, labels environment
+        "zip_module_cache",
+        "WS102",
+        "zipfile.ZipFile(path)",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(  # a class-level cache a classmethod fills through a local, under a lock
+        "zip_class_cache_lock",
+        "WS102",
+        "zipfile.ZipFile(",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
+        "h5py_getstate_kept_del",
+        "WS101",
+        "h5py.File(",
+        (Before(SPAWN_2, H5_MISSING),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
+        "h5py_getstate_kept_none",
+        "WS101",
+        "h5py.File(",
+        (Before(SPAWN_2, H5_NONE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+)
 PROGRAMS_BY_NAME = {program.name: program for program in PROGRAM_LIST}
 
 
