@@ -106,6 +106,9 @@ class Program:
     entry: Path | None = None  # the script to run; default fixtures/runtime/<name>.py
     # sibling modules it imports, checked and fixed with it (the fixtures share a driver)
     modules: tuple[str, ...] = ("runtime_driver.py",)
+    # the project's configuration (under fixtures/runtime/), copied beside the program as
+    # pyproject.toml: a mypy --strict project, whose fix annotates what it adds
+    project: str = ""
 
     @property
     def path(self) -> Path:
@@ -133,6 +136,8 @@ class Program:
     def copy_to(self, directory: Path) -> list[Path]:
         """Copy the program's files into ``directory``; the entry script comes first."""
         directory.mkdir(parents=True, exist_ok=True)
+        if self.project:
+            shutil.copy2(PROGRAMS / self.project, directory / "pyproject.toml")
         return [Path(shutil.copy2(path, directory / path.name)) for path in self.files]
 
 
@@ -424,6 +429,26 @@ PROGRAM_LIST += (
         "h5py.File(",
         (Before(SPAWN_2, H5_NONE),),
         fixed_configs=FULL_CONFIGS,
+    ),
+)
+# Annotated programs of a mypy --strict project: the fix annotates what it adds, and those
+# annotations run (a class body's, a signature's) when the program does.
+PROGRAM_LIST += (
+    Program(  # the keyed cache's ClassVar annotation rewritten
+        "typed_zip_class_cache",
+        "WS102",
+        "zipfile.ZipFile(path)",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+        project="typed/pyproject.toml",
+    ),
+    Program(  # a typed opener, __getstate__, property, and worker init chained to a seed
+        "typed_sqlite_seeded",
+        "WS101",
+        "sqlite3.connect(",
+        (Before(SPAWN_2, SQLITE_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+        project="typed/pyproject.toml",
     ),
 )
 PROGRAMS_BY_NAME = {program.name: program for program in PROGRAM_LIST}
