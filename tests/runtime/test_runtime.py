@@ -416,6 +416,13 @@ PROGRAM_LIST += (
         (Before(FORK_4, ZIP_FAILURES),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # the dataset's own class-level cache, a classmethod's `cls` and setdefault
+        "zip_classmethod_setdefault",
+        "WS103",
+        "zipfile.ZipFile(",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(
         "h5py_getstate_kept_del",
         "WS101",
