@@ -10,7 +10,9 @@ For each program in ``fixtures/runtime/`` (and the bundled ``examples/remote_ima
    the file-backed shapes of fix v2 (HDF5, SQLite, LMDB shards, a zip archive, a session
    with a retry adapter) also through a Subset, and with 2 under spawn and forkserver; so do
    the lazy opens without a process check (WS303: a session, an LMDB environment), opened by
-   the parent before its workers start.
+   the parent before its workers start; and so do the process-global caches of handles by
+   path, the own `__getstate__`s the fix keeps or extends, the annotated programs of a mypy
+   --strict project (`Program.project`) and a remedy written in another module.
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ class Program:
     creates: str  # text of the handle-creating call: the finding's line
     before: tuple[Before, ...]
     spawn_after: tuple[str, ...] = field(default=STRATEGIES)  # strategies also run under spawn
+    # the strategies that fix it (a reopen of what an `__init__` kept as written: worker-init)
+    strategies: tuple[str, ...] = STRATEGIES
     # the program trains on a Subset without every n-th item; passed as WS_HOLDOUT (the
     # programs that hard-code their split, subset_wrapped.py, ignore it)
     holdout_every: int = 0
@@ -106,6 +110,9 @@ class Program:
     entry: Path | None = None  # the script to run; default fixtures/runtime/<name>.py
     # sibling modules it imports, checked and fixed with it (the fixtures share a driver)
     modules: tuple[str, ...] = ("runtime_driver.py",)
+    # the project's configuration (under fixtures/runtime/), copied beside the program as
+    # pyproject.toml: a mypy --strict project, whose fix annotates what it adds
+    project: str = ""
 
     @property
     def path(self) -> Path:
@@ -133,6 +140,8 @@ class Program:
     def copy_to(self, directory: Path) -> list[Path]:
         """Copy the program's files into ``directory``; the entry script comes first."""
         directory.mkdir(parents=True, exist_ok=True)
+        if self.project:
+            shutil.copy2(PROGRAMS / self.project, directory / "pyproject.toml")
         return [Path(shutil.copy2(path, directory / path.name)) for path in self.files]
 
 
@@ -390,6 +399,91 @@ PROGRAM_LIST += (
         fixed_configs=FULL_CONFIGS,
     ),
 )
+# Process-global caches of handles keyed by path, filled in the parent while the dataset is
+# built (fork shares them before the fix: the archive's offset), and own __getstate__s that
+# already leave the handle out but nothing reopens it (spawn: no handle in the worker). The
+# lazy strategy makes the handle a property: a kept `del state["h5"]` would raise KeyError.
+H5_MISSING = (r"AttributeError: 'H5Items' object has no attribute 'h5'",)
+H5_NONE = (r"TypeError: 'NoneType' object is not subscriptable",)
+PROGRAM_LIST += (
+    Program(  # module-level dict (setdefault) and list caches: archives, labels environment
+        "zip_module_cache",
+        "WS102",
+        "zipfile.ZipFile(path)",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(  # a class-level cache a classmethod fills through a local, under a lock
+        "zip_class_cache_lock",
+        "WS102",
+        "zipfile.ZipFile(",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(  # the dataset's own class-level cache, a classmethod's `cls` and setdefault
+        "zip_classmethod_setdefault",
+        "WS103",
+        "zipfile.ZipFile(",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
+        "h5py_getstate_kept_del",
+        "WS101",
+        "h5py.File(",
+        (Before(SPAWN_2, H5_MISSING),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
+        "h5py_getstate_kept_none",
+        "WS101",
+        "h5py.File(",
+        (Before(SPAWN_2, H5_NONE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+)
+# Annotated programs of a mypy --strict project: the fix annotates what it adds, and those
+# annotations run (a class body's, a signature's) when the program does.
+PROGRAM_LIST += (
+    Program(  # the keyed cache's ClassVar annotation rewritten
+        "typed_zip_class_cache",
+        "WS102",
+        "zipfile.ZipFile(path)",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+        project="typed/pyproject.toml",
+    ),
+    Program(  # a typed opener, __getstate__, property, and worker init chained to a seed
+        "typed_sqlite_seeded",
+        "WS101",
+        "sqlite3.connect(",
+        (Before(SPAWN_2, SQLITE_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+        project="typed/pyproject.toml",
+    ),
+)
+PROGRAM_LIST += (
+    Program(  # a remedy in the training script importing h5py itself; the dataset elsewhere
+        "remedy_import_inside_worker_init",
+        "WS311",
+        "self.h5 = None",
+        (Before(Config(workers=0, epochs=1), H5_NONE),
+         Before(Config(subset=True), (r"AttributeError: 'Subset' object has no attribute",))),
+        fixed_configs=FULL_CONFIGS,
+        modules=("remedy_h5_shards.py", "runtime_driver.py"),
+    ),
+)
+PROGRAM_LIST += (
+    Program(  # the archive opened in an if/else binding what __init__ reads later: reopened
+        "typed_reopen_zip",  # with the parent's arguments, by an annotated opener
+        "WS101",
+        "zipfile.ZipFile(root)",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+        project="typed/pyproject.toml",
+        strategies=("worker-init",),  # lazy refuses: `members` is read later in __init__
+    ),
+)
 PROGRAMS_BY_NAME = {program.name: program for program in PROGRAM_LIST}
 
 
@@ -536,8 +630,11 @@ def fixed_files(fixed_programs: FixedPrograms, program: Program, strategy: str) 
     return result.files
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-@pytest.mark.parametrize("program", PROGRAM_LIST, ids=lambda program: program.name)
+@pytest.mark.parametrize(
+    ("program", "strategy"),
+    [pytest.param(program, strategy, id=f"{program.name}-{strategy}")
+     for program in PROGRAM_LIST for strategy in program.strategies],
+)
 def test_fix_is_clean_and_idempotent(
     program: Program,
     strategy: str,
@@ -560,7 +657,7 @@ def test_fix_is_clean_and_idempotent(
 
 def fixed_cases() -> Iterator[object]:
     for program in PROGRAM_LIST:
-        for strategy in STRATEGIES:
+        for strategy in program.strategies:
             configs = program.fixed_configs or (
                 FIXED_CONFIGS + ((SPAWN_4,) if strategy in program.spawn_after else ()))
             for config in configs:

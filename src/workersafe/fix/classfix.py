@@ -21,7 +21,9 @@ from .cstutil import (
     loaded_names, realigned, self_attr, single, statements, transform, walk,
     with_leading_lines,
 )
-from .getstate import extended_getstate, kept_reason, left_out, live_problem
+from .getstate import (
+    extended_getstate, kept_reason, left_out, live_problem, without_key_errors,
+)
 from .initplan import _assigned_attrs, _read_attrs, assigns_name, find_method
 from .plan import AttrPlan, Unfixable
 from .probes import probed_attrs
@@ -159,6 +161,12 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
         extended = extended_getstate(getstate, dropped) if why_not else getstate
         if extended is None:
             raise Unfixable(f"{why_not}: merge by hand")
+        if strategy == "lazy":  # its keys of the attributes now properties may be missing
+            extended = without_key_errors(extended, [a for p in plans for a in p.attrs])
+            if extended is None:
+                raise Unfixable("the class's own __getstate__ deletes the key of a handle "
+                                "the lazy property no longer keeps in __dict__, in a `del` "
+                                "of several targets: merge by hand")
         body = [extended if member is getstate else member for member in body]
     else:
         new_members.append(getstate_method(dropped, base=bool(base),

@@ -21,7 +21,7 @@ shape (merge by hand)."""
 from __future__ import annotations
 
 import ast
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import libcst as cst
 
@@ -164,6 +164,61 @@ def _excluding(comp: cst.DictComp, me: str, dropped: Sequence[str]
     code = cst.Module([]).code_for_node
     names = [code(e) for e in excluded] + [f'"{n}"' for n in dropped]
     return cst.parse_expression(f"{key} not in {brackets[0]}{', '.join(names)}{brackets[1]}")
+
+
+def without_key_errors(method: cst.FunctionDef, absent: Sequence[str]
+                       ) -> Optional[cst.FunctionDef]:
+    """`method` (a `__getstate__` kept or extended) with each `del <state>["<name>"]` and
+    `<state>.pop("<name>")` of a name in `absent` made `<state>.pop("<name>", None)`: the lazy
+    strategy turns those attributes into properties, no longer in `__dict__`, so deleting
+    their keys raises KeyError when the dataset is pickled for a spawned worker. None when a
+    `del` of several targets names one (merge by hand)."""
+    fixer = _TolerantDrops(frozenset(absent))
+    new = method.visit(fixer)
+    return None if fixer.refused or not isinstance(new, cst.FunctionDef) else new
+
+
+def _absent_key(node: cst.BaseExpression, absent: frozenset[str]) -> Optional[str]:
+    """The name of `<expr>["<name>"]` when it is one of `absent`."""
+    if not isinstance(node, cst.Subscript) or len(node.slice) != 1:
+        return None
+    index = node.slice[0].slice
+    if not isinstance(index, cst.Index) or not isinstance(index.value, cst.SimpleString):
+        return None
+    key = index.value.evaluated_value
+    return key if isinstance(key, str) and key in absent else None
+
+
+class _TolerantDrops(cst.CSTTransformer):
+    def __init__(self, absent: frozenset[str]) -> None:
+        super().__init__()
+        self.absent = absent
+        self.refused = False
+
+    def leave_Del(self, original_node: cst.Del, updated_node: cst.Del
+                  ) -> Union[cst.BaseSmallStatement, cst.RemovalSentinel]:
+        target = updated_node.target
+        if isinstance(target, (cst.Tuple, cst.List)):
+            self.refused = self.refused or any(
+                _absent_key(e.value, self.absent) for e in target.elements)
+            return updated_node
+        key = _absent_key(target, self.absent)
+        if key is None or not isinstance(target, cst.Subscript):
+            return updated_node
+        code = cst.Module([]).code_for_node(target.value)
+        return cst.Expr(cst.parse_expression(f'{code}.pop("{key}", None)'))
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        func = updated_node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "pop" \
+                and len(updated_node.args) == 1 and not updated_node.args[0].keyword \
+                and not updated_node.args[0].star \
+                and isinstance(key := updated_node.args[0].value, cst.SimpleString) \
+                and key.evaluated_value in self.absent:
+            first = updated_node.args[0].with_changes(
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            return updated_node.with_changes(args=[first, cst.Arg(cst.Name("None"))])
+        return updated_node
 
 
 # --- a `__getstate__` kept as it is ------------------------------------------------------------

@@ -237,6 +237,7 @@ def globals_read(kind: type) -> tuple[tuple[str, str], ...]:
                 # another class of the project (`ZipReader.read(path)`): its static and class
                 # methods run in the worker, and the class attributes this code reads
                 # (`ZipReader.zip_bank`) are as global as a module's
+                read = names_of(code)
                 if depth < 2 and id(value) not in seen_funcs:
                     seen_funcs.add(id(value))
                     home = getattr(sys.modules.get(value.__module__), "__dict__", None)
@@ -244,7 +245,10 @@ def globals_read(kind: type) -> tuple[tuple[str, str], ...]:
                         for member_code in code_of(member):
                             todo.append((member_code, home if isinstance(home, dict)
                                          else namespace, value.__module__, depth + 1))
-                for attr in sorted(names_of(code) & set(vars(value))):
+                            if isinstance(member, classmethod) and \
+                                    not names_of(member_code) & PROCESS_NAMES:
+                                read = read | names_of(member_code)  # `cls._files`
+                for attr in sorted(read & set(vars(value))):
                     member = vars(value)[attr]
                     if not attr.startswith("__") and not code_of(member) and \
                             not isinstance(member, (type, types.ModuleType, property)) and \

@@ -253,8 +253,11 @@ class _Walk:
         read are in the workers' memory too (spawn re-imports them: each worker its own)."""
         for cls in user_classes(kind):
             for name, value in vars(cls).items():
-                if type(value) not in ATOMIC and not name.startswith("__") and \
-                        self.table.match_type(type(value)) is not None:
+                # a handle, or a cache of them (`_archives = {}` a classmethod fills through
+                # `cls`: a dict keyed by process id has this process's entry skipped)
+                if type(value) not in ATOMIC and not name.startswith("__") and (
+                        type(value) in (dict, list)
+                        or self.table.match_type(type(value)) is not None):
                     self.push(value, f"{path}.__class__.{name}", ((kind, name),), "class")
         for module_name, name in globals_read(kind):
             found: Any = sys.modules.get(module_name)
