@@ -109,11 +109,26 @@ def rewrite(source: str) -> str:
     return _with_import("\n".join(lines))
 
 
+# Node classes newer than the oldest Python supported (3.9): None there (no node is of it).
+LATER = {"Match": "3.10", "MatchValue": "3.10", "MatchSingleton": "3.10",
+         "MatchSequence": "3.10", "MatchMapping": "3.10", "MatchClass": "3.10",
+         "MatchStar": "3.10", "MatchAs": "3.10", "MatchOr": "3.10", "match_case": "3.10",
+         "TryStar": "3.11", "TypeAlias": "3.12", "TypeVar": "3.12", "ParamSpec": "3.12",
+         "TypeVarTuple": "3.12"}
+
+
+def _constant(name: str) -> str:
+    if name in LATER:
+        return (f"{name}: Final = getattr(ast, {name!r}, None)  # Python {LATER[name]}+"
+                " (None before)\n")
+    return f"{name}: Final = ast.{name}\n"
+
+
 def syntax_module(sources: list[str]) -> str:
     used = set()
     for source in sources:
         used.update(re.findall(r"(?<![.\w])syntax\.([A-Za-z_]+)", source))
-    return HEADER + "".join(f"{name}: Final = ast.{name}\n" for name in sorted(used))
+    return HEADER + "".join(_constant(name) for name in sorted(used))
 
 
 def main(argv: list[str]) -> int:

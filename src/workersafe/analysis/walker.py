@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Any, Callable, Final, Iterator, Optional
+from typing import Any, Callable, Final, Iterator, Optional, cast
 
 from . import syntax
 from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
@@ -424,7 +424,8 @@ class FactWalker:
         outer = self._choice
         for case in node.cases:
             pattern = case.pattern
-            text = string(pattern.value) if type(pattern) is syntax.MatchValue else None
+            text = string(cast("ast.MatchValue", pattern).value) \
+                if type(pattern) is syntax.MatchValue else None
             self._choice = (self._param_choice(node.subject, text) if text is not None
                             else None) or outer
             self.walk(pattern)
