@@ -54,7 +54,7 @@ def _facts(walker: FactWalker, class_nodes: Optional[dict[str, ast.ClassDef]] = 
     state, ev = walker.state, walker.ev
     handles: dict[str, tuple[Handle, bool]] = dict(state.module_handles)
     for func in walker.functions:  # `@functools.cache def get(): return boto3.client(...)`
-        if func.cached and func.returned_handle is not None:
+        if _cached(func, walker) and func.returned_handle is not None:
             handles.setdefault(func.name, (func.returned_handle, True))
     # per module-level class, what its `__init__` may keep as a callable (read twice below)
     found: Found = {}  # (each `__init__` searched once for its base's `__init__` call)
@@ -266,6 +266,12 @@ def _failing_closes(cls: ClassState, node: Optional[ast.ClassDef], closers: froz
     return out
 
 
+def _cached(func: FunctionState, walker: FactWalker) -> bool:
+    """A cached module-level function whose cache the parent's forked workers share: not when
+    the module empties it in each forked child (`register_at_fork(after_in_child=...)`)."""
+    return func.cached and func.name not in walker.cleared_at_fork
+
+
 def _function_facts(func: FunctionState, walker: FactWalker, keep_reads: bool,
                     known: dict[int, tuple[set[str], set[str]]]) -> FunctionFacts:
     returned = func.returned_handle
@@ -275,5 +281,6 @@ def _function_facts(func: FunctionState, walker: FactWalker, keep_reads: bool,
     return FunctionFacts(func.name, func.qualname, tuple(func.returns),
                          tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)),
                          walker.ev.site(returned) if returned and not returned.closed else None,
-                         func.returns_call, func.cached, reads, tuple(sorted(func.calls)),
+                         func.returns_call, _cached(func, walker), reads,
+                         tuple(sorted(func.calls)),
                          tuple(func.chosen))

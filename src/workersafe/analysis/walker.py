@@ -47,6 +47,8 @@ CONTAINER_ADDERS: Final = frozenset({"append", "add", "extend", "insert", "setde
 _NOT_HANDLE_CALLEES: Final = frozenset({
     "super", "len", "list", "dict", "tuple", "set", "int", "str", "float", "bool", "range",
     "sorted", "print", "isinstance"})
+# Registers what each forked child runs (`after_in_child=open_archive.cache_clear`).
+_REGISTER_AT_FORK: Final = "os.register_at_fork"
 # Libraries whose functions are never a project function a dataset is passed to.
 _LIBRARY_ROOTS: Final = frozenset({
     "os", "sys", "re", "json", "math", "random", "time", "logging", "pickle", "itertools",
@@ -119,6 +121,9 @@ class FactWalker:
         self.start_method = ""  # set at module level (`if __name__ == "__main__":` too)
         self.scoped_starts: dict[str, str] = {}  # function or method → the start method it sets
         self.entry_calls: set[str] = set()  # functions module-level code calls (or passes on)
+        # module-level functions whose cache each forked process empties:
+        # `os.register_at_fork(after_in_child=open_archive.cache_clear)` at module level
+        self.cleared_at_fork: set[str] = set()
         self.store_nodes: set[int] = set()  # id() of assignment targets: not reads
         # For the remedy facts (remedies.py), gathered here rather than by walking each method
         # again: per module-level class (by id() of its node), the attributes of self its
@@ -685,6 +690,8 @@ class FactWalker:
         if plain:
             if outer.is_module_level if outer is not None else not state.frames:
                 self._note_calls(node, name, outer)  # (it notes nothing elsewhere)
+                if name == _REGISTER_AT_FORK and outer is None:
+                    self._note_cleared_at_fork(node)
             if not (node.args or node.keywords):
                 pass  # (no argument: no call site)
             elif name is not None and name not in _NOT_HANDLE_CALLEES \
@@ -981,6 +988,22 @@ class FactWalker:
             cls.held_calls.append(HeldCall(attr, method.name, callee, self.positions.span(value)))
             if self.state.pid_guard_depth:
                 method.guarded_attrs.add(attr)
+
+    def _note_cleared_at_fork(self, node: ast.Call) -> None:
+        """`os.register_at_fork(after_in_child=open_archive.cache_clear)` (or a lambda calling
+        it): each forked process starts with that function's cache empty."""
+        for keyword in node.keywords:
+            if keyword.arg != "after_in_child":
+                continue
+            value = keyword.value
+            if type(value) is syntax.Lambda:
+                body = value.body
+                if type(body) is not syntax.Call or body.args or body.keywords:
+                    continue
+                value = body.func
+            if type(value) is syntax.Attribute and value.attr == "cache_clear" \
+                    and type(value.value) is syntax.Name:
+                self.cleared_at_fork.add(value.value.id)
 
     def _callee(self, value: ast.expr) -> str:
         """"self.m" for `self.m(...)`, the qualified name for `f(...)` / `mod.f(...)`, else ""."""
