@@ -44,6 +44,13 @@ class HandleType:
     # a second open of the same file in one process returns the first, the one a forked
     # worker inherited included (h5py: same HDF5 file id, same descriptor)
     shares_open: bool = False
+    # a forked child may drop one it inherited (its last reference gone, its finalizer runs
+    # there): the finalizer releases the child's copy only (a descriptor, a mapping), so the
+    # fix may empty a cache of them in each forked worker. False where it speaks for the
+    # parent: a network database's finalizer ends the session on the shared socket (libpq's
+    # PQfinish sends Terminate, MySQL's COM_QUIT; a pool rolls back what it returns), gRPC's
+    # core tears a channel down with threads a forked child does not have
+    dropped_in_child: bool = True
     # Sorted tuples, not sets: a row's repr is part of the cache key, and must not depend on
     # the process's string hashing.
     closers: tuple[str, ...] = tuple(sorted(GENERIC_CLOSERS))  # methods that release it
@@ -96,11 +103,11 @@ _HTTP = HandleType(
 # cloud SDKs: workers share one connection pool (TLS errors, hangs)
 _CLOUD = HandleType(name="", fork_safe=False, picklable=False)
 # gRPC: workers share one channel (hangs, "Fork support is only compatible with epoll1")
-_GRPC = HandleType(name="", fork_safe=False, picklable=False)
+_GRPC = HandleType(name="", fork_safe=False, picklable=False, dropped_in_child=False)
 # databases: workers share one connection (corrupted protocol state, wrong rows)
 _DB = HandleType(name="", fork_safe=False, picklable=False, runtime_probe="dbapi",
                  derived_methods=("cursor",), config_calls=tuple(sorted(_DB_CONFIG_CALLS)),
-                 sql_config_calls=("execute", "executescript"))
+                 sql_config_calls=("execute", "executescript"), dropped_in_child=False)
 # archives: workers share one file descriptor and offset (wrong bytes, BadZipFile, crashes)
 _FILE = HandleType(name="", fork_safe=False, picklable=False)
 # HDF5: workers share one file handle (corrupted reads, crashes). h5py returns the file a forked
@@ -189,8 +196,9 @@ def _rows() -> tuple[HandleType, ...]:
                 runtime_derived_types=("google.cloud.storage.Bucket",)),
         _copied(grpc_channel, name="grpc.insecure_channel"),
         _copied(grpc_channel, name="grpc.secure_channel"),
+        # a file: dropped in a forked child, SQLite closes that process's descriptors only
         _copied(_DB, name="sqlite3.connect", runtime_types=("sqlite3.Connection",),
-                runtime_derived_types=("sqlite3.Cursor",)),
+                runtime_derived_types=("sqlite3.Cursor",), dropped_in_child=True),
         _copied(_DB, name="psycopg2.connect", runtime_types=("psycopg2.extensions.connection",),
                 runtime_derived_types=("psycopg2.extensions.cursor",)),
         _copied(_DB, name="psycopg.connect", runtime_types=("psycopg.Connection",),

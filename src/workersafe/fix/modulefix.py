@@ -16,7 +16,7 @@ from .cstutil import (
     realigned, transform, walk, with_leading_lines,
 )
 from .plan import Unfixable
-from .templates import module_accessor
+from .templates import BLANK, fork_cache_clear, module_accessor
 
 
 @dataclass
@@ -32,19 +32,25 @@ class ModulePlan:
     # module names the accessor takes in as its locals: `client = MongoClient()` before
     # `db = client.capstone` (read by nothing else, here or in other modules)
     absorbed: tuple[str, ...] = ()
+    # a cached factory taking arguments (a handle per argument value): it stays as written,
+    # and each forked process empties its cache (`os.register_at_fork`, right after it)
+    at_fork: bool = False
 
 
 _CACHES = ("functools.cache", "functools.lru_cache", "cache", "lru_cache")
 
 
-def plan_module_handle(module: cst.Module, name: str, handle: str) -> ModulePlan:
+def plan_module_handle(module: cst.Module, name: str, handle: str,
+                       dropped_in_child: bool = True) -> ModulePlan:
+    """`dropped_in_child`: the registry's word on the handle (a forked child may drop what it
+    inherited); a cached factory taking arguments needs it."""
     body = statements(module.body)
     index = next((i for i, s in enumerate(body) if _assigns(s, name)), None)
     if index is None:
         factory = next((s for s in body if isinstance(s, cst.FunctionDef)
                         and s.name.value == name), None)
         if factory is not None:
-            return _plan_factory(body, factory, handle)
+            return _plan_factory(body, factory, handle, dropped_in_child)
         raise Unfixable(f"{name} is not created by a plain module-level `{name} = ...` "
                         "(inside a block)")
     created = single(body[index])
@@ -108,26 +114,28 @@ def _first_line(statement: cst.BaseStatement) -> str:
     return cst.Module([]).code_for_node(statement).strip().splitlines()[0][:60]
 
 
-def _plan_factory(body: list[cst.BaseStatement], factory: cst.FunctionDef, handle: str
-                  ) -> ModulePlan:
+def _plan_factory(body: list[cst.BaseStatement], factory: cst.FunctionDef, handle: str,
+                  dropped_in_child: bool) -> ModulePlan:
     """`@functools.cache def s3(): return boto3.client("s3")`: the cache would hand every
     forked worker the parent's client. The function becomes a per-process accessor of the
-    same name (callers do not change)."""
+    same name (callers do not change). One taking arguments (`open_archive(path)`, a handle
+    per value) keeps its cache, which each forked process empties (`_plan_at_fork`)."""
     name = factory.name.value
     decorators = [cst.Module([]).code_for_node(d.decorator) for d in factory.decorators]
     if len(decorators) != 1 or decorators[0].split("(", 1)[0] not in _CACHES:
         raise Unfixable(f"{name}() is not a plain functools.cache/lru_cache factory: fix by hand")
     params = factory.params
-    if params.params or params.kwonly_params or params.posonly_params \
-            or isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None:
-        raise Unfixable(f"{name}() takes arguments: one cached handle per argument value, fix "
-                        "by hand")
+    takes_arguments = bool(params.params or params.kwonly_params or params.posonly_params
+                           or isinstance(params.star_arg, cst.Param)
+                           or params.star_kwarg is not None)
     statements = list(factory.body.body) if isinstance(factory.body, cst.IndentedBlock) else []
     last = single(statements[-1]) if statements else None
     if not isinstance(last, cst.Return) or last.value is None or any(
             isinstance(n, (cst.Return, cst.Global, cst.Nonlocal, cst.Yield))
             for s in statements[:-1] for n in walk(s)):
         raise Unfixable(f"{name}() does more than build and return the handle: fix by hand")
+    if takes_arguments:
+        return _plan_at_fork(body, factory, handle, dropped_in_child)
     base = name.lstrip("_").lower()
     plan = ModulePlan(name, handle, [factory], name, f"_{base}", f"_{base}_pid", factory=True)
     taken = bound_names(body)
@@ -135,6 +143,26 @@ def _plan_factory(body: list[cst.BaseStatement], factory: cst.FunctionDef, handl
         if new in taken:
             raise Unfixable(f"the module already defines {new!r}")
     return plan
+
+
+def _plan_at_fork(body: list[cst.BaseStatement], factory: cst.FunctionDef, handle: str,
+                  dropped_in_child: bool) -> ModulePlan:
+    """`@functools.lru_cache def open_archive(path): return zipfile.ZipFile(path)`: the
+    cache, a handle per argument value, stays; each forked process empties it as it starts
+    (`os.register_at_fork(after_in_child=open_archive.cache_clear)`), so a worker opens its
+    own on first use, as a spawned one (which re-imports the module) always did. What the
+    parent cached is dropped in the child, never closed: refused for the handles whose
+    finalizer would speak for the parent (registry `dropped_in_child`)."""
+    name = factory.name.value
+    if not dropped_in_child:
+        raise Unfixable(f"{name}() caches a {handle} per argument value, and dropping the "
+                        "parent's in a forked worker would end its session for the parent "
+                        "too: fix by hand (a cache keyed by os.getpid() that keeps the "
+                        "parent's)")
+    if any(s is not factory and name in bound_names([s]) for s in body):
+        raise Unfixable(f"the module binds {name} again: the hook would empty the cache of "
+                        "another function, fix by hand")
+    return ModulePlan(name, handle, [factory], name, "", "", factory=True, at_fork=True)
 
 
 def _factory_body(factory: cst.FunctionDef, private: str) -> list[cst.BaseStatement]:
@@ -191,7 +219,6 @@ def rewrite_module(module: cst.Module, plan: ModulePlan, typed: Optional[Typed] 
     `typed`: the module is annotated (`fix/annotate.py`): so are the accessor and its
     globals."""
     call = cst.Call(cst.Name(plan.accessor))
-    private = cst.Name(plan.private)
     moved_ids = {id(s) for s in plan.statements}
     new_body: list[cst.BaseStatement] = []
     for statement in module.body:
@@ -200,6 +227,11 @@ def rewrite_module(module: cst.Module, plan: ModulePlan, typed: Optional[Typed] 
                             else transform(statement, _ReadsToCall(plan.name, call)))
             continue
         if statement is not plan.statements[0]:
+            continue
+        if plan.at_fork:  # the function stays; its cache is emptied in each forked child
+            new_body.extend([statement, with_leading_lines(fork_cache_clear(plan.name),
+                                                           [BLANK, BLANK])])
+            new_body.append(_SPACER)
             continue
         if plan.factory:
             assert isinstance(statement, cst.FunctionDef)
@@ -210,6 +242,7 @@ def rewrite_module(module: cst.Module, plan: ModulePlan, typed: Optional[Typed] 
             new_body.extend(members)
             new_body.append(_SPACER)
             continue
+        private = cst.Name(plan.private)
         renamed = [realigned(s, transform(s, ReplaceNames({plan.name: private})))
                    for s in plan.statements]
         renamed[0] = with_leading_lines(renamed[0], [])
@@ -219,7 +252,7 @@ def rewrite_module(module: cst.Module, plan: ModulePlan, typed: Optional[Typed] 
         new_body.extend(members)
         new_body.append(_SPACER)
     module = module.with_changes(body=_space_after_functions(new_body))
-    return _drop_unused_functools(module) if plan.factory else module
+    return _drop_unused_functools(module) if plan.factory and not plan.at_fork else module
 
 
 def _accessor_types(plan: ModulePlan, first: cst.BaseStatement, typed: Optional[Typed]

@@ -36,7 +36,7 @@ from .handles import HandleNames
 from .initplan import KEPT_PARAMETER, find_method, plan_attr
 from .lazyguard import PICKLING, GuardedLazy, guard_lazy_opens
 from .modulefix import (
-    importer_plan, is_functools_import, mentions, plan_module_handle, rewrite_importer,
+    ModulePlan, importer_plan, is_functools_import, mentions, plan_module_handle, rewrite_importer,
     rewrite_module,
 )
 from .nodememo import memo_scope
@@ -359,17 +359,22 @@ class Rewriter:
                 by_handle.setdefault(key, []).append(finding)
         for (path, name, handle), findings in by_handle.items():
             try:
-                accessor = self._plan_module_fix(path, name, handle)
+                plan = self._plan_module_fix(path, name, handle)
             except Unfixable as exc:
                 self.outcomes += [Outcome(f, "unfixable", str(exc)) for f in findings]
                 continue
-            note = f"lazy: {name} → {accessor}()" if accessor != name \
-                else f"lazy: {name}() makes one per process"
+            if plan.at_fork:
+                note = f"at fork: each forked worker empties {name}()'s cache"
+            elif plan.accessor != name:
+                note = f"lazy: {name} → {plan.accessor}()"
+            else:
+                note = f"lazy: {name}() makes one per process"
             self.outcomes += [Outcome(f, "fixed", note) for f in findings]
 
-    def _plan_module_fix(self, path: str, name: str, handle: str) -> str:
+    def _plan_module_fix(self, path: str, name: str, handle: str) -> ModulePlan:
         edit = self._edit(path)
-        plan = plan_module_handle(edit.located.module, name, handle)
+        plan = plan_module_handle(edit.located.module, name, handle,
+                                  self._dropped_in_child(handle))
         facts = self.result.facts.get(path)
         home_module = facts.module if facts else ""
         importers: list[tuple[str, str, str]] = []
@@ -400,7 +405,8 @@ class Rewriter:
                                     f"this module: turn {extra} into an accessor by hand")
         self.module_fixes.setdefault(path, []).append((name, handle))
         self._allow_name_lines(path, name)
-        if plan.factory:  # its cache decorator goes, and the functools import if now unused
+        if plan.factory and not plan.at_fork:  # its cache decorator goes, and the
+            # functools import if now unused
             self._allow_name_lines(path, "functools")
             body = statements(edit.located.module.body)
             for index, node in enumerate(body):
@@ -418,7 +424,12 @@ class Rewriter:
             if isinstance(planned, cst.FunctionDef) and planned.decorators:
                 start = min(start, edit.located.lines_of(planned.decorators[0])[0])
             self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
-        return plan.accessor
+        return plan
+
+    def _dropped_in_child(self, handle: str) -> bool:
+        """A forked child may drop the `handle` it inherited (registry; unknown: yes)."""
+        htype = self.registry.lookup(handle)
+        return htype is None or htype.dropped_in_child
 
     def _import_resolver(self, path: str) -> Callable[[cst.ImportFrom], str]:
         facts = self.result.facts.get(path)
@@ -441,7 +452,8 @@ class Rewriter:
         module = with_dominant_newline(cst.parse_module(data))
         typed = self._typed(path)
         for name, handle in self.module_fixes.get(path, []):
-            module = rewrite_module(module, plan_module_handle(module, name, handle), typed)
+            plan = plan_module_handle(module, name, handle, self._dropped_in_child(handle))
+            module = rewrite_module(module, plan, typed)
         if typed is not None and typed.imports:
             names = sorted(typed.imports)
             merged = _typing_merged(module.body, names)

@@ -223,3 +223,14 @@ def module_accessor(function: str, private: str, pid_name: str, handle: str,
     func = func.with_changes(body=func.body.with_changes(
         body=[*func.body.body[:2], new_guard, *func.body.body[3:]]))
     return [first, second, func]
+
+
+def fork_cache_clear(function: str) -> cst.BaseStatement:
+    """Each forked process empties `function`'s cache as it starts (the cached handles it
+    inherited are dropped there, never closed), on the platforms that fork."""
+    test = 'if hasattr(os, "register_at_fork"):'
+    comment = "  # each forked worker opens its own (workersafe)"
+    if len(test) + len(comment) > max_line():
+        comment = ""
+    return statement(f"{test}{comment}\n"
+                     f"    os.register_at_fork(after_in_child={function}.cache_clear)\n")
