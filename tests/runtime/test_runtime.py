@@ -413,6 +413,20 @@ PROGRAM_LIST += (
         (Before(FORK_4, ZIP_FAILURES),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # cached openers taking the path (lru_cache(maxsize=None), cache): an archive,
+        "zip_lru_cache_opener",  # an LMDB environment; each forked process empties the caches
+        "WS102",
+        "zipfile.ZipFile(path)",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(  # the same with an HDF5 file (lru_cache()) and a SQLite database (lru_cache(4)):
+        "h5py_sqlite_cached_openers",  # nothing fails before; after, each process opens its own
+        "WS102",
+        'h5py.File(path, "r")',
+        (),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # a class-level cache a classmethod fills through a local, under a lock
         "zip_class_cache_lock",
         "WS102",
