@@ -155,10 +155,10 @@ def _plan_at_fork(body: list[cst.BaseStatement], factory: cst.FunctionDef, handl
     finalizer would speak for the parent (registry `dropped_in_child`)."""
     name = factory.name.value
     if not dropped_in_child:
-        raise Unfixable(f"{name}() caches a {handle} per argument value, and dropping the "
-                        "parent's in a forked worker would end its session for the parent "
-                        "too: fix by hand (a cache keyed by os.getpid() that keeps the "
-                        "parent's)")
+        raise Unfixable(f"{name}() caches a {handle} per argument value, whose finalizer "
+                        "acts for the parent too if a forked worker drops the parent's (a "
+                        "database session ended, a gRPC channel torn down): fix by hand, a "
+                        "cache keyed by os.getpid() keeping the parent's")
     if any(s is not factory and name in bound_names([s]) for s in body):
         raise Unfixable(f"the module binds {name} again: the hook would empty the cache of "
                         "another function, fix by hand")
