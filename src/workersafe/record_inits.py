@@ -288,7 +288,7 @@ def __init__(self, name, attrs_read=None, attrs_used=None, self_calls=None, glob
     _o['returns'] = returns
 CODES["def __init__(self, name, attrs_read=_d_attrs_read, attrs_used=_d_attrs_used, self_calls=_d_self_calls, globals_read=_d_globals_read, guarded_attrs=_d_guarded_attrs, guarded_calls=_d_guarded_calls, calls_super_init=_d_calls_super_init, effects=_d_effects, returns_handle=_d_returns_handle, returns_call=_d_returns_call, returns=_d_returns):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['attrs_read'] = attrs_read\n    _o['attrs_used'] = attrs_used\n    _o['self_calls'] = self_calls\n    _o['globals_read'] = globals_read\n    _o['guarded_attrs'] = guarded_attrs\n    _o['guarded_calls'] = guarded_calls\n    _o['calls_super_init'] = calls_super_init\n    _o['effects'] = effects\n    _o['returns_handle'] = returns_handle\n    _o['returns_call'] = returns_call\n    _o['returns'] = returns\n"] = __init__.__code__
 
-def __init__(self, name, fork_safe, picklable, derived_methods=None, derived_subscript=None, iterable_methods=None, subscript_reads=None, single_open=None, shares_open=None, dropped_in_child=None, closers=None, config_attrs=None, config_calls=None, sql_config_calls=None, runtime_types=None, runtime_derived_types=None, runtime_probe=None):
+def __init__(self, name, fork_safe, picklable, derived_methods=None, derived_subscript=None, iterable_methods=None, subscript_reads=None, single_open=None, shares_open=None, dropped_in_child=None, mode_position=None, closers=None, config_attrs=None, config_calls=None, sql_config_calls=None, runtime_types=None, runtime_derived_types=None, runtime_probe=None):
     _o = self.__dict__
     _o['name'] = name
     _o['fork_safe'] = fork_safe
@@ -300,6 +300,7 @@ def __init__(self, name, fork_safe, picklable, derived_methods=None, derived_sub
     _o['single_open'] = single_open
     _o['shares_open'] = shares_open
     _o['dropped_in_child'] = dropped_in_child
+    _o['mode_position'] = mode_position
     _o['closers'] = closers
     _o['config_attrs'] = config_attrs
     _o['config_calls'] = config_calls
@@ -307,7 +308,7 @@ def __init__(self, name, fork_safe, picklable, derived_methods=None, derived_sub
     _o['runtime_types'] = runtime_types
     _o['runtime_derived_types'] = runtime_derived_types
     _o['runtime_probe'] = runtime_probe
-CODES["def __init__(self, name, fork_safe, picklable, derived_methods=_d_derived_methods, derived_subscript=_d_derived_subscript, iterable_methods=_d_iterable_methods, subscript_reads=_d_subscript_reads, single_open=_d_single_open, shares_open=_d_shares_open, dropped_in_child=_d_dropped_in_child, closers=_d_closers, config_attrs=_d_config_attrs, config_calls=_d_config_calls, sql_config_calls=_d_sql_config_calls, runtime_types=_d_runtime_types, runtime_derived_types=_d_runtime_derived_types, runtime_probe=_d_runtime_probe):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['fork_safe'] = fork_safe\n    _o['picklable'] = picklable\n    _o['derived_methods'] = derived_methods\n    _o['derived_subscript'] = derived_subscript\n    _o['iterable_methods'] = iterable_methods\n    _o['subscript_reads'] = subscript_reads\n    _o['single_open'] = single_open\n    _o['shares_open'] = shares_open\n    _o['dropped_in_child'] = dropped_in_child\n    _o['closers'] = closers\n    _o['config_attrs'] = config_attrs\n    _o['config_calls'] = config_calls\n    _o['sql_config_calls'] = sql_config_calls\n    _o['runtime_types'] = runtime_types\n    _o['runtime_derived_types'] = runtime_derived_types\n    _o['runtime_probe'] = runtime_probe\n"] = __init__.__code__
+CODES["def __init__(self, name, fork_safe, picklable, derived_methods=_d_derived_methods, derived_subscript=_d_derived_subscript, iterable_methods=_d_iterable_methods, subscript_reads=_d_subscript_reads, single_open=_d_single_open, shares_open=_d_shares_open, dropped_in_child=_d_dropped_in_child, mode_position=_d_mode_position, closers=_d_closers, config_attrs=_d_config_attrs, config_calls=_d_config_calls, sql_config_calls=_d_sql_config_calls, runtime_types=_d_runtime_types, runtime_derived_types=_d_runtime_derived_types, runtime_probe=_d_runtime_probe):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['fork_safe'] = fork_safe\n    _o['picklable'] = picklable\n    _o['derived_methods'] = derived_methods\n    _o['derived_subscript'] = derived_subscript\n    _o['iterable_methods'] = iterable_methods\n    _o['subscript_reads'] = subscript_reads\n    _o['single_open'] = single_open\n    _o['shares_open'] = shares_open\n    _o['dropped_in_child'] = dropped_in_child\n    _o['mode_position'] = mode_position\n    _o['closers'] = closers\n    _o['config_attrs'] = config_attrs\n    _o['config_calls'] = config_calls\n    _o['sql_config_calls'] = sql_config_calls\n    _o['runtime_types'] = runtime_types\n    _o['runtime_derived_types'] = runtime_derived_types\n    _o['runtime_probe'] = runtime_probe\n"] = __init__.__code__
 
 def __init__(self, name, kinds=None, sets=None, calls=None, derived=None, walks=None, touched=None, splits=None):
     self.name = name

@@ -51,6 +51,11 @@ class HandleType:
     # PQfinish sends Terminate, MySQL's COM_QUIT; a pool rolls back what it returns), gRPC's
     # core tears a channel down with threads a forked child does not have
     dropped_in_child: bool = True
+    # where the constructor takes its mode (`zipfile.ZipFile(path, "w")`, or `mode=`): the
+    # positional index, 0 when it takes none. A file opened other than for reading is written
+    # as it closes (a zip's central directory, HDF5's metadata), a forked child's dropped copy
+    # included: the fix does not drop one in a child
+    mode_position: int = 0
     # Sorted tuples, not sets: a row's repr is part of the cache key, and must not depend on
     # the process's string hashing.
     closers: tuple[str, ...] = tuple(sorted(GENERIC_CLOSERS))  # methods that release it
@@ -109,14 +114,14 @@ _DB = HandleType(name="", fork_safe=False, picklable=False, runtime_probe="dbapi
                  derived_methods=("cursor",), config_calls=tuple(sorted(_DB_CONFIG_CALLS)),
                  sql_config_calls=("execute", "executescript"), dropped_in_child=False)
 # archives: workers share one file descriptor and offset (wrong bytes, BadZipFile, crashes)
-_FILE = HandleType(name="", fork_safe=False, picklable=False)
+_FILE = HandleType(name="", fork_safe=False, picklable=False, mode_position=1)
 # HDF5: workers share one file handle (corrupted reads, crashes). h5py returns the file a forked
 # worker inherited when it opens that file again: the fix drops the old objects first. HDF5
 # then closes the child's copy only (its descriptor; for a file read, the parent's reads and its
 # file lock stay as they were).
 _H5 = HandleType(name="", fork_safe=False, picklable=False, runtime_probe="h5py",
                  derived_methods=("get", "require_dataset", "require_group"),
-                 derived_subscript=True, shares_open=True)
+                 derived_subscript=True, shares_open=True, mode_position=1)
 # LMDB: workers share one environment (MDB_BAD_RSLOT, crashes). py-lmdb refuses to open an
 # environment already open in the process (even one inherited through fork): the fix drops the
 # old one before opening again. Dropping is safe where closing is not: py-lmdb's finalizers

@@ -10,11 +10,13 @@ from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
+from ..registry import DEFAULT_REGISTRY, Registry
 from .annotate import Typed
 from .cstutil import (
     ReplaceNames, bound_names, dotted, leading_lines, loaded_names, single, statements,
     realigned, transform, walk, with_leading_lines,
 )
+from .handles import HandleNames
 from .plan import Unfixable
 from .templates import BLANK, fork_cache_clear, module_accessor
 
@@ -41,16 +43,16 @@ _CACHES = ("functools.cache", "functools.lru_cache", "cache", "lru_cache")
 
 
 def plan_module_handle(module: cst.Module, name: str, handle: str,
-                       dropped_in_child: bool = True) -> ModulePlan:
-    """`dropped_in_child`: the registry's word on the handle (a forked child may drop what it
-    inherited); a cached factory taking arguments needs it."""
+                       registry: Registry = DEFAULT_REGISTRY) -> ModulePlan:
+    """`registry`: the run's (a cached factory taking arguments asks it whether a forked
+    child may drop the handles it inherited)."""
     body = statements(module.body)
     index = next((i for i, s in enumerate(body) if _assigns(s, name)), None)
     if index is None:
         factory = next((s for s in body if isinstance(s, cst.FunctionDef)
                         and s.name.value == name), None)
         if factory is not None:
-            return _plan_factory(body, factory, handle, dropped_in_child)
+            return _plan_factory(body, factory, handle, HandleNames(module, registry, [handle]))
         raise Unfixable(f"{name} is not created by a plain module-level `{name} = ...` "
                         "(inside a block)")
     created = single(body[index])
@@ -115,7 +117,7 @@ def _first_line(statement: cst.BaseStatement) -> str:
 
 
 def _plan_factory(body: list[cst.BaseStatement], factory: cst.FunctionDef, handle: str,
-                  dropped_in_child: bool) -> ModulePlan:
+                  names: HandleNames) -> ModulePlan:
     """`@functools.cache def s3(): return boto3.client("s3")`: the cache would hand every
     forked worker the parent's client. The function becomes a per-process accessor of the
     same name (callers do not change). One taking arguments (`open_archive(path)`, a handle
@@ -135,7 +137,7 @@ def _plan_factory(body: list[cst.BaseStatement], factory: cst.FunctionDef, handl
             for s in statements[:-1] for n in walk(s)):
         raise Unfixable(f"{name}() does more than build and return the handle: fix by hand")
     if takes_arguments:
-        return _plan_at_fork(body, factory, handle, dropped_in_child)
+        return _plan_at_fork(body, factory, handle, names)
     base = name.lstrip("_").lower()
     plan = ModulePlan(name, handle, [factory], name, f"_{base}", f"_{base}_pid", factory=True)
     taken = bound_names(body)
@@ -146,23 +148,46 @@ def _plan_factory(body: list[cst.BaseStatement], factory: cst.FunctionDef, handl
 
 
 def _plan_at_fork(body: list[cst.BaseStatement], factory: cst.FunctionDef, handle: str,
-                  dropped_in_child: bool) -> ModulePlan:
+                  names: HandleNames) -> ModulePlan:
     """`@functools.lru_cache def open_archive(path): return zipfile.ZipFile(path)`: the
     cache, a handle per argument value, stays; each forked process empties it as it starts
     (`os.register_at_fork(after_in_child=open_archive.cache_clear)`), so a worker opens its
     own on first use, as a spawned one (which re-imports the module) always did. What the
     parent cached is dropped in the child, never closed: refused for the handles whose
-    finalizer would speak for the parent (registry `dropped_in_child`)."""
+    finalizer would speak for the parent (registry `dropped_in_child`), and for a file opened
+    for writing (its finalizer writes)."""
     name = factory.name.value
-    if not dropped_in_child:
+    htype = names.registry.lookup(handle)
+    if htype is not None and not htype.dropped_in_child:
         raise Unfixable(f"{name}() caches a {handle} per argument value, whose finalizer "
                         "acts for the parent too if a forked worker drops the parent's (a "
                         "database session ended, a gRPC channel torn down): fix by hand, a "
                         "cache keyed by os.getpid() keeping the parent's")
+    for node in walk(factory):
+        made = names.creation(node) if isinstance(node, cst.Call) else None
+        if made is None or not made.mode_position:
+            continue
+        assert isinstance(node, cst.Call)
+        mode = _constant_mode(node, made.mode_position)
+        if mode is not None and (not mode.startswith("r") or "+" in mode):
+            raise Unfixable(f"{name}() opens {made.name} with mode {mode!r}: a forked worker "
+                            "dropping the parent's would write to the file as it closes, fix "
+                            "by hand")
     if any(s is not factory and name in bound_names([s]) for s in body):
         raise Unfixable(f"the module binds {name} again: the hook would empty the cache of "
                         "another function, fix by hand")
     return ModulePlan(name, handle, [factory], name, "", "", factory=True, at_fork=True)
+
+
+def _constant_mode(node: cst.Call, position: int) -> Optional[str]:
+    """The mode a creating call passes as a string constant (`mode=` or at `position`)."""
+    positional = [a for a in node.args if a.keyword is None and not a.star]
+    given = next((a.value for a in node.args
+                  if a.keyword is not None and a.keyword.value == "mode"), None)
+    if given is None and len(positional) > position:
+        given = positional[position].value
+    value = given.evaluated_value if isinstance(given, cst.SimpleString) else None
+    return value if isinstance(value, str) else None
 
 
 def _factory_body(factory: cst.FunctionDef, private: str) -> list[cst.BaseStatement]:

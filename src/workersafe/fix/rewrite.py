@@ -373,8 +373,7 @@ class Rewriter:
 
     def _plan_module_fix(self, path: str, name: str, handle: str) -> ModulePlan:
         edit = self._edit(path)
-        plan = plan_module_handle(edit.located.module, name, handle,
-                                  self._dropped_in_child(handle))
+        plan = plan_module_handle(edit.located.module, name, handle, self.registry)
         facts = self.result.facts.get(path)
         home_module = facts.module if facts else ""
         importers: list[tuple[str, str, str]] = []
@@ -426,11 +425,6 @@ class Rewriter:
             self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
         return plan
 
-    def _dropped_in_child(self, handle: str) -> bool:
-        """A forked child may drop the `handle` it inherited (registry; unknown: yes)."""
-        htype = self.registry.lookup(handle)
-        return htype is None or htype.dropped_in_child
-
     def _import_resolver(self, path: str) -> Callable[[cst.ImportFrom], str]:
         facts = self.result.facts.get(path)
         module = facts.module if facts else ""
@@ -452,7 +446,7 @@ class Rewriter:
         module = with_dominant_newline(cst.parse_module(data))
         typed = self._typed(path)
         for name, handle in self.module_fixes.get(path, []):
-            plan = plan_module_handle(module, name, handle, self._dropped_in_child(handle))
+            plan = plan_module_handle(module, name, handle, self.registry)
             module = rewrite_module(module, plan, typed)
         if typed is not None and typed.imports:
             names = sorted(typed.imports)
