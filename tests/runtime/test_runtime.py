@@ -11,7 +11,7 @@ For each program in ``fixtures/runtime/`` (and the bundled ``examples/remote_ima
    with a retry adapter) also through a Subset, and with 2 under spawn and forkserver; so do
    the lazy opens without a process check (WS303: a session, an LMDB environment), opened by
    the parent before its workers start; and so do the process-global caches of handles by
-   path, the own `__getstate__`s the fix keeps or extends, the annotated programs of a mypy
+   path, the cached openers taking arguments (their cache emptied in each forked child), the own `__getstate__`s the fix keeps or extends, the annotated programs of a mypy
    --strict project (`Program.project`) and a remedy written in another module.
 """
 
