@@ -464,28 +464,14 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
                 sources[name] = facts
 
     naming = _BaseWords(dataset_words)
-    for facts in every:
-        imports = facts.import_map()
-        relevant = [c for c in facts.classes if c.held or c.class_held
-                    or any(naming(base) for base in c.bases)]
-        if relevant or facts.loaders:
-            demand(facts.star_imports, facts)
-        for cls in relevant:
-            demand(cls.bases, facts)
-            for name in {imports.get(g, "") for m in cls.methods for g in m.globals_read}:
-                path = _module_file(name, by_module) if name else None
-                if path in handle_files:  # a module-level handle may live there
-                    demand([name], facts)
-            demand((r.target for _, refs in cls.attr_refs for r in refs), facts)
-            demand((t for _, t in cls.param_types), facts)  # `reader: FeatureReader`
-            demand((c.callee for c in cls.held_calls if not c.callee.startswith("self.")), facts)
-            # the registry a decorator puts it in (`@register("h5")`): its module tells the
-            # linker which lookups (`build_dataset("h5")`) build it
-            demand((callee for callee, _ in cls.registered), facts)
-        for loader in facts.loaders:
-            demand((r.target for r in loader.datasets), facts)
-            demand((r.target for d in loader.datasets for a in d.arg_refs for r in a.refs), facts)
-            demand(loader.worker_inits, facts)
+    for at, facts in enumerate(every):
+        index = demands[at] if demands is not None else None
+        own = index.own if index is not None else None
+        if own is None:
+            own = _own_demands(facts, naming, by_module, handle_files)
+            if index is not None:  # the same each round: the arguments are the run's
+                index.own = own
+        demand(own, facts)
     if arg_callees is not None:
         _demand_dataset_calls(every, demand, dataset_words, arg_callees, demands)
     _demand_loader_classes(every, demand, dataset_words if loader_words is None else loader_words)
@@ -501,6 +487,35 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
             if not part or may_bind is None or may_bind(path, part):
                 wanted.add(path)
     return wanted
+
+
+def _own_demands(facts: FileFacts, naming: Callable[[str], bool], by_module: dict[str, str],
+                 handle_files: set[str]) -> list[str]:
+    """The names `_needed_modules` demands for `facts` itself, in order (`naming`: whether a
+    base names a dataset word)."""
+    out: list[str] = []
+    imports = facts.import_map()
+    relevant = [c for c in facts.classes if c.held or c.class_held
+                or any(naming(base) for base in c.bases)]
+    if relevant or facts.loaders:
+        out.extend(facts.star_imports)
+    for cls in relevant:
+        out.extend(cls.bases)
+        for name in {imports.get(g, "") for m in cls.methods for g in m.globals_read}:
+            path = _module_file(name, by_module) if name else None
+            if path in handle_files:  # a module-level handle may live there
+                out.append(name)
+        out.extend(r.target for _, refs in cls.attr_refs for r in refs)
+        out.extend(t for _, t in cls.param_types)  # `reader: FeatureReader`
+        out.extend(c.callee for c in cls.held_calls if not c.callee.startswith("self."))
+        # the registry a decorator puts it in (`@register("h5")`): its module tells the
+        # linker which lookups (`build_dataset("h5")`) build it
+        out.extend(callee for callee, _ in cls.registered)
+    for loader in facts.loaders:
+        out.extend(r.target for r in loader.datasets)
+        out.extend(r.target for d in loader.datasets for a in d.arg_refs for r in a.refs)
+        out.extend(loader.worker_inits)
+    return out
 
 
 def _module_part(name: str, by_module: dict[str, str]) -> Optional[tuple[str, str]]:
@@ -733,6 +748,8 @@ class _Demands:
         self.attr_calls = tuple((attr, built) for cls in facts.classes
                                 for attr, refs in cls.attr_refs
                                 for built in [_call_targets(refs)] if built)
+        # the names `_needed_modules` demands for the file itself (`_own_demands`), once asked
+        self.own: Optional[list[str]] = None
 
 
 def _call_targets(refs: Iterable[DatasetRef]) -> tuple[str, ...]:
@@ -874,8 +891,13 @@ def _subclass_names(graph: list[tuple[str, list[str]]], names: set[str]) -> set[
 
 
 def _module_file(name: str, by_module: dict[str, str]) -> Optional[str]:
-    parts = name.split(".") if name else []
-    for cut in range(len(parts), 0, -1):
+    if not name:
+        return None
+    path = by_module.get(name)  # (most names asked are modules)
+    if path is not None:
+        return path
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
         path = by_module.get(".".join(parts[:cut]))
         if path is not None:
             return path
@@ -889,8 +911,9 @@ def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
     every = list(all_facts)
     module_handles = _cache_reaching_names(every)
     holders = {c.name for f in every for c in f.classes if c.held or c.class_held
-               or any(set(m.globals_read) & module_handles for m in c.methods)}
-    changed = True
+               or (module_handles and any(not module_handles.isdisjoint(m.globals_read)
+                                          for m in c.methods))}
+    changed = bool(holders)  # (subclasses of none: none)
     while changed:
         before = len(holders)
         holders |= {c.name for f in every for c in f.classes
@@ -904,15 +927,18 @@ def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
     for facts in every:
         # a lookup function of a registering module (`build_dataset` beside `register`),
         # defined or imported (`from .registry import build_dataset` in a package)
-        names |= {local for local, qualified in facts.imports
-                  if local.startswith(LOOKUP_VERBS) and qualified.rpartition(".")[0] in owners}
-        if facts.module in owners:
-            names |= {f.name for f in facts.functions if f.name.startswith(LOOKUP_VERBS)}
+        if owners:
+            names |= {local for local, qualified in facts.imports
+                      if local.startswith(LOOKUP_VERBS)
+                      and qualified.rpartition(".")[0] in owners}
+            if facts.module in owners:
+                names |= {f.name for f in facts.functions if f.name.startswith(LOOKUP_VERBS)}
         names |= {h.name for h in facts.module_handles}
-        names |= {f.name for f in facts.functions
-                  if any(r.target.rsplit(".", 1)[-1] in holders for r in f.returns)}
-        names |= {n for n, refs in facts.module_vars
-                  if any(r.target.rsplit(".", 1)[-1] in holders for r in refs)}
+        if holders:  # (what builds one of none: nothing)
+            names |= {f.name for f in facts.functions
+                      if any(r.target.rsplit(".", 1)[-1] in holders for r in f.returns)}
+            names |= {n for n, refs in facts.module_vars
+                      if any(r.target.rsplit(".", 1)[-1] in holders for r in refs)}
     return {n for n in names if len(n) > 2}
 
 
@@ -957,19 +983,19 @@ def _interesting_modules(all_facts: Iterable[FileFacts],
         if id(facts) not in alone:
             alone[id(facts)] = bool(_interesting_names([facts]))
     modules = {f.module for f in every if f.module and alone[id(f)]}
-    changed = True
+    # (module, local name, the module imported from, the name imported) of each import
+    imports = [(f.module, local, source, imported)
+               for f in every if f.module for local, qualified in f.imports
+               for source, _, imported in [qualified.rpartition(".")]] if modules else []
+    changed = bool(imports)  # (nothing re-exports from no module)
     while changed:
         changed = False
-        for facts in every:
-            if not facts.module:
-                continue
-            for local, qualified in facts.imports:
-                source, _, imported = qualified.rpartition(".")
-                if imported in names and source in modules and \
-                        (facts.module not in modules or local not in names):
-                    modules.add(facts.module)
-                    names.add(local)
-                    changed = True
+        for module, local, source, imported in imports:
+            if imported in names and source in modules and \
+                    (module not in modules or local not in names):
+                modules.add(module)
+                names.add(local)
+                changed = True
     # what such a module defines may use the names (`RetrievalDataset(entries, reader)`)
     for facts in every:
         if facts.module in modules:
