@@ -57,6 +57,7 @@ class Selection:
         self._callers_searched: set[tuple[str, str, bool]] = set()
         self._calls: dict[str, _Calls] = {}  # each parsed file's, for `_caller_names`
         self._demands: dict[str, _Demands] = {}  # each parsed file's, for `_needed_modules`
+        self._demanded: dict[tuple[str, str], Optional[str]] = {}  # `_needed_modules`'s files
         # `_keeping_classes` of the facts when they were that many (they only grow)
         self._keeping: tuple[int, set[str]] = (-1, set())
         self._reach: dict[str, frozenset[str]] = {}  # `_reachers`
@@ -126,7 +127,8 @@ class Selection:
                     self._demands[path] = _Demands(f)
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
                                       handle_files, self._may_bind, set(words) | loader_like,
-                                      arg_callees, [self._demands[p] for p in facts])
+                                      arg_callees, [self._demands[p] for p in facts],
+                                      self._demanded)
             interesting = _interesting_names(facts.values())
             pattern = words_pattern(interesting)
             if pattern is not None:
@@ -444,7 +446,8 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
                     may_bind: Optional[Callable[[str, str], bool]] = None,
                     loader_words: Optional[set[str]] = None,
                     arg_callees: Optional[set[str]] = None,
-                    demands: Optional[list[_Demands]] = None) -> set[str]:
+                    demands: Optional[list[_Demands]] = None,
+                    files: Optional[dict[tuple[str, str], Optional[str]]] = None) -> set[str]:
     """Files defining names that dataset-relevant facts refer to: the bases of classes that
     hold handles or may be datasets, what loaders construct (through factories and module
     variables, followed on demand), worker_init_fns. A module found for a name only as a
@@ -452,7 +455,8 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
     local's attribute, or of `os.path.join`) is parsed only if it may bind the next part
     (`may_bind`): the linker resolves the name through that binding, or not at all.
     `demands`: each file's `_Demands` (in the order of `all_facts`), when kept from a round
-    before."""
+    before; `files`: (name, package) → `_demanded_file`, kept across the rounds (the same
+    arguments each round)."""
     every = list(all_facts)
     demanded: set[str] = set()
     sources: dict[str, FileFacts] = {}
@@ -475,18 +479,34 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
     if arg_callees is not None:
         _demand_dataset_calls(every, demand, dataset_words, arg_callees, demands)
     _demand_loader_classes(every, demand, dataset_words if loader_words is None else loader_words)
-    _follow_factories(every, demand, demanded)
+    _follow_factories(every, demand, demanded,
+                      [d.factories for d in demands] if demands is not None else None)
     wanted: set[str] = set()
     for name in demanded:
-        found = _module_part(name, by_module)
         package = sources[name].module.rpartition(".")[0]
-        if found is None and package:  # a sibling module of a script
-            found = _module_part(f"{package}.{name}", by_module)
-        if found is not None:
-            path, part = found
-            if not part or may_bind is None or may_bind(path, part):
-                wanted.add(path)
+        key = (name, package)
+        path = files.get(key, "") if files is not None else ""
+        if path == "":
+            path = _demanded_file(name, package, by_module, may_bind)
+            if files is not None:
+                files[key] = path
+        if path is not None:
+            wanted.add(path)
     return wanted
+
+
+def _demanded_file(name: str, package: str, by_module: dict[str, str],
+                   may_bind: Optional[Callable[[str, str], bool]]) -> Optional[str]:
+    """The file `_needed_modules` parses for a demanded `name` (demanded first by a module of
+    `package`), or None."""
+    found = _module_part(name, by_module)
+    if found is None and package:  # a sibling module of a script
+        found = _module_part(f"{package}.{name}", by_module)
+    if found is not None:
+        path, part = found
+        if not part or may_bind is None or may_bind(path, part):
+            return path
+    return None
 
 
 def _own_demands(facts: FileFacts, naming: Callable[[str], bool], by_module: dict[str, str],
@@ -562,7 +582,7 @@ def _demand_loader_classes(every: list[FileFacts], demand: Demand, class_names: 
             if short in class_names:
                 demand([candidate.via], facts)
                 called.add(short)
-    grown = True
+    grown = bool(called)  # (no class called so: none re-exported, no bases)
     while grown:
         grown = False
         for facts in every:
@@ -575,11 +595,14 @@ def _demand_loader_classes(every: list[FileFacts], demand: Demand, class_names: 
             called |= new
 
 
-def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]) -> None:
+def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str],
+                      factories: Optional[list[_Factories]] = None) -> None:
     """What demanded factories return, demanded module variables hold and demanded classes
     derive from is demanded too, and what a demanded name of a package re-exports (`from .wrap
     import X` in utils/__init__.py for `utils.X`; `from .wrap import *` for `utils.X` or a star
-    import of `utils`)."""
+    import of `utils`). `factories`: each file's `_Factories` (in the order of `every`), when
+    kept from a round before."""
+    indexes = factories if factories is not None else [_Factories(f) for f in every]
     changed = True
     while changed:
         before = len(demanded)
@@ -587,22 +610,41 @@ def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]
         for name in demanded:
             module, _, attr = name.rpartition(".")
             by_module.setdefault(module, []).append(attr)
-        for facts in every:
+        for facts, index in zip(every, indexes):
             if facts.module:
                 _follow_reexports(facts, by_module.get(facts.module, ()), demand, demanded)
-            for func in facts.functions:
-                if func.qualname in demanded or func.name in demanded:
-                    demand((r.target for r in func.returns), facts)
-            for name, refs in facts.module_vars:
-                if f"{facts.module}.{name}" in demanded or name in demanded:
-                    demand((r.target for r in refs), facts)
-            for cls in facts.classes:  # `Frames.from_config(cfg)`: what the method returns
-                if cls.qualname in demanded:  # a class built: its bases (a handle's subclass)
-                    demand(cls.bases, facts)
-                for method in cls.methods:
-                    if method.returns and f"{cls.qualname}.{method.name}" in demanded:
-                        demand((r.target for r in method.returns), facts)
+            for qualname, name, targets in index.functions:
+                if qualname in demanded or name in demanded:
+                    demand(targets, facts)
+            for qualname, name, targets in index.variables:
+                if qualname in demanded or name in demanded:
+                    demand(targets, facts)
+            for qualname, bases, methods in index.classes:
+                if qualname in demanded:  # a class built: its bases (a handle's subclass)
+                    demand(bases, facts)
+                for method, targets in methods:  # `Frames.from_config(cfg)`: what it returns
+                    if method in demanded:
+                        demand(targets, facts)
         changed = len(demanded) != before
+
+
+class _Factories:
+    """What `_follow_factories` reads of a file, found once (the rounds ask again of every file
+    parsed), in the file's order: (qualified name, name, what it returns) of each function
+    returning something, (qualified name, name, what it holds) of each module variable
+    holding something, (qualified name, bases, (qualified name, what it returns) of each
+    method returning something) of each class."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.functions = tuple((func.qualname, func.name, tuple(r.target for r in func.returns))
+                               for func in facts.functions if func.returns)
+        self.variables = tuple((f"{facts.module}.{name}", name, tuple(r.target for r in refs))
+                               for name, refs in facts.module_vars if refs)
+        self.classes = tuple(
+            (cls.qualname, cls.bases,
+             tuple((f"{cls.qualname}.{m.name}", tuple(r.target for r in m.returns))
+                   for m in cls.methods if m.returns))
+            for cls in facts.classes)
 
 
 def _follow_reexports(facts: FileFacts, names: Iterable[str], demand: Demand,
@@ -750,6 +792,7 @@ class _Demands:
                                 for built in [_call_targets(refs)] if built)
         # the names `_needed_modules` demands for the file itself (`_own_demands`), once asked
         self.own: Optional[list[str]] = None
+        self.factories = _Factories(facts)
 
 
 def _call_targets(refs: Iterable[DatasetRef]) -> tuple[str, ...]:
