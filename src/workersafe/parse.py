@@ -36,8 +36,10 @@ def _file_facts(text: str, path: str, module: str, is_package: bool, registry: R
 
     if text.startswith("\ufeff"):  # a BOM the caller left in: not part of the code
         text = text[1:]
-    if tree is None and _TREES:
-        tree = _TREES.pop(text, None)
+    if tree is None:
+        from .source import kept_tree  # (a notebook's, parsed when it was read)
+
+        tree = kept_tree(path, text)
     try:
         if tree is None:
             tree = python_tree(text)
@@ -54,24 +56,6 @@ def _file_facts(text: str, path: str, module: str, is_package: bool, registry: R
     except Exception as exc:  # noqa: BLE001 - one bad file must not stop the run
         return FileFacts(path, module, error=f"internal error while analysing "
                                              f"({type(exc).__name__}: {exc}); please report it")
-
-
-# Trees parsed before their file's facts were asked for (a notebook's joined code is parsed
-# when it is read, to find the cells that do not: `notebook.load`), by text: `file_facts` takes
-# one rather than parsing the text again. A few, and none large: a file whose facts are never
-# asked for leaves its tree here until `_TREES_KEPT` others have come.
-_TREES: dict[str, ast.Module] = {}
-_TREES_KEPT = 32
-_TREE_TEXT_MAX = 1_000_000
-
-
-def keep_tree(text: str, tree: ast.Module) -> None:
-    """`tree`, Python's tree of `text`, for `file_facts` of that text to take."""
-    if len(text) > _TREE_TEXT_MAX:
-        return
-    if len(_TREES) >= _TREES_KEPT:
-        _TREES.clear()
-    _TREES[text] = tree
 
 
 class ParseError(Exception):
