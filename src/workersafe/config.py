@@ -148,8 +148,8 @@ def split_list(value: str) -> list[str]:
     return [item for item in re.split(r"[,\s]+", stripped) if item]
 
 
-def load_pyproject(path: str) -> Config:
-    data = load_pyproject_data(path)
+def load_pyproject(path: str, read: Optional[dict[str, dict[str, Any]]] = None) -> Config:
+    data = _pyproject_data(path, read)
     section = data.get("tool", {}).get("workersafe", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [tool.workersafe] must be a table")
@@ -179,6 +179,18 @@ def load_pyproject_data(path: str) -> dict[str, Any]:
             return data
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
+
+
+def _pyproject_data(path: str, read: Optional[dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """`load_pyproject_data`, each file parsed once per `read` (the files one configuration
+    search has read: it asks a pyproject.toml for its table, `requires-python` and the
+    formatter's line length, and TOML costs ~1 ms a file)."""
+    if read is None:
+        return load_pyproject_data(path)
+    data = read.get(path)
+    if data is None:
+        data = read[path] = load_pyproject_data(path)
+    return data
 
 
 def with_requires_python(config: Config, pyproject: Mapping[str, Any]) -> Config:
@@ -270,8 +282,9 @@ def flake8_value(attr: str, value: str, option: str) -> Any:
     return tuple(split_list(value))
 
 
-def _pyproject_section(path: str) -> Optional[dict[str, Any]]:
-    data = load_pyproject_data(path)
+def _pyproject_section(path: str, read: Optional[dict[str, dict[str, Any]]] = None
+                       ) -> Optional[dict[str, Any]]:
+    data = _pyproject_data(path, read)
     tool = data.get("tool", {})
     return tool.get("workersafe") if isinstance(tool, dict) else None
 
@@ -284,37 +297,40 @@ def discover_config(paths: Iterable[str]) -> Config:
     3. else a `pyproject.toml` (without the table) marks the project root: defaults.
     The nearest directory that decides wins; nothing is merged across files."""
     starts = []
+    read: dict[str, dict[str, Any]] = {}  # each pyproject.toml parsed once
     for path in list(paths) or ["."]:
         current = os.path.abspath(path if path != "-" else ".")
         if os.path.isfile(current) or not os.path.exists(current):
             current = os.path.dirname(current)
         starts.append(current)
         for directory in ancestors(current):
-            decided = _config_in(directory)
+            decided = _config_in(directory, read)
             if decided is not None:
-                return _with_line_length(decided, current)
-    return _with_line_length(Config(), starts[0])
+                return _with_line_length(decided, current, read)
+    return _with_line_length(Config(), starts[0], read)
 
 
-def _with_line_length(config: Config, start: str) -> Config:
+def _with_line_length(config: Config, start: str,
+                      read: Optional[dict[str, dict[str, Any]]] = None) -> Config:
     """The line length `fix` writes to, when not configured: the nearest formatter's."""
     if config.line_length:
         return config
     for directory in ancestors(start):
-        found = formatter_line_length(directory)
+        found = formatter_line_length(directory, read)
         if found:
             return replace(config, line_length=found)
     return config
 
 
-def formatter_line_length(directory: str) -> int:
+def formatter_line_length(directory: str,
+                          read: Optional[dict[str, dict[str, Any]]] = None) -> int:
     """The line length the project's formatter or linter enforces in `directory`, 0 when none
     is configured there: ruff's `line-length` (88 by default), black's (88), flake8's
     `max-line-length` (79 by default) from the INI file flake8 would read."""
     pyproject = os.path.join(directory, "pyproject.toml")
     if os.path.isfile(pyproject):
         try:
-            tool = load_pyproject_data(pyproject).get("tool", {})
+            tool = _pyproject_data(pyproject, read).get("tool", {})
         except ConfigError:
             tool = {}
         for name in ("ruff", "black"):
@@ -338,16 +354,17 @@ def formatter_line_length(directory: str) -> int:
         return 0
 
 
-def _config_in(directory: str) -> Optional[Config]:
+def _config_in(directory: str, read: Optional[dict[str, dict[str, Any]]] = None
+               ) -> Optional[Config]:
     pyproject = os.path.join(directory, "pyproject.toml")
     has_pyproject = os.path.isfile(pyproject)
-    section = _pyproject_section(pyproject) if has_pyproject else None
+    section = _pyproject_section(pyproject, read) if has_pyproject else None
     ini = find_flake8_config(directory)
     ini_options = flake8_options(ini) if ini else {}
     if section is not None:
-        config = load_pyproject(pyproject)
+        config = load_pyproject(pyproject, read)
         if ini and ini_options:
-            other = with_requires_python(load_flake8_ini(ini), load_pyproject_data(pyproject))
+            other = with_requires_python(load_flake8_ini(ini), _pyproject_data(pyproject, read))
             differs = [name for name, attr in FLAKE8_OPTIONS
                        if getattr(other, attr) != getattr(config, attr)]
             if differs:
@@ -359,8 +376,8 @@ def _config_in(directory: str) -> Optional[Config]:
     if ini and ini_options:
         config = load_flake8_ini(ini)
         if has_pyproject:
-            config = with_requires_python(config, load_pyproject_data(pyproject))
+            config = with_requires_python(config, _pyproject_data(pyproject, read))
         return config
     if has_pyproject:
-        return with_requires_python(Config(source=pyproject), load_pyproject_data(pyproject))
+        return with_requires_python(Config(source=pyproject), _pyproject_data(pyproject, read))
     return None

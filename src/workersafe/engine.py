@@ -16,7 +16,7 @@ from .findings import Finding
 from .prefilter import Prefilter, forget_words
 from .records import record
 from .ruletable import UNREADABLE
-from .source import Source, SourceError, decode
+from .source import Source, SourceError, decode, forget_trees
 
 if TYPE_CHECKING:
     import ast
@@ -107,7 +107,10 @@ class Engine:
         stats = Stats(files=len(files))
         texts = _Texts(sources, unread or set())
         stats.unread = len(texts.unread)
-        facts, verdicts, linked = self._analyse(files, texts, stats)
+        try:
+            facts, verdicts, linked = self._analyse(files, texts, stats)
+        finally:
+            forget_trees()  # those parsed while reading (notebooks) that no facts took
         errors += [self.error_finding(f.path, f.error, *f.error_at)
                    for f in facts.values() if f.error]
         errors += [e for path, s in sources.items() for e in self._cell_errors(path, s.text)]

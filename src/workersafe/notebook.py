@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 from .discovery import NOTEBOOK_SUFFIX
 from .records import record
 from .ruletable import UNREADABLE
-from .source import Source, SourceError, physical_lines
+from .source import Source, SourceError, keep_tree, physical_lines
 
 if TYPE_CHECKING:
     from .findings import Finding
@@ -78,13 +78,14 @@ def notebook_source(path: str, raw: bytes, validate: bool = False) -> Source:
     Its structure is checked as far as reading the cells needs (`_check_cells`); nbformat's
     whole schema only with `validate` (before a notebook is rewritten, `notebook_fix`): its
     import and set-up cost more than analysing a tree's notebooks."""
-    code = load(raw, validate).code
+    code = load(raw, validate, path).code
     return Source(path, code.encode("utf-8"), code, "utf-8", False)
 
 
-def load(raw: bytes, validate: bool = True) -> Notebook:
+def load(raw: bytes, validate: bool = True, path: str = "") -> Notebook:
     """Parse and check (with `validate`, against nbformat's schema too), then join the code
-    cells; SourceError when invalid."""
+    cells; SourceError when invalid. `path`: where `raw` was read, when the engine analyses
+    the code (its tree is kept for that: `source.keep_tree`)."""
     text, data = _json(raw)
     _check_shape(data)
     _check_cells(data)
@@ -99,7 +100,7 @@ def load(raw: bytes, validate: bool = True) -> Notebook:
         cells[number] = [line if line.endswith(("\n", "\r")) else line + "\n"
                          for line in _masked_cell(cell_text(cell), masked)]
     code = _joined(cells, {})
-    if _cell_error(code) is not None:
+    if _cell_error(code, path) is not None:
         errors = {}
         for number, lines in cells.items():
             error = _cell_error("".join(lines))
@@ -134,14 +135,18 @@ def _without_leading_indent(lines: list[str]) -> str:
     return "".join(line[len(space):] if line.startswith(space) else line for line in lines)
 
 
-def _cell_error(text: str) -> Optional[tuple[int, int, str]]:
-    """(line, col, message) of a cell that does not parse alone, or None."""
+def _cell_error(text: str, keep_as: str = "") -> Optional[tuple[int, int, str]]:
+    """(line, col, message) of a cell that does not parse alone, or None. `keep_as`: the path
+    the tree of a text that parses is kept for (`source.keep_tree`: the whole notebook's
+    code, which the engine analyses as it is when every cell parses)."""
     from .parse import ParseError, python_tree
 
     try:
-        python_tree(text)
+        tree = python_tree(text)
     except ParseError as exc:
         return max(exc.line, 1), exc.col, str(exc)
+    if keep_as:
+        keep_tree(keep_as, text, tree)
     return None
 
 
@@ -255,7 +260,27 @@ def _masked_cell(text: str, masked: list[str]) -> list[str]:
         if name not in _PYTHON_CELL_MAGICS:  # %%bash, %%html, %%writefile...: not Python
             return [_mask(line, masked, indent=False) for line in lines]
         return [_mask(lines[0], masked)] + _masked_lines(lines[1:], masked)
+    if not _may_mask(text):
+        return lines
     return _masked_lines(lines, masked)
+
+
+# what `_mask_line` masks needs, in some line: `%`, `!` or `?` first (or a `?` at the end),
+# `= %`/`= !` (`files = !ls`), or an automagic's name as the line's first word
+_MAGIC_MARKS = r"(?m)^\s*[%!]|=\s*[%!]"
+_FIRST_WORDS = r"(?m)^\s*(\S+)"
+
+
+def _may_mask(text: str) -> bool:
+    """Whether `_masked_lines` may mask a line of the cell `text` (False: it returns the
+    lines as they are, and its lexer need not run). Each test is one scan in C, and may say
+    yes where no line is masked: then the lines are gone through. (`^` starts a line only
+    after `\n`: a cell holding a `\r` is gone through.)"""
+    if "?" in text or "\r" in text:
+        return True
+    if ("%" in text or "!" in text) and re.search(_MAGIC_MARKS, text):
+        return True
+    return not _AUTOMAGICS.isdisjoint(re.findall(_FIRST_WORDS, text))
 
 
 def _masked_lines(lines: list[str], masked: list[str]) -> list[str]:

@@ -36,6 +36,10 @@ def _file_facts(text: str, path: str, module: str, is_package: bool, registry: R
 
     if text.startswith("\ufeff"):  # a BOM the caller left in: not part of the code
         text = text[1:]
+    if tree is None:
+        from .source import kept_tree  # (a notebook's, parsed when it was read)
+
+        tree = kept_tree(path, text)
     try:
         if tree is None:
             tree = python_tree(text)

@@ -57,6 +57,7 @@ class Selection:
         self._callers_searched: set[tuple[str, str, bool]] = set()
         self._calls: dict[str, _Calls] = {}  # each parsed file's, for `_caller_names`
         self._demands: dict[str, _Demands] = {}  # each parsed file's, for `_needed_modules`
+        self._demanded: dict[tuple[str, str], Optional[str]] = {}  # `_needed_modules`'s files
         # `_keeping_classes` of the facts when they were that many (they only grow)
         self._keeping: tuple[int, set[str]] = (-1, set())
         self._reach: dict[str, frozenset[str]] = {}  # `_reachers`
@@ -126,7 +127,8 @@ class Selection:
                     self._demands[path] = _Demands(f)
             wanted |= _needed_modules(facts.values(), by_module, set(words) | dataset_names,
                                       handle_files, self._may_bind, set(words) | loader_like,
-                                      arg_callees, [self._demands[p] for p in facts])
+                                      arg_callees, [self._demands[p] for p in facts],
+                                      self._demanded)
             interesting = _interesting_names(facts.values())
             pattern = words_pattern(interesting)
             if pattern is not None:
@@ -444,7 +446,8 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
                     may_bind: Optional[Callable[[str, str], bool]] = None,
                     loader_words: Optional[set[str]] = None,
                     arg_callees: Optional[set[str]] = None,
-                    demands: Optional[list[_Demands]] = None) -> set[str]:
+                    demands: Optional[list[_Demands]] = None,
+                    files: Optional[dict[tuple[str, str], Optional[str]]] = None) -> set[str]:
     """Files defining names that dataset-relevant facts refer to: the bases of classes that
     hold handles or may be datasets, what loaders construct (through factories and module
     variables, followed on demand), worker_init_fns. A module found for a name only as a
@@ -452,7 +455,8 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
     local's attribute, or of `os.path.join`) is parsed only if it may bind the next part
     (`may_bind`): the linker resolves the name through that binding, or not at all.
     `demands`: each file's `_Demands` (in the order of `all_facts`), when kept from a round
-    before."""
+    before; `files`: (name, package) → `_demanded_file`, kept across the rounds (the same
+    arguments each round)."""
     every = list(all_facts)
     demanded: set[str] = set()
     sources: dict[str, FileFacts] = {}
@@ -464,43 +468,74 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
                 sources[name] = facts
 
     naming = _BaseWords(dataset_words)
-    for facts in every:
-        imports = facts.import_map()
-        relevant = [c for c in facts.classes if c.held or c.class_held
-                    or any(naming(base) for base in c.bases)]
-        if relevant or facts.loaders:
-            demand(facts.star_imports, facts)
-        for cls in relevant:
-            demand(cls.bases, facts)
-            for name in {imports.get(g, "") for m in cls.methods for g in m.globals_read}:
-                path = _module_file(name, by_module) if name else None
-                if path in handle_files:  # a module-level handle may live there
-                    demand([name], facts)
-            demand((r.target for _, refs in cls.attr_refs for r in refs), facts)
-            demand((t for _, t in cls.param_types), facts)  # `reader: FeatureReader`
-            demand((c.callee for c in cls.held_calls if not c.callee.startswith("self.")), facts)
-            # the registry a decorator puts it in (`@register("h5")`): its module tells the
-            # linker which lookups (`build_dataset("h5")`) build it
-            demand((callee for callee, _ in cls.registered), facts)
-        for loader in facts.loaders:
-            demand((r.target for r in loader.datasets), facts)
-            demand((r.target for d in loader.datasets for a in d.arg_refs for r in a.refs), facts)
-            demand(loader.worker_inits, facts)
+    for at, facts in enumerate(every):
+        index = demands[at] if demands is not None else None
+        own = index.own if index is not None else None
+        if own is None:
+            own = _own_demands(facts, naming, by_module, handle_files)
+            if index is not None:  # the same each round: the arguments are the run's
+                index.own = own
+        demand(own, facts)
     if arg_callees is not None:
         _demand_dataset_calls(every, demand, dataset_words, arg_callees, demands)
     _demand_loader_classes(every, demand, dataset_words if loader_words is None else loader_words)
-    _follow_factories(every, demand, demanded)
+    _follow_factories(every, demand, demanded,
+                      [d.factories for d in demands] if demands is not None else None)
     wanted: set[str] = set()
     for name in demanded:
-        found = _module_part(name, by_module)
         package = sources[name].module.rpartition(".")[0]
-        if found is None and package:  # a sibling module of a script
-            found = _module_part(f"{package}.{name}", by_module)
-        if found is not None:
-            path, part = found
-            if not part or may_bind is None or may_bind(path, part):
-                wanted.add(path)
+        key = (name, package)
+        path = files.get(key, "") if files is not None else ""
+        if path == "":
+            path = _demanded_file(name, package, by_module, may_bind)
+            if files is not None:
+                files[key] = path
+        if path is not None:
+            wanted.add(path)
     return wanted
+
+
+def _demanded_file(name: str, package: str, by_module: dict[str, str],
+                   may_bind: Optional[Callable[[str, str], bool]]) -> Optional[str]:
+    """The file `_needed_modules` parses for a demanded `name` (demanded first by a module of
+    `package`), or None."""
+    found = _module_part(name, by_module)
+    if found is None and package:  # a sibling module of a script
+        found = _module_part(f"{package}.{name}", by_module)
+    if found is not None:
+        path, part = found
+        if not part or may_bind is None or may_bind(path, part):
+            return path
+    return None
+
+
+def _own_demands(facts: FileFacts, naming: Callable[[str], bool], by_module: dict[str, str],
+                 handle_files: set[str]) -> list[str]:
+    """The names `_needed_modules` demands for `facts` itself, in order (`naming`: whether a
+    base names a dataset word)."""
+    out: list[str] = []
+    imports = facts.import_map()
+    relevant = [c for c in facts.classes if c.held or c.class_held
+                or any(naming(base) for base in c.bases)]
+    if relevant or facts.loaders:
+        out.extend(facts.star_imports)
+    for cls in relevant:
+        out.extend(cls.bases)
+        for name in {imports.get(g, "") for m in cls.methods for g in m.globals_read}:
+            path = _module_file(name, by_module) if name else None
+            if path in handle_files:  # a module-level handle may live there
+                out.append(name)
+        out.extend(r.target for _, refs in cls.attr_refs for r in refs)
+        out.extend(t for _, t in cls.param_types)  # `reader: FeatureReader`
+        out.extend(c.callee for c in cls.held_calls if not c.callee.startswith("self."))
+        # the registry a decorator puts it in (`@register("h5")`): its module tells the
+        # linker which lookups (`build_dataset("h5")`) build it
+        out.extend(callee for callee, _ in cls.registered)
+    for loader in facts.loaders:
+        out.extend(r.target for r in loader.datasets)
+        out.extend(r.target for d in loader.datasets for a in d.arg_refs for r in a.refs)
+        out.extend(loader.worker_inits)
+    return out
 
 
 def _module_part(name: str, by_module: dict[str, str]) -> Optional[tuple[str, str]]:
@@ -547,7 +582,7 @@ def _demand_loader_classes(every: list[FileFacts], demand: Demand, class_names: 
             if short in class_names:
                 demand([candidate.via], facts)
                 called.add(short)
-    grown = True
+    grown = bool(called)  # (no class called so: none re-exported, no bases)
     while grown:
         grown = False
         for facts in every:
@@ -560,11 +595,14 @@ def _demand_loader_classes(every: list[FileFacts], demand: Demand, class_names: 
             called |= new
 
 
-def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]) -> None:
+def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str],
+                      factories: Optional[list[_Factories]] = None) -> None:
     """What demanded factories return, demanded module variables hold and demanded classes
     derive from is demanded too, and what a demanded name of a package re-exports (`from .wrap
     import X` in utils/__init__.py for `utils.X`; `from .wrap import *` for `utils.X` or a star
-    import of `utils`)."""
+    import of `utils`). `factories`: each file's `_Factories` (in the order of `every`), when
+    kept from a round before."""
+    indexes = factories if factories is not None else [_Factories(f) for f in every]
     changed = True
     while changed:
         before = len(demanded)
@@ -572,22 +610,41 @@ def _follow_factories(every: list[FileFacts], demand: Demand, demanded: set[str]
         for name in demanded:
             module, _, attr = name.rpartition(".")
             by_module.setdefault(module, []).append(attr)
-        for facts in every:
+        for facts, index in zip(every, indexes):
             if facts.module:
                 _follow_reexports(facts, by_module.get(facts.module, ()), demand, demanded)
-            for func in facts.functions:
-                if func.qualname in demanded or func.name in demanded:
-                    demand((r.target for r in func.returns), facts)
-            for name, refs in facts.module_vars:
-                if f"{facts.module}.{name}" in demanded or name in demanded:
-                    demand((r.target for r in refs), facts)
-            for cls in facts.classes:  # `Frames.from_config(cfg)`: what the method returns
-                if cls.qualname in demanded:  # a class built: its bases (a handle's subclass)
-                    demand(cls.bases, facts)
-                for method in cls.methods:
-                    if method.returns and f"{cls.qualname}.{method.name}" in demanded:
-                        demand((r.target for r in method.returns), facts)
+            for qualname, name, targets in index.functions:
+                if qualname in demanded or name in demanded:
+                    demand(targets, facts)
+            for qualname, name, targets in index.variables:
+                if qualname in demanded or name in demanded:
+                    demand(targets, facts)
+            for qualname, bases, methods in index.classes:
+                if qualname in demanded:  # a class built: its bases (a handle's subclass)
+                    demand(bases, facts)
+                for method, targets in methods:  # `Frames.from_config(cfg)`: what it returns
+                    if method in demanded:
+                        demand(targets, facts)
         changed = len(demanded) != before
+
+
+class _Factories:
+    """What `_follow_factories` reads of a file, found once (the rounds ask again of every file
+    parsed), in the file's order: (qualified name, name, what it returns) of each function
+    returning something, (qualified name, name, what it holds) of each module variable
+    holding something, (qualified name, bases, (qualified name, what it returns) of each
+    method returning something) of each class."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.functions = tuple((func.qualname, func.name, tuple(r.target for r in func.returns))
+                               for func in facts.functions if func.returns)
+        self.variables = tuple((f"{facts.module}.{name}", name, tuple(r.target for r in refs))
+                               for name, refs in facts.module_vars if refs)
+        self.classes = tuple(
+            (cls.qualname, cls.bases,
+             tuple((f"{cls.qualname}.{m.name}", tuple(r.target for r in m.returns))
+                   for m in cls.methods if m.returns))
+            for cls in facts.classes)
 
 
 def _follow_reexports(facts: FileFacts, names: Iterable[str], demand: Demand,
@@ -733,6 +790,9 @@ class _Demands:
         self.attr_calls = tuple((attr, built) for cls in facts.classes
                                 for attr, refs in cls.attr_refs
                                 for built in [_call_targets(refs)] if built)
+        # the names `_needed_modules` demands for the file itself (`_own_demands`), once asked
+        self.own: Optional[list[str]] = None
+        self.factories = _Factories(facts)
 
 
 def _call_targets(refs: Iterable[DatasetRef]) -> tuple[str, ...]:
@@ -874,8 +934,13 @@ def _subclass_names(graph: list[tuple[str, list[str]]], names: set[str]) -> set[
 
 
 def _module_file(name: str, by_module: dict[str, str]) -> Optional[str]:
-    parts = name.split(".") if name else []
-    for cut in range(len(parts), 0, -1):
+    if not name:
+        return None
+    path = by_module.get(name)  # (most names asked are modules)
+    if path is not None:
+        return path
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
         path = by_module.get(".".join(parts[:cut]))
         if path is not None:
             return path
@@ -889,8 +954,9 @@ def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
     every = list(all_facts)
     module_handles = _cache_reaching_names(every)
     holders = {c.name for f in every for c in f.classes if c.held or c.class_held
-               or any(set(m.globals_read) & module_handles for m in c.methods)}
-    changed = True
+               or (module_handles and any(not module_handles.isdisjoint(m.globals_read)
+                                          for m in c.methods))}
+    changed = bool(holders)  # (subclasses of none: none)
     while changed:
         before = len(holders)
         holders |= {c.name for f in every for c in f.classes
@@ -904,15 +970,18 @@ def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
     for facts in every:
         # a lookup function of a registering module (`build_dataset` beside `register`),
         # defined or imported (`from .registry import build_dataset` in a package)
-        names |= {local for local, qualified in facts.imports
-                  if local.startswith(LOOKUP_VERBS) and qualified.rpartition(".")[0] in owners}
-        if facts.module in owners:
-            names |= {f.name for f in facts.functions if f.name.startswith(LOOKUP_VERBS)}
+        if owners:
+            names |= {local for local, qualified in facts.imports
+                      if local.startswith(LOOKUP_VERBS)
+                      and qualified.rpartition(".")[0] in owners}
+            if facts.module in owners:
+                names |= {f.name for f in facts.functions if f.name.startswith(LOOKUP_VERBS)}
         names |= {h.name for h in facts.module_handles}
-        names |= {f.name for f in facts.functions
-                  if any(r.target.rsplit(".", 1)[-1] in holders for r in f.returns)}
-        names |= {n for n, refs in facts.module_vars
-                  if any(r.target.rsplit(".", 1)[-1] in holders for r in refs)}
+        if holders:  # (what builds one of none: nothing)
+            names |= {f.name for f in facts.functions
+                      if any(r.target.rsplit(".", 1)[-1] in holders for r in f.returns)}
+            names |= {n for n, refs in facts.module_vars
+                      if any(r.target.rsplit(".", 1)[-1] in holders for r in refs)}
     return {n for n in names if len(n) > 2}
 
 
@@ -957,19 +1026,19 @@ def _interesting_modules(all_facts: Iterable[FileFacts],
         if id(facts) not in alone:
             alone[id(facts)] = bool(_interesting_names([facts]))
     modules = {f.module for f in every if f.module and alone[id(f)]}
-    changed = True
+    # (module, local name, the module imported from, the name imported) of each import
+    imports = [(f.module, local, source, imported)
+               for f in every if f.module for local, qualified in f.imports
+               for source, _, imported in [qualified.rpartition(".")]] if modules else []
+    changed = bool(imports)  # (nothing re-exports from no module)
     while changed:
         changed = False
-        for facts in every:
-            if not facts.module:
-                continue
-            for local, qualified in facts.imports:
-                source, _, imported = qualified.rpartition(".")
-                if imported in names and source in modules and \
-                        (facts.module not in modules or local not in names):
-                    modules.add(facts.module)
-                    names.add(local)
-                    changed = True
+        for module, local, source, imported in imports:
+            if imported in names and source in modules and \
+                    (module not in modules or local not in names):
+                modules.add(module)
+                names.add(local)
+                changed = True
     # what such a module defines may use the names (`RetrievalDataset(entries, reader)`)
     for facts in every:
         if facts.module in modules:

@@ -6,8 +6,12 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from typing import TYPE_CHECKING, Optional
 
 from .records import record
+
+if TYPE_CHECKING:
+    import ast
 
 
 @record(frozen=True)
@@ -31,6 +35,34 @@ def physical_lines(text: str) -> list[str]:
     \\r\\n, \\r and \\n only. `str.splitlines` also splits at \\f, \\v, \\x1c-\\x1e, \\x85,
     \\u2028 and \\u2029, which shifts every later line number."""
     return re.findall(_PHYSICAL_LINE, text)
+
+
+# Trees parsed while reading, by path, with the text each is of (a notebook's joined code is
+# parsed to find the cells that do not parse): the parse of that text takes its tree rather
+# than parsing it again (`parse.file_facts`); the engine lets the rest go after each analysis
+# (`forget_trees`). A few, and none of a large text.
+KEPT_TREES: dict[str, tuple[str, ast.Module]] = {}
+_TREES_KEPT = 32
+_TREE_TEXT_MAX = 1_000_000
+
+
+def keep_tree(path: str, text: str, tree: ast.Module) -> None:
+    """`tree`, Python's tree of `text` (read from `path`), for the facts of that text."""
+    if len(text) > _TREE_TEXT_MAX:
+        return
+    if len(KEPT_TREES) >= _TREES_KEPT:
+        KEPT_TREES.clear()
+    KEPT_TREES[path] = (text, tree)
+
+
+def kept_tree(path: str, text: str) -> Optional[ast.Module]:
+    """The tree kept for `text` read from `path` (`keep_tree`), taken: None if none."""
+    kept = KEPT_TREES.pop(path, None) if KEPT_TREES else None
+    return kept[1] if kept is not None and kept[0] == text else None
+
+
+def forget_trees() -> None:
+    KEPT_TREES.clear()
 
 
 class SourceError(Exception):

@@ -49,6 +49,7 @@ class Names:
         self._resolve_cache: dict[str, str] = {}
         self._resolved_in: dict[tuple[str, str], str] = {}  # (name, file) → resolved
         self._canonicals: dict[str, str] = {}
+        self._module_names: dict[str, tuple[FileFacts, frozenset[str]]] = {}  # `_module_attr`
         self._resolve_depth = 0
         # `mylib.ds` for helpers/mylib/ds.py, `src.data` for src/data.py: → the module name
         self.aliases = module_aliases((f.path, f.module) for f in self.files)
@@ -136,10 +137,11 @@ class Names:
         facts = self.by_module.get(module)
         if facts is None:
             return None
-        if any(n == attr for n, _ in facts.module_vars) or \
-                any(h.name == attr for h in facts.module_handles):
-            return facts, attr
-        return None
+        known = self._module_names.get(module)
+        if known is None or known[0] is not facts:  # its variables and handles, by name
+            known = self._module_names[module] = (facts, frozenset(
+                [n for n, _ in facts.module_vars] + [h.name for h in facts.module_handles]))
+        return (facts, attr) if attr in known[1] else None
 
     def _resolve_uncached(self, name: str) -> str:
         if self._defined(name):
