@@ -40,4 +40,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    # as the `workersafe` command ends a finished check (without the interpreter's teardown),
+    # in the trees that do so
+    from workersafe import exitcodes
+
+    leave = getattr(exitcodes, "leave", sys.exit)
+    leave(code)
