@@ -832,11 +832,13 @@ class Rewriter:
             new_body: list[cst.BaseStatement] = []
             for index, node in enumerate(statements(module.body)):
                 if index == place and function is not None:  # two blank lines around it;
-                    new_body.append(function.with_changes(  # comments stay with `node`
-                        leading_lines=[BLANK, BLANK] if index else []))
-                    own = list(leading_lines(node))
-                    while own and own[0].comment is None:
-                        own.pop(0)
+                    own = list(leading_lines(node))  # comments stay with `node`, the
+                    above: list[cst.EmptyLine] = []  # blank lines above it (as they were,
+                    while own and own[0].comment is None:  # a space on one kept) go above
+                        above.append(own.pop(0))  # the function
+                    if index:
+                        above += [BLANK] * (2 - len(above))
+                    new_body.append(function.with_changes(leading_lines=above))
                     node = with_leading_lines(node, [BLANK, BLANK, *own])
                 new_body.append(node)
             new_body = _insert_imports(new_body, imports)
