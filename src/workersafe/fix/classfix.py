@@ -406,7 +406,8 @@ def _replace_moved(body: list[cst.BaseStatement], plans: list[AttrPlan],
         if first is None:  # another definition of the same name (a class defining it twice)
             out.append(member)
             continue
-        hoisted = [s for s in old if id(s) in {id(h) for p in plans for h in p.hoisted}]
+        hoisted_ids = {id(h) for p in plans for h in p.hoisted}
+        hoisted = [s for s in old if id(s) in hoisted_ids]
         if any(id(s) in gone for s in hoisted):
             raise Unfixable("a statement one handle's setup reads moves with another handle: "
                             "fix by hand")
@@ -424,11 +425,11 @@ def _replace_moved(body: list[cst.BaseStatement], plans: list[AttrPlan],
         for index, statement in enumerate(old):
             if index == first:
                 kept += here
-            elif id(statement) not in gone and all(statement is not h for h in hoisted):
+            elif id(statement) not in gone and id(statement) not in hoisted_ids:
                 kept.append(statement)
         if not kept:
             kept = [cst.parse_statement("pass\n")]
-        elif id(old[0]) in gone and not (here and kept[0] is here[0]):
+        elif id(old[0]) in gone:
             kept[0] = with_leading_lines(  # the body's new first statement follows the `def`
                 kept[0], _from_first_comment(leading_lines(kept[0])))  # line directly
         rewritten = member.with_changes(body=member.body.with_changes(body=kept))
