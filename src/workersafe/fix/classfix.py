@@ -389,7 +389,8 @@ def _replace_merged(body: list[cst.BaseStatement], plans: list[AttrPlan]
 
 
 def _replace_moved(body: list[cst.BaseStatement], plans: list[AttrPlan],
-                   replacement: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+                   replacement: list[cst.BaseStatement], comments_moved: bool = False
+                   ) -> list[cst.BaseStatement]:
     """The plans' moved statements (and the imports moved with them) leave their method (one
     method, the plans share it); `replacement` takes the place of the first of them."""
     name = plans[0].method.name.value
@@ -405,17 +406,32 @@ def _replace_moved(body: list[cst.BaseStatement], plans: list[AttrPlan],
         if first is None:  # another definition of the same name (a class defining it twice)
             out.append(member)
             continue
+        hoisted_ids = {id(h) for p in plans for h in p.hoisted}
+        hoisted = [s for s in old if id(s) in hoisted_ids]
+        if any(id(s) in gone for s in hoisted):
+            raise Unfixable("a statement one handle's setup reads moves with another handle: "
+                            "fix by hand")
+        above = list(leading_lines(old[first]))
+        if comments_moved:  # with the code (lazy): only the blank lines above it stay
+            above = above[:len(above) - len(_from_first_comment(above))]
         here = list(replacement)
         if here:
-            here[0] = with_leading_lines(here[0], leading_lines(old[first]))
+            here[0] = with_leading_lines(here[0], above)
+        elif hoisted:
+            hoisted[0] = with_leading_lines(hoisted[0], [
+                *above, *_from_first_comment(leading_lines(hoisted[0]))])
+        here = [*hoisted, *here]  # what the moved statements read runs first
         kept: list[cst.BaseStatement] = []
         for index, statement in enumerate(old):
             if index == first:
                 kept += here
-            elif id(statement) not in gone:
+            elif id(statement) not in gone and id(statement) not in hoisted_ids:
                 kept.append(statement)
         if not kept:
             kept = [cst.parse_statement("pass\n")]
+        elif id(old[0]) in gone:
+            kept[0] = with_leading_lines(  # the body's new first statement follows the `def`
+                kept[0], _from_first_comment(leading_lines(kept[0])))  # line directly
         rewritten = member.with_changes(body=member.body.with_changes(body=kept))
         out.append(rewritten)
         for plan in plans:  # later plans on the same method see the rewritten method
@@ -479,7 +495,7 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
             replacement.append(cst.parse_statement(f"self.{_pid_attr(plan)} = os.getpid()\n"))
     replacement += [cst.parse_statement(f"{local} = self.{attr}\n")
                     for local, attr in plan.exports.items()]
-    return _replace_moved(body, [plan], replacement)
+    return _replace_moved(body, [plan], replacement, comments_moved=strategy == "lazy")
 
 
 def _only_restores(method: cst.FunctionDef) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import difflib
 import io
+import re
 import tokenize
 from typing import Iterable, Iterator, Mapping, Optional, Sequence, TypeVar, Union, cast
 
@@ -321,6 +322,32 @@ def _raises(handler: cst.ExceptHandler) -> bool:
     body = handler.body
     statements = list(body.body) if isinstance(body, cst.IndentedBlock) else []
     return bool(statements) and isinstance(single(statements[-1]), cst.Raise)
+
+
+# the lines holding only spaces (or nothing) that end a file
+_BLANK_TAIL = re.compile(rb"(?:(?<=\n)|(?<=\r)(?!\n))(?:[ \t\f]*(?:\r\n|\n|\r))+\Z")
+_BLANK_LINE = re.compile(rb"([ \t\f]*)(\r\n|\n|\r)")
+
+
+def parse_raw(raw: bytes) -> cst.Module:
+    """libcst's parse of a file's bytes, with the blank lines ending the file kept as they
+    were: libcst drops the empty lines above a last line holding only spaces (`x = 1\n\n \n`
+    prints as `x = 1\n \n`), which a fix anywhere in the file would then seem to change."""
+    module = cst.parse_module(raw)
+    if module.bytes == raw:
+        return module
+    tail = _BLANK_TAIL.search(raw)
+    if tail is None or tail.start() == 0:
+        return module
+    code = cst.parse_module(raw[:tail.start()])
+    if code.bytes != raw[:tail.start()]:
+        return module
+    lines = [cst.EmptyLine(indent=False, whitespace=cst.SimpleWhitespace(space.decode("ascii")),
+                           newline=cst.Newline(None if end.decode("ascii") == code.default_newline
+                                               else end.decode("ascii")))
+             for space, end in _BLANK_LINE.findall(tail.group())]
+    kept = code.with_changes(footer=[*code.footer, *lines])
+    return kept if kept.bytes == raw else module
 
 
 def with_dominant_newline(module: cst.Module) -> cst.Module:

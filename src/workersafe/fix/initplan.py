@@ -5,7 +5,10 @@ when the creation sits inside one), the statements that derive objects from it (
 transactions, children, stubs; also through a local: `f = h5py.File(p)`, `self.x = f["x"]`),
 the ones that configure it, and the local values only those need (`retry = Retry(...)`). The
 opener runs where the first of them stood; the statements left in between (the parent's own
-work, such as a query whose result `__init__` reads) stay where they are.
+work, such as a query whose result `__init__` reads) stay where they are, except a plain
+assignment setting what a moved statement reads (`self.name = cfg.name` between the client and
+`self.bucket = client.bucket(self.name)`), which runs before the opener when nothing in between
+depends on the order.
 
 The opener runs again in every worker and on unpickling, so the plan refuses, naming the
 statement, when a moved statement does more than bind locals and attributes and create,
@@ -72,7 +75,8 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
     plan = AttrPlan(fix.attr, fix.handle, method, moved, attrs,
                     close_first=bool(htype and htype.drop_before_reopen),
                     results=sorted(mover.results - mover.attrs),
-                    exports={name: "" for name in sorted(mover.exports)})
+                    exports={name: "" for name in sorted(mover.exports)},
+                    hoisted=[body[i] for i in sorted(mover.hoisted)])
     if f"self.{plan.opener}" in names.factories:  # `self.env = self._open_env(p)`
         plan.opener_name = f"_reopen_{attrs[0].lstrip('_')}"
     kept = _kept_parameter(plan)
@@ -103,6 +107,7 @@ class _Mover:
         self.locals: set[str] = set()  # locals holding them
         self.results: set[str] = set()  # other attributes the moved statements set
         self.exports: set[str] = set()  # plain locals they bind that the rest of the method reads
+        self.hoisted: set[int] = set()  # statements left in place that run before the opener
         self.block = False  # the creation is inside a compound statement (moved whole)
         self.params = set(function_params(method))
         self.rerun = RerunCheck(located.module, names,
@@ -318,19 +323,56 @@ class _Mover:
                                     "by hand")
                 self.exports.add(name)
         for index in sorted(self.moved):
-            earlier = [i for i in kept if i < index]
-            set_between = {a for i in earlier for a in _assigned_attrs(self.body[i])}
             reads = _read_attrs(self.body[index]) - self.attrs
-            if reads & set_between:
-                attr = sorted(reads & set_between)[0]
-                raise Unfixable(f"the handle's setup at line {self.line(index)} reads "
-                                f"self.{attr}, which is set after the handle is created: "
-                                "fix by hand")
+            for between in [i for i in kept if i < index and i not in self.hoisted]:
+                setting = _assigned_attrs(self.body[between]) & reads
+                if setting and not self._hoistable(between):
+                    raise Unfixable(f"the handle's setup at line {self.line(index)} reads "
+                                    f"self.{sorted(setting)[0]}, which is set after the handle "
+                                    "is created: fix by hand")
+                if setting:
+                    self.hoisted.add(between)
+            earlier = [i for i in kept if i < index and i not in self.hoisted]
             if index > first and not self._derives_only(index):
                 users = [i for i in earlier if _read_attrs(self.body[i]) & self.attrs]
                 if users:
                     raise Unfixable(f"the handle is used at line {self.line(users[0])} before "
                                     f"it is configured at line {self.line(index)}: fix by hand")
+
+    def _hoistable(self, index: int) -> bool:
+        """A statement left in place between the creation and a moved statement reading what
+        it sets can run before the opener instead: it only binds attributes and locals, calls
+        nothing of self, and nothing from the creation on (moved or left) reads or binds what
+        it binds, or binds what it reads."""
+        statement = self.body[index]
+        smalls = list(small_statements(statement))
+        if not isinstance(statement, cst.SimpleStatementLine) or not all(
+                isinstance(s, (cst.Assign, cst.AnnAssign)) and s.value is not None
+                and all(self_attr(t) is not None or isinstance(t, cst.Name)
+                        for t in _plain_targets(s)) for s in smalls):
+            return False
+        for node in walk(statement):  # what a method of self reads; another handle
+            if isinstance(node, cst.Call) and (root_self_attr(node.func) is not None
+                                               or self.names.creation(node) is not None):
+                return False
+            if isinstance(node, cst.Arg) and isinstance(node.value, cst.Name) \
+                    and node.value.value == "self":
+                return False
+        binds = bound_names([statement])
+        sets = _assigned_attrs(statement)
+        reads = loaded_names(statement)
+        reads_attrs = _read_attrs(statement)
+        if reads_attrs & self.attrs:
+            return False
+        for other in range(min(self.moved), index):
+            if other in self.hoisted:
+                continue
+            before = self.body[other]
+            if binds & (loaded_names(before) | bound_names([before])) \
+                    or sets & (_read_attrs(before) | _assigned_attrs(before)) \
+                    or reads & bound_names([before]) or reads_attrs & _assigned_attrs(before):
+                return False
+        return True
 
     def _exportable(self, name: str) -> bool:
         """A local the moved statements bind only by plain `name = value` assignments whose
@@ -377,6 +419,12 @@ def _plain_container(value: cst.BaseExpression) -> bool:
         return dotted(value.func) in _CONTAINERS and not value.args
     return isinstance(value, (cst.List, cst.Dict, cst.Set, cst.Tuple)) and not any(
         isinstance(n, (cst.Name, cst.Call, cst.Attribute)) for n in walk(value))
+
+
+def _plain_targets(small: cst.BaseSmallStatement) -> list[cst.BaseExpression]:
+    if isinstance(small, cst.Assign):
+        return [t.target for t in small.targets]
+    return [small.target] if isinstance(small, cst.AnnAssign) else []
 
 
 def _only_target(small: Optional[cst.BaseSmallStatement]) -> Optional[cst.BaseExpression]:

@@ -40,6 +40,10 @@ class AttrPlan:
     # module spells them → the handle's constructor (see fix/factories.py)
     factories: dict[str, str] = field(default_factory=dict)
     opener_name: str = ""  # when the usual name is the factory's own (`self._open_env(p)`)
+    # statements of the method left in place that a moved statement after them reads
+    # (`self.name = cfg.name` between `c = Client()` and `self.b = c.bucket(self.name)`):
+    # they run before the opener, in their order
+    hoisted: list[cst.BaseStatement] = field(default_factory=list)
 
     @property
     def opener(self) -> str:

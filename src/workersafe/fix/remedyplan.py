@@ -21,7 +21,7 @@ from ..findings import Finding
 from .cstutil import (
     BUILTIN_NAMES, Located, ReplaceNodes, as_statement, bound_names, dotted, function_params,
     is_absolute_import,
-    leading_lines, loaded_names, module_bindings, single, statements, walk,
+    leading_lines, loaded_names, module_bindings, parse_raw, single, statements, walk,
     with_dominant_newline, with_leading_lines,
 )
 from .handles import import_map
@@ -80,7 +80,7 @@ class Prepass:
 
     def state(self, path: str) -> FileState:
         if path not in self.files:
-            module = with_dominant_newline(cst.parse_module(self.raws[path]))
+            module = with_dominant_newline(parse_raw(self.raws[path]))
             self.files[path] = FileState(Located(module))
         return self.files[path]
 

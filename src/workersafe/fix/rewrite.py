@@ -28,7 +28,7 @@ from .classfix import (
 from .cachefix import apply_cache_fix, cache_lines, plan_cache_fix
 from .cstguard import libcst_problem
 from .cstutil import (
-    Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings,
+    Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings, parse_raw,
     statements, target_names, walk, with_dominant_newline, with_leading_lines,
 )
 from .factories import Factories
@@ -443,7 +443,7 @@ class Rewriter:
 
     def _module_pass(self, path: str, data: bytes) -> bytes:
         """Apply the module-level rewrites to an already rendered file."""
-        module = with_dominant_newline(cst.parse_module(data))
+        module = with_dominant_newline(parse_raw(data))
         typed = self._typed(path)
         for name, handle in self.module_fixes.get(path, []):
             plan = plan_module_handle(module, name, handle, self.registry)
@@ -474,7 +474,7 @@ class Rewriter:
             problem = libcst_problem(source.text)  # libcst's native parser is unguarded
             if problem is not None:
                 raise Unfixable(f"{os.path.basename(path)}: {problem}")
-            module = with_dominant_newline(cst.parse_module(source.raw))
+            module = with_dominant_newline(parse_raw(source.raw))
             self.files[path] = FileEdit(Located(module))
         return self.files[path]
 
@@ -720,13 +720,36 @@ class Rewriter:
                 allowed.update(range(start - len(leading_lines(own)), end + 1))
         for plan in group.plans:
             moved_nodes = [plan.class_statement] if plan.class_statement else plan.statements
-            for moved in [*moved_nodes, *plan.moved_imports]:
+            for moved in [*moved_nodes, *plan.moved_imports, *plan.hoisted]:
                 start, end = edit.located.lines_of(moved)
                 allowed.update(range(start - len(leading_lines(moved)), end + 1))
+        allowed.update(self._new_first_lines(edit, cls, group.plans))
         if group.strategy == "lazy":
             self._need_module_import(edit, "os")  # its properties' process checks
             return
         self._wire(group)
+
+    @staticmethod
+    def _new_first_lines(edit: FileEdit, cls: cst.ClassDef, plans: Sequence[AttrPlan]
+                         ) -> set[int]:
+        """The blank lines above the statement that becomes the first of a method whose first
+        statements move out (`rewrite_class` drops them: the body follows the `def` line)."""
+        names = {p.method.name.value for p in plans if p.class_statement is None}
+        gone = {id(s) for p in plans if p.class_statement is None
+                for s in [*p.statements, *p.moved_imports]}
+        lines: set[int] = set()
+        for name in sorted(names):
+            method = find_method(cls, name)
+            if method is None:
+                continue
+            old = statements(method.body.body)
+            if not old or id(old[0]) not in gone:
+                continue
+            first = next((s for s in old if id(s) not in gone), None)
+            if first is not None:
+                start = edit.located.lines_of(first)[0]
+                lines.update(range(start - len(leading_lines(first)), start))
+        return lines
 
     def _apply_reopen(self, group: Group, cls: cst.ClassDef) -> None:
         edit = self._edit(group.path)
@@ -838,11 +861,13 @@ class Rewriter:
             new_body: list[cst.BaseStatement] = []
             for index, node in enumerate(statements(module.body)):
                 if index == place and function is not None:  # two blank lines around it;
-                    new_body.append(function.with_changes(  # comments stay with `node`
-                        leading_lines=[BLANK, BLANK] if index else []))
-                    own = list(leading_lines(node))
-                    while own and own[0].comment is None:
-                        own.pop(0)
+                    own = list(leading_lines(node))  # comments stay with `node`, the
+                    above: list[cst.EmptyLine] = []  # blank lines above it (as they were,
+                    while own and own[0].comment is None:  # a space on one kept) go above
+                        above.append(own.pop(0))  # the function
+                    if index:
+                        above += [BLANK] * (2 - len(above))
+                    new_body.append(function.with_changes(leading_lines=above))
                     node = with_leading_lines(node, [BLANK, BLANK, *own])
                 new_body.append(node)
             new_body = _insert_imports(new_body, imports)

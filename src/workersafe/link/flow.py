@@ -125,6 +125,8 @@ class ValueFlow(Hierarchy):
             cls = self.classes.get(target)
             if cls is None or ref.result_called:
                 looked = self._looked_up(ref, target, facts)
+                if looked is None and ref.result_called and target in self.functions:
+                    looked = self._classes_returned(ref, target, facts)
                 if looked is not None or ref.result_called:
                     return looked or []
             if cls is not None:
@@ -181,6 +183,26 @@ class ValueFlow(Hierarchy):
                 if each.kind == "name" else None
             if cls is not None:
                 made = dataclasses.replace(ref, target=cls.qualname)
+                self._read_in(made, facts)
+                out.append(_In(item=(cls, made)))
+        return out
+
+    def _classes_returned(self, ref: DatasetRef, target: str, facts: FileFacts) -> list[_In]:
+        """A project function returning classes, its result called (`get_dataset(name)(root)`
+        for `return LmdbImages`, or `return DATASETS[name]` with a module dict of classes): each
+        class it may return (those a constant argument chooses, `get_dataset("lmdb")(root)`),
+        built with the outer call's arguments."""
+        function = self.functions[target]
+        home = self.by_module.get(target.rpartition(".")[0], facts)
+        chosen = self._chosen(function, ref)
+        out: list[_In] = []
+        for each in function.returns if chosen is None else chosen:
+            self._work += 1
+            cls = self.classes.get(self.resolve(each.target, home)) \
+                if each.kind == "name" else None
+            if cls is not None:
+                made = DatasetRef("call", cls.qualname, ref.handle_args, ref.arg_refs,
+                                  ref.positional, ref.keywords)
                 self._read_in(made, facts)
                 out.append(_In(item=(cls, made)))
         return out
