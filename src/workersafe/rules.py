@@ -780,7 +780,9 @@ def _finding(cand: Candidate, code: str, message: str) -> Finding:
     # dataset)`): not one whose DataLoader subclass does not pass a `worker_init_fn=` on to
     # torch's. Then no loader is, and the fix opens lazily (right for every loader).
     unpassed = next((u for u in cand.loaders if not u.loader.wires_init), None)
-    wire = cand.wire and unpassed is None
+    # built by a registry name known only at run time too: the loaders that build it so are
+    # not among those found, and a worker init wired into the others would leave them unfixed
+    wire = cand.wire and unpassed is None and not cand.named_by
     loaders = tuple(sorted({(u.facts.path, u.loader.span.line, u.loader.span.col)
                             for u in cand.loaders if u.loader.num_workers != 0})) \
         if wire else ()
@@ -789,6 +791,10 @@ def _finding(cand: Candidate, code: str, message: str) -> Finding:
         unwired = (f"the DataLoader subclass {unpassed.loader.via} at {unpassed.facts.path}:"
                    f"{unpassed.loader.span.line} does not pass a worker_init_fn on to "
                    "torch's DataLoader")
+    if cand.named_by and not unwired:
+        unwired = (f"{cand.holder} is also built by name through registry {cand.named_by}, "
+                   "the name known only at run time: the DataLoaders that get it so cannot "
+                   "be found and wired")
     plan = replace(cand.plan, loaders=loaders, unwired=unwired if cand.loaders else "")
     return Finding(cand.path, cand.site.span, code, message, plan)
 
