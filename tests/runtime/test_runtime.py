@@ -413,6 +413,13 @@ PROGRAM_LIST += (
         (Before(FORK_4, ZIP_FAILURES),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # module-level archive and LMDB environment, both read by the parent first:
+        "module_zip_lmdb_env",  # each worker's accessor drops the parent's environment first
+        "WS102",
+        "zipfile.ZipFile(",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # a class-level cache a classmethod fills through a local, under a lock
         "zip_class_cache_lock",
         "WS102",

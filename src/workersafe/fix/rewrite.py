@@ -441,7 +441,9 @@ class Rewriter:
         module = with_dominant_newline(cst.parse_module(data))
         typed = self._typed(path)
         for name, handle in self.module_fixes.get(path, []):
-            module = rewrite_module(module, plan_module_handle(module, name, handle), typed)
+            htype = self.registry.lookup(handle)
+            module = rewrite_module(module, plan_module_handle(module, name, handle), typed,
+                                    drop_first=bool(htype and htype.drop_before_reopen))
         if typed is not None and typed.imports:
             names = sorted(typed.imports)
             merged = _typing_merged(module.body, names)
