@@ -413,6 +413,14 @@ PROGRAM_LIST += (
         (Before(FORK_4, ZIP_FAILURES),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # a wrapper keeping the dataset in a list: its loader is wired too
+        "holder_list_pair",
+        "WS101",
+        "zipfile.ZipFile(",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+        strategies=("worker-init",),
+    ),
     Program(  # module-level archive and LMDB environment, both read by the parent first:
         "module_zip_lmdb_env",  # each worker's accessor drops the parent's environment first
         "WS102",
