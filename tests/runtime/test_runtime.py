@@ -413,6 +413,13 @@ PROGRAM_LIST += (
         (Before(FORK_4, ZIP_FAILURES),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # an HDF5 member chosen by a conditional key: reopened with the file
+        "h5py_member_ifexp",
+        "WS101",
+        "h5py.File(",
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # a wrapper keeping the dataset in a list: its loader is wired too
         "holder_list_pair",
         "WS101",
