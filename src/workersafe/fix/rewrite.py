@@ -34,6 +34,7 @@ from .cstutil import (
 from .factories import Factories
 from .handles import HandleNames
 from .initplan import KEPT_PARAMETER, find_method, plan_attr
+from .kwargs import opaque_star
 from .lazyguard import PICKLING, GuardedLazy, guard_lazy_opens
 from .modulefix import (
     importer_plan, is_functools_import, mentions, plan_module_handle, rewrite_importer,
@@ -632,8 +633,9 @@ class Rewriter:
             call = edit.located.call_at(line, col)
             if call is None:
                 return f"cannot find the DataLoader call at {path}:{line}"
-            if any(arg.star for arg in call.args):
-                return f"the DataLoader at {path}:{line} takes *args/**kwargs"
+            if opaque_star(edit.located, call):
+                return (f"the DataLoader at {path}:{line} takes *args/**kwargs that may "
+                        "already carry a worker_init_fn")
             framework = self._framework_of(path, line, col)
             if framework:
                 return (f"the DataLoaders at {path}:{line} are built by {framework}, which may "
