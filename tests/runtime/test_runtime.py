@@ -413,6 +413,13 @@ PROGRAM_LIST += (
         (Before(FORK_4, ZIP_FAILURES),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # opened in __init__, pickled as None, reopened when None: the reopen gains
+        "zip_init_lazy_reopen",  # the process check
+        "WS101",
+        "zipfile.ZipFile(archive_path)",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # an HDF5 member chosen by a conditional key: reopened with the file
         "h5py_member_ifexp",
         "WS101",

@@ -110,6 +110,8 @@ class Rewriter:
         self.allowed_lines: dict[str, set[int]] = {}
         self.module_findings: list[Finding] = []
         self.lazy_findings: list[Finding] = []  # WS303/WS313: lazy opens to guard
+        # (class qualname, attr) a worker_init_fn remedy's fix moved into `__init__`
+        self.moved_creations: set[tuple[str, str]] = set()
         self.cache_findings: list[Finding] = []  # process-global caches to key by the process
         self.guarded_lazy: list[GuardedLazy] = []
         self.fixed_classes: list[FixedClass] = []
@@ -289,7 +291,8 @@ class Rewriter:
                               if home is not None and (home.path, name) in fixed), "")
         current = edit.replacements.get(cls, cls)
         assert isinstance(current, cst.ClassDef)
-        wanted = [(f.plan, f.span) for f in findings if f.plan is not None]
+        # (the lazy reopen of a handle `__init__` makes: its plan names where it is)
+        wanted = [(f.plan, f.plan.call or f.span) for f in findings if f.plan is not None]
         wanted += self._sibling_lazy_opens(path, qualname, wanted)
         typed = self._typed(path, cls)
         guarded = guard_lazy_opens(edit.located, cls, current, wanted, self.registry, inherited,
@@ -322,6 +325,20 @@ class Rewriter:
                          and (lz.method, lz.attr) == (plan.method, plan.attr)
                          and lz.site is not None and lz.site.span == finding.span
                          and lz.site.handle == plan.handle and not lz.process_checked), None)
+            if plan is not None and plan.kind == "instance" and plan.method == "__init__" \
+                    and lazy is None \
+                    and (plan.class_qualname, plan.attr) not in self.moved_creations:
+                # made in `__init__` and opened again lazily when unset (`if self.env is None:`
+                # in `__getitem__`, after a `__getstate__` pickling it as None): that reopen
+                # gains the process check
+                lazy = next((lz for lz in remedy.lazy if lz.attr == plan.attr
+                             and lz.site is not None and lz.site.handle == plan.handle
+                             and not lz.process_checked and lz.method != "__init__"), None)
+                if lazy is None or lazy.site is None:
+                    return None
+                out.append(dataclasses.replace(finding, plan=dataclasses.replace(
+                    plan, kind="unguarded-lazy", method=lazy.method, call=lazy.site.span)))
+                continue
             if plan is None or plan.kind != "instance" or lazy is None \
                     or plan.method == "__init__":
                 return None
