@@ -60,7 +60,9 @@ class _Init:
     @property
     def label(self) -> str:
         short = self.init.name.rpartition(".")[2] or "lambda"
-        return f"{short} ({os.path.basename(self.facts.path)}:{self.init.span.line})"
+        where = f"({os.path.basename(self.facts.path)}:{self.init.span.line})"
+        # "worker_init_fn worker_init_fn (data.py:25)" says the name twice
+        return where if short == "worker_init_fn" else f"{short} {where}"
 
 
 class _Index:

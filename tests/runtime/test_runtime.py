@@ -427,6 +427,35 @@ PROGRAM_LIST += (
         (),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # opened in __init__, pickled as None, reopened when None: the reopen gains
+        "zip_init_lazy_reopen",  # the process check
+        "WS101",
+        "zipfile.ZipFile(archive_path)",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(  # an HDF5 member chosen by a conditional key: reopened with the file
+        "h5py_member_ifexp",
+        "WS101",
+        "h5py.File(",
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(  # a wrapper keeping the dataset in a list: its loader is wired too
+        "holder_list_pair",
+        "WS101",
+        "zipfile.ZipFile(",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+        strategies=("worker-init",),
+    ),
+    Program(  # module-level archive and LMDB environment, both read by the parent first:
+        "module_zip_lmdb_env",  # each worker's accessor drops the parent's environment first
+        "WS102",
+        "zipfile.ZipFile(",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # a class-level cache a classmethod fills through a local, under a lock
         "zip_class_cache_lock",
         "WS102",

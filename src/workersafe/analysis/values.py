@@ -644,11 +644,14 @@ def _is_string(node: ast.AST) -> bool:
 
 
 def _is_key(node: ast.AST) -> bool:
-    """A key naming a member (`f["x"]`, `f[name]`, `f[self.opt["mode"]]`, `f[key.format(i)]`),
-    not a selection of data (`[:]`, `[()]`, `[0]`, `[..., i]`)."""
+    """A key naming a member (`f["x"]`, `f[name]`, `f[self.opt["mode"]]`, `f[key.format(i)]`,
+    either of two: `f["train" if train else "test"]`), not a selection of data (`[:]`, `[()]`,
+    `[0]`, `[..., i]`)."""
     kind = type(node)
     if isinstance(node, syntax.Subscript):
         return type(node.slice) is not syntax.Slice  # `opt["mode"]`, not `keys[1:]`
+    if isinstance(node, syntax.IfExp):  # `f["train" if train else "test"]`
+        return _is_key(node.body) and _is_key(node.orelse)
     return _is_string(node) or kind in _KEY_EXPRESSIONS
 
 

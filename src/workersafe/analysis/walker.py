@@ -953,6 +953,9 @@ class FactWalker:
                 for name in _alternative_names(value):  # (a loop: see state._add_new)
                     if name in cls.init_params and (name, attr) not in cls.param_attrs:
                         cls.param_attrs.append((name, attr))
+                for name in _displayed_names(value):  # `self.datasets = [first, second]`
+                    if name in cls.init_params and (name, attr) not in cls.param_attrs:
+                        cls.param_attrs.append((name, attr))
             refs = self.ev.refs_of(value)
             if refs:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
@@ -1126,6 +1129,15 @@ def _alternative_names(value: ast.expr) -> Iterator[str]:
         assert isinstance(value, syntax.BoolOp)
         for operand in value.values:
             yield from _alternative_names(operand)
+
+
+def _displayed_names(value: ast.expr) -> list[str]:
+    """The plain names a list or tuple display holds (`[first, second]`): each is kept."""
+    kind = type(value)
+    if kind is syntax.List or kind is syntax.Tuple:
+        assert isinstance(value, (syntax.List, syntax.Tuple))
+        return [e.id for e in value.elts if isinstance(e, syntax.Name)]
+    return []
 
 
 def _qualname(function: Optional[FunctionState]) -> str:

@@ -176,7 +176,8 @@ _module_imports = NodeMemo(import_map)  # one walk per module, however many find
 
 
 # Expressions that compute a member's name (`f[name]`, `f[self.opt["mode"]]`,
-# `f[key.format(i)]`, `f[f"{split}/x"]`), as analysis/values.py reads them; a number, a slice
+# `f[key.format(i)]`, `f[f"{split}/x"]`, either of two: `f["a" if c else "b"]`), as
+# analysis/values.py reads them; a number, a slice
 # or an ellipsis selects data instead (`[0]`, `[:]`, `[...]`).
 _KEY_EXPRESSIONS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Name,
                     cst.Attribute, cst.Call, cst.BinaryOperation)
@@ -185,4 +186,6 @@ _KEY_EXPRESSIONS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedStrin
 def _is_key(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Subscript):
         return not any(isinstance(e.slice, cst.Slice) for e in node.slice)
+    if isinstance(node, cst.IfExp):  # `f["train" if train else "test"]`
+        return _is_key(node.body) and _is_key(node.orelse)
     return isinstance(node, _KEY_EXPRESSIONS)

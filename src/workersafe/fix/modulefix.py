@@ -18,7 +18,7 @@ from .cstutil import (
 )
 from .handles import HandleNames
 from .plan import Unfixable
-from .templates import BLANK, fork_cache_clear, module_accessor
+from .templates import BLANK, fork_cache_clear, module_accessor, module_drop
 
 
 @dataclass
@@ -238,11 +238,14 @@ def _root_name(node: cst.BaseExpression) -> Optional[str]:
     return node.value if isinstance(node, cst.Name) else None
 
 
-def rewrite_module(module: cst.Module, plan: ModulePlan, typed: Optional[Typed] = None
-                   ) -> cst.Module:
+def rewrite_module(module: cst.Module, plan: ModulePlan, typed: Optional[Typed] = None,
+                   drop_first: bool = False) -> cst.Module:
     """Replace the creation with the accessor, and reads of the name with calls to it.
     `typed`: the module is annotated (`fix/annotate.py`): so are the accessor and its
-    globals."""
+    globals. `drop_first`: the library opens a file once per process (registry
+    `drop_before_reopen`): the accessor drops the parent's handle before opening its own (a
+    forked worker's lmdb.open would raise "already open", its h5py.File return the parent's)."""
+    dropped = [module_drop(plan.private)] if drop_first else []
     call = cst.Call(cst.Name(plan.accessor))
     moved_ids = {id(s) for s in plan.statements}
     new_body: list[cst.BaseStatement] = []
@@ -261,7 +264,7 @@ def rewrite_module(module: cst.Module, plan: ModulePlan, typed: Optional[Typed] 
         if plan.factory:
             assert isinstance(statement, cst.FunctionDef)
             members = module_accessor(plan.accessor, plan.private, plan.pid_name, plan.handle,
-                                      _factory_body(statement, plan.private),
+                                      [*dropped, *_factory_body(statement, plan.private)],
                                       *_accessor_types(plan, statement, typed))
             members[0] = with_leading_lines(members[0], leading_lines(statement))
             new_body.extend(members)
@@ -272,7 +275,7 @@ def rewrite_module(module: cst.Module, plan: ModulePlan, typed: Optional[Typed] 
                    for s in plan.statements]
         renamed[0] = with_leading_lines(renamed[0], [])
         members = module_accessor(plan.accessor, plan.private, plan.pid_name, plan.handle,
-                                  renamed, *_accessor_types(plan, statement, typed))
+                                  [*dropped, *renamed], *_accessor_types(plan, statement, typed))
         members[0] = with_leading_lines(members[0], leading_lines(statement))
         new_body.extend(members)
         new_body.append(_SPACER)

@@ -64,6 +64,10 @@ class RemedyRewriter(Rewriter):
         texts = prepass.render()
         middle = self._middle_result(texts)
         inner = Rewriter(self.engine, middle, self.strategy)
+        # a creation the remedy moved into `__init__` is not one the class made there: its
+        # lazy reopen elsewhere is no reason to keep `__init__` as it now is
+        inner.moved_creations = {(qualname, attr) for group in planned
+                                 for qualname, attrs in group.attrs.items() for attr in attrs}
         new_texts, inner_outcomes = inner.run()
         verdicts = self._group_verdicts(planned, middle, inner_outcomes)
         failed = [(g, why) for g, why in verdicts.items() if why is not None]

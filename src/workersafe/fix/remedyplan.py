@@ -676,12 +676,22 @@ def _wired_args(located: Located, function: Optional[WorkerFn], name: str
 
 
 def _without_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
+    """The call without `arg`. An argument ending a line takes its line break along: the one
+    before it gets its comma (`a=1, worker_init_fn=f,` + newline + `b=2` → `a=1,` + newline +
+    `b=2`), so the next line is not joined to it."""
     args = list(call.args)
     index = next(i for i, a in enumerate(args) if a is arg)
-    if index == len(args) - 1 and index > 0:
+    if index > 0 and (index == len(args) - 1 or _ends_line(arg) and not _ends_line(
+            args[index - 1])):
         args[index - 1] = args[index - 1].with_changes(comma=arg.comma)
     del args[index]
     return call.with_changes(args=args)
+
+
+def _ends_line(arg: cst.Arg) -> bool:
+    comma = arg.comma
+    return isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after,
+                                                       cst.ParenthesizedWhitespace)
 
 
 def _lines(located: Located, nodes: list[cst.CSTNode]) -> set[int]:

@@ -34,6 +34,7 @@ from .cstutil import (
 from .factories import Factories
 from .handles import HandleNames
 from .initplan import KEPT_PARAMETER, find_method, plan_attr
+from .kwargs import opaque_star
 from .lazyguard import PICKLING, GuardedLazy, guard_lazy_opens
 from .modulefix import (
     ModulePlan, importer_plan, is_functools_import, mentions, plan_module_handle, rewrite_importer,
@@ -109,6 +110,8 @@ class Rewriter:
         self.allowed_lines: dict[str, set[int]] = {}
         self.module_findings: list[Finding] = []
         self.lazy_findings: list[Finding] = []  # WS303/WS313: lazy opens to guard
+        # (class qualname, attr) a worker_init_fn remedy's fix moved into `__init__`
+        self.moved_creations: set[tuple[str, str]] = set()
         self.cache_findings: list[Finding] = []  # process-global caches to key by the process
         self.guarded_lazy: list[GuardedLazy] = []
         self.fixed_classes: list[FixedClass] = []
@@ -288,7 +291,8 @@ class Rewriter:
                               if home is not None and (home.path, name) in fixed), "")
         current = edit.replacements.get(cls, cls)
         assert isinstance(current, cst.ClassDef)
-        wanted = [(f.plan, f.span) for f in findings if f.plan is not None]
+        # (the lazy reopen of a handle `__init__` makes: its plan names where it is)
+        wanted = [(f.plan, f.plan.call or f.span) for f in findings if f.plan is not None]
         wanted += self._sibling_lazy_opens(path, qualname, wanted)
         typed = self._typed(path, cls)
         guarded = guard_lazy_opens(edit.located, cls, current, wanted, self.registry, inherited,
@@ -321,6 +325,20 @@ class Rewriter:
                          and (lz.method, lz.attr) == (plan.method, plan.attr)
                          and lz.site is not None and lz.site.span == finding.span
                          and lz.site.handle == plan.handle and not lz.process_checked), None)
+            if plan is not None and plan.kind == "instance" and plan.method == "__init__" \
+                    and lazy is None \
+                    and (plan.class_qualname, plan.attr) not in self.moved_creations:
+                # made in `__init__` and opened again lazily when unset (`if self.env is None:`
+                # in `__getitem__`, after a `__getstate__` pickling it as None): that reopen
+                # gains the process check
+                lazy = next((lz for lz in remedy.lazy if lz.attr == plan.attr
+                             and lz.site is not None and lz.site.handle == plan.handle
+                             and not lz.process_checked and lz.method != "__init__"), None)
+                if lazy is None or lazy.site is None:
+                    return None
+                out.append(dataclasses.replace(finding, plan=dataclasses.replace(
+                    plan, kind="unguarded-lazy", method=lazy.method, call=lazy.site.span)))
+                continue
             if plan is None or plan.kind != "instance" or lazy is None \
                     or plan.method == "__init__":
                 return None
@@ -446,8 +464,10 @@ class Rewriter:
         module = with_dominant_newline(parse_raw(data))
         typed = self._typed(path)
         for name, handle in self.module_fixes.get(path, []):
+            htype = self.registry.lookup(handle)
             plan = plan_module_handle(module, name, handle, self.registry)
-            module = rewrite_module(module, plan, typed)
+            module = rewrite_module(module, plan, typed,
+                                    drop_first=bool(htype and htype.drop_before_reopen))
         if typed is not None and typed.imports:
             names = sorted(typed.imports)
             merged = _typing_merged(module.body, names)
@@ -636,8 +656,9 @@ class Rewriter:
             call = edit.located.call_at(line, col)
             if call is None:
                 return f"cannot find the DataLoader call at {path}:{line}"
-            if any(arg.star for arg in call.args):
-                return f"the DataLoader at {path}:{line} takes *args/**kwargs"
+            if opaque_star(edit.located, call):
+                return (f"the DataLoader at {path}:{line} takes *args/**kwargs that may "
+                        "already carry a worker_init_fn")
             framework = self._framework_of(path, line, col)
             if framework:
                 return (f"the DataLoaders at {path}:{line} are built by {framework}, which may "

@@ -189,6 +189,12 @@ def chains_previous(node: cst.FunctionDef) -> bool:
     return any(p.name.value == "previous" for p in node.params.params)
 
 
+def module_drop(private: str) -> cst.BaseStatement:
+    """The accessor's first statement for a handle a library opens once per process (lmdb,
+    h5py): a forked worker drops (never closes) the parent's before opening its own."""
+    return cst.parse_statement(f"{private} = None  # one open per process: drop the old first\n")
+
+
 def module_accessor(function: str, private: str, pid_name: str, handle: str,
                     body: Sequence[cst.BaseStatement], returns: str = "",
                     private_type: str = "", pid_type: str = "") -> list[cst.BaseStatement]:
