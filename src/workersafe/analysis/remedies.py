@@ -218,6 +218,11 @@ class _Remedies:
             self.expression(stmt.iter)
             if self.dataset(stmt.iter):
                 self.scope.walks = True
+            elif isinstance(stmt.target, syntax.Name) and self._parts_of_dataset(stmt.iter):
+                # `for part in getattr(dataset, "datasets", [dataset])`: the worker's dataset,
+                # or each dataset a ConcatDataset joins
+                self.scope.kinds[stmt.target.id] = DATASET
+                self.scope.walks = True
             self.statements(stmt.body)
             self.statements(stmt.orelse)
             return
@@ -276,6 +281,21 @@ class _Remedies:
         return next((node.attr for node in subtree(value, into_lambdas=False)
                      if type(node) is syntax.Attribute and node.attr in made
                      and self.dataset(node.value)), "")
+
+    def _parts_of_dataset(self, expr: ast.expr) -> bool:
+        """Whether iterating `expr` gives the worker's dataset or the datasets it joins:
+        `dataset.datasets`, `getattr(dataset, "datasets", [dataset])`, `[dataset]`."""
+        if isinstance(expr, syntax.Attribute):
+            return expr.attr == "datasets" and self.dataset(expr.value)
+        if isinstance(expr, (syntax.List, syntax.Tuple)):
+            return any(self.dataset(element) for element in expr.elts)
+        if isinstance(expr, syntax.Call) and isinstance(expr.func, syntax.Name) \
+                and expr.func.id == "getattr" and len(expr.args) == 3 \
+                and isinstance(expr.args[1], syntax.Constant) \
+                and expr.args[1].value == "datasets":
+            return self.dataset(expr.args[0]) and (
+                self.dataset(expr.args[2]) or self._parts_of_dataset(expr.args[2]))
+        return False
 
     def dataset(self, expr: ast.expr) -> bool:
         """Whether `expr` is `get_worker_info().dataset` (however bound); never in a file

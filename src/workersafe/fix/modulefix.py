@@ -245,7 +245,8 @@ def rewrite_module(module: cst.Module, plan: ModulePlan, typed: Optional[Typed] 
     globals. `drop_first`: the library opens a file once per process (registry
     `drop_before_reopen`): the accessor drops the parent's handle before opening its own (a
     forked worker's lmdb.open would raise "already open", its h5py.File return the parent's)."""
-    dropped = [module_drop(plan.private)] if drop_first else []
+    # (a cached factory kept as it is, its cache emptied at fork, drops nothing itself)
+    dropped = [module_drop(plan.private)] if drop_first and not plan.at_fork else []
     call = cst.Call(cst.Name(plan.accessor))
     moved_ids = {id(s) for s in plan.statements}
     new_body: list[cst.BaseStatement] = []
