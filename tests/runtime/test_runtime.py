@@ -515,6 +515,13 @@ PROGRAM_LIST += (
         fixed_configs=FULL_CONFIGS,
         modules=("remedy_h5_shards.py", "runtime_driver.py"),
     ),
+    Program(  # a remedy calling the opener on each part of a ConcatDataset (isinstance)
+        "remedy_worker_init_loops_over_parts",
+        "WS311",
+        "self.h5 = None",
+        (Before(Config(workers=0, epochs=1), H5_NONE), Before(Config(subset=True), H5_NONE)),
+        fixed_configs=FULL_CONFIGS,
+    ),
 )
 PROGRAM_LIST += (
     Program(  # the archive opened in an if/else binding what __init__ reads later: reopened

@@ -194,7 +194,7 @@ class Prepass:
             first = body.body[0]
             if kept[0] is not first:  # it takes over the first statement's leading lines
                 kept = [kept[0].with_changes(leading_lines=leading_lines(first)), *kept[1:]]
-            group.note = f"worker_init_fn {short} kept (chained)"
+            group.note = f"{_named(short)} kept (chained)"
             return {path: {function: function.with_changes(body=body.with_changes(body=kept))}}
         if isinstance(function, cst.Lambda):
             edits: dict[cst.CSTNode, cst.CSTNode] = {
@@ -211,7 +211,7 @@ class Prepass:
                 for local in self._imported_as(other, group.name):
                     out.setdefault(other, {}).update(self._unwired(other, local, None))
                     self.state(other).unused.add(local)
-        group.note = f"worker_init_fn {short} removed: it only created the handle"
+        group.note = f"{_named(short)} removed: it only created the handle"
         return out
 
     def _unwired(self, path: str, name: str, function: Optional[cst.FunctionDef]
@@ -412,6 +412,10 @@ class _WorkerFn:
             if root is not None and root in created:
                 moved.append(statement)  # configures the handle (headers, mounts)
                 continue
+            looped = self._openers_of_parts(statement)
+            if looped:  # `for part in getattr(dataset, "datasets", [dataset]): part.open()`
+                openers.extend(looped)
+                continue
             if self._mentions_dataset(statement):
                 raise Unfixable("the worker_init_fn uses get_worker_info().dataset in a way the "
                                 "fix cannot follow: fix it by hand")
@@ -446,6 +450,54 @@ class _WorkerFn:
             return False
         return loaded_names(statement.test) <= self.infos | self.datasets | {"None"}
 
+    def _openers_of_parts(self, statement: cst.BaseStatement) -> list[str]:
+        """The openers a loop over the worker's dataset or the datasets it joins calls on each
+        (`for part in getattr(dataset, "datasets", [dataset]):`, `dataset.datasets`,
+        `[dataset]`), when calling them, under `if isinstance(part, ...)` or `if
+        hasattr(part, ...)` at most, is all it does; else []. The worker init the fix writes
+        walks every wrapper and opens each dataset's handles: what the loop did, and more."""
+        if not isinstance(statement, cst.For) or statement.asynchronous is not None \
+                or statement.orelse is not None or not isinstance(statement.target, cst.Name) \
+                or not self._parts_of_dataset(statement.iter):
+            return []
+        part = statement.target.value
+        found: list[str] = []
+
+        def only_openers(block: cst.BaseSuite) -> bool:
+            if not isinstance(block, cst.IndentedBlock):
+                return False
+            for inner in block.body:
+                if isinstance(inner, cst.If):
+                    if inner.orelse is not None or not _tests_part(inner.test, part) \
+                            or not only_openers(inner.body):
+                        return False
+                    continue
+                small = single(inner)
+                if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                        and not small.value.args
+                        and isinstance(small.value.func, cst.Attribute)
+                        and isinstance(small.value.func.value, cst.Name)
+                        and small.value.func.value.value == part):
+                    return False
+                found.append(small.value.func.attr.value)
+            return True
+
+        return found if only_openers(statement.body) else []
+
+    def _parts_of_dataset(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.Attribute):
+            return node.attr.value == "datasets" and self.is_dataset(node.value)
+        if isinstance(node, (cst.List, cst.Tuple)):
+            return any(isinstance(e, cst.Element) and self.is_dataset(e.value)
+                       for e in node.elements)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) \
+                and node.func.value == "getattr" and len(node.args) == 3:
+            first, name, default = (a.value for a in node.args)
+            return isinstance(name, cst.SimpleString) and name.evaluated_value == "datasets" \
+                and self.is_dataset(first) \
+                and (self.is_dataset(default) or self._parts_of_dataset(default))
+        return False
+
     def _mentions_dataset(self, node: cst.CSTNode) -> bool:
         return any((isinstance(n, cst.Name) and n.value in self.datasets)
                    or (isinstance(n, cst.Attribute) and n.attr.value in ("dataset", "datasets"))
@@ -460,6 +512,13 @@ class _WorkerFn:
         new = statement.visit(ReplaceNodes(replacements))
         assert isinstance(new, cst.SimpleStatementLine)
         return new.with_changes(leading_lines=[])
+
+
+def _tests_part(test: cst.BaseExpression, part: str) -> bool:
+    """`isinstance(part, ...)` or `hasattr(part, ...)`."""
+    return isinstance(test, cst.Call) and isinstance(test.func, cst.Name) \
+        and test.func.value in ("isinstance", "hasattr") and len(test.args) == 2 \
+        and isinstance(test.args[0].value, cst.Name) and test.args[0].value.value == part
 
 
 def _with_bindings(body: list[cst.BaseStatement], kept: list[cst.BaseStatement],
@@ -645,13 +704,13 @@ def _worker_function(located: Located, name: str, line: int, col: int) -> Worker
     if name:
         short = _short(name)
         if col != 0:  # a staticmethod (`Frames.worker_init_fn`), a bound method (`rows.open`)
-            raise Unfixable(f"the worker_init_fn {short} is not a module-level function")
+            raise Unfixable(f"the {_named(short)} is not a module-level function")
         for statement in located.module.body:
             if isinstance(statement, cst.FunctionDef) and statement.name.value == short:
                 if statement.asynchronous is not None or statement.decorators:
                     raise Unfixable(f"{short} is decorated or async: fix it by hand")
                 return statement
-        raise Unfixable(f"the worker_init_fn {short} is not a module-level function")
+        raise Unfixable(f"the {_named(short)} is not a module-level function")
     for node, pos in located.positions.items():
         if isinstance(node, cst.Lambda) and (pos.start.line, pos.start.column) == (line, col):
             return node
@@ -720,3 +779,8 @@ def _last(node: cst.BaseExpression) -> str:
 
 def _short(name: str) -> str:
     return name.rpartition(".")[2]
+
+
+def _named(short: str) -> str:
+    """"worker_init_fn seed_workers"; a function named worker_init_fn is not named twice."""
+    return "worker_init_fn" if short == "worker_init_fn" else f"worker_init_fn {short}"
