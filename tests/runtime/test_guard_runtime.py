@@ -255,6 +255,12 @@ def test_pytest_plugin(tmp_path: Path, option: str) -> None:
 PROGRAMS_DIR = REPO / "fixtures" / "runtime"
 RUNTIME_CODES = {"WS101", "WS102", "WS103", "WS303"}  # what the guard reports under fork
 PROGRAMS = sorted(p for p in PROGRAMS_DIR.glob("*.py") if p.name != "runtime_driver.py")
+# Programs whose hazard the guard cannot see (docs/guard.md, "What it does not do"): it must
+# then report nothing, before the fix as after it (the linter alone finds them).
+GUARD_BLIND = {
+    "zip_lru_cache_opener": "handles in a functools.lru_cache",
+    "h5py_sqlite_cached_openers": "handles in a functools.lru_cache",
+}
 
 
 @pytest.mark.slow
@@ -262,8 +268,8 @@ def test_the_guard_agrees_with_the_linter_on_every_runtime_program(
         runtime_target: Target, tmp_path: Path) -> None:
     """Every program of the runtime proof (fixtures/runtime/) under fork, before and after
     `workersafe fix`: the guard catches, naming the attribute, exactly the programs the linter
-    gives WS101/WS102/WS103/WS303 (with the same code), and is silent on all of them once
-    fixed."""
+    gives WS101/WS102/WS103/WS303 (with the same code), but those of GUARD_BLIND, and is
+    silent on all of them once fixed."""
     fixed = tmp_path / "fixed"
     shutil.copytree(PROGRAMS_DIR, fixed)
     done = run_workersafe([sys.executable, "-m", "workersafe"], ["fix", "--no-cache", "."],
@@ -284,7 +290,8 @@ def test_the_guard_agrees_with_the_linter_on_every_runtime_program(
                            text=True, timeout=300, check=False, start_new_session=True)
             lines = out.read_text().splitlines() if out.exists() else []
             runtime = {json.loads(line)["workersafe_guard"]["code"] for line in lines}
-            expected = static if stage == "unfixed" else set()
+            expected = static if stage == "unfixed" and program.stem not in GUARD_BLIND \
+                else set()
             if runtime != expected:
                 disagree.append((program.stem, stage, sorted(expected), sorted(runtime)))
     assert not disagree, disagree
