@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
 from .records import record
 
-FACTS_VERSION = 29  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 30  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -144,6 +144,10 @@ class ClassFacts:
     # registered by a class decorator: (the decorator's qualified callee, the name it is given
     # or "" for the class's own name): `@DATASETS.register_module()`, `@register_task("x")`
     registered: Tuple[Tuple[str, str], ...] = ()
+    # (param, attr, how) for `self.x = h5[split]` or `self.g = h5.get("g")` in `__init__`: a
+    # member of a parameter kept (how: "[]" or the method's name); it keeps the handle alive
+    # where the handle's kind says so (`HandleType.derived_subscript`, `derived_methods`)
+    param_members: Tuple[Tuple[str, str, str], ...] = ()
 
     def method(self, name: str) -> Optional[MethodFacts]:
         """The method of that name (the first, as the class body defines them)."""

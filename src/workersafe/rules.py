@@ -16,7 +16,7 @@ from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, Loa
 from .findings import CacheFill, Finding, FixPlan
 from .link import PICKLING_METHODS, SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
 from .records import record
-from .registry import Registry
+from .registry import HandleType, Registry
 from .rules_remedies import opens_lazily, remedy_findings
 from .ruletable import latent_of
 
@@ -665,16 +665,20 @@ def _passed_candidates(project: Project, view: ClassView, registry: Registry, re
     home = project.home_of(ref) or facts  # where the construction is read
     params, param_attrs = init_owner.init_params, dict(init_owner.param_attrs)
 
-    def kept(position: int, keyword: str) -> tuple[str, Optional[str]]:
+    def kept(position: int, keyword: str, htype: Optional[HandleType] = None
+             ) -> tuple[str, Optional[str]]:
         param = keyword or (params[position] if 0 <= position < len(params) else "")
-        attr = param_attrs.get(param)
-        if attr is None or attr not in view.worker_reads or attr in view.guarded:
-            return param, None
+        attrs = [param_attrs[param]] if param in param_attrs else []
+        if htype is not None:  # a member of the handle kept (`self.x = h5[split]`)
+            attrs += [attr for p, attr, how in init_owner.param_members if p == param and (
+                htype.derived_subscript if how == "[]" else how in htype.derived_methods)]
+        attr = next((a for a in attrs if a in view.worker_reads and a not in view.guarded),
+                    None)
         return param, attr
 
     for arg in ref.handle_args:
-        param, attr = kept(arg.position, arg.keyword)
         htype = registry.lookup(arg.site.handle)
+        param, attr = kept(arg.position, arg.keyword, htype)
         if attr is None or htype is None:
             continue
         plan = FixPlan("passed", arg.site.handle, init_owner.qualname, attr, (attr,))

@@ -135,7 +135,7 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
         if node is not None and node.bases else None,
         callables,
         branch_params(node, walker.ev.positions) if node is not None else (),
-        tuple(cls.registered),
+        tuple(cls.registered), tuple(cls.param_members),
     )
 
 

@@ -191,6 +191,7 @@ class ClassState:
     attr_refs: dict[str, list[DatasetRef]] = field(default_factory=dict)
     init_params: tuple[str, ...] = ()
     param_attrs: list[tuple[str, str]] = field(default_factory=list)
+    param_members: list[tuple[str, str, str]] = field(default_factory=list)
     registered: list[tuple[str, str]] = field(default_factory=list)  # ClassFacts.registered
     held_calls: list[HeldCall] = field(default_factory=list)
     derived_attrs: list[tuple[str, str, str]] = field(default_factory=list)

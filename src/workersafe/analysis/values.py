@@ -330,9 +330,9 @@ class Evaluator:
             return False
         # f["images"] keeps the file open; f["images"][:] or [()] reads the data out.
         keys = expr.slice.elts if type(expr.slice) is syntax.Tuple else [expr.slice]
-        if not all(_is_key(k) for k in keys):
+        if not all(is_member_key(k) for k in keys):
             return False
-        return not base.derived or not htype.subscript_reads or all(_is_string(k) for k in keys)
+        return not base.derived or not htype.subscript_reads or all(is_string_key(k) for k in keys)
 
     def site(self, handle: Handle) -> HandleSite:
         return HandleSite(handle.handle, self.positions.span(handle.call))
@@ -639,11 +639,11 @@ _REFS_OF: dict[type, Callable[[Evaluator, Any], list[DatasetRef]]] = {
 }
 
 
-def _is_string(node: ast.AST) -> bool:
+def is_string_key(node: ast.AST) -> bool:
     return type(node) is syntax.Constant and type(node.value) in (str, bytes)
 
 
-def _is_key(node: ast.AST) -> bool:
+def is_member_key(node: ast.AST) -> bool:
     """A key naming a member (`f["x"]`, `f[name]`, `f[self.opt["mode"]]`, `f[key.format(i)]`,
     either of two: `f["train" if train else "test"]`), not a selection of data (`[:]`, `[()]`,
     `[0]`, `[..., i]`)."""
@@ -651,8 +651,8 @@ def _is_key(node: ast.AST) -> bool:
     if isinstance(node, syntax.Subscript):
         return type(node.slice) is not syntax.Slice  # `opt["mode"]`, not `keys[1:]`
     if isinstance(node, syntax.IfExp):  # `f["train" if train else "test"]`
-        return _is_key(node.body) and _is_key(node.orelse)
-    return _is_string(node) or kind in _KEY_EXPRESSIONS
+        return is_member_key(node.body) and is_member_key(node.orelse)
+    return is_string_key(node) or kind in _KEY_EXPRESSIONS
 
 
 # Expressions that compute a member's name: a variable, an attribute, a call (`str(i)`,

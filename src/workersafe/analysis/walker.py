@@ -24,8 +24,8 @@ from .state import (
     ClassState, Env, Frame, FunctionState, Handle, MethodState, State,
 )
 from .values import (
-    Evaluator, argument, elements, first_arg, int_value, is_name, is_none, is_self,
-    is_super, or_self, presence, self_attr, string, unset_tests,
+    Evaluator, argument, elements, first_arg, int_value, is_member_key, is_name, is_none,
+    is_self, is_string_key, is_super, or_self, presence, self_attr, string, unset_tests,
 )
 
 # Deeper code is reported (WS001), not analysed: nobody writes it, and libcst (which `fix`
@@ -956,6 +956,9 @@ class FactWalker:
                 for name in _displayed_names(value):  # `self.datasets = [first, second]`
                     if name in cls.init_params and (name, attr) not in cls.param_attrs:
                         cls.param_attrs.append((name, attr))
+                member = _member_of_name(value)  # `self.x = h5[split]`
+                if member is not None and member[0] in cls.init_params:
+                    cls.param_members.append((member[0], attr, member[1]))
             refs = self.ev.refs_of(value)
             if refs:
                 cls.attr_refs.setdefault(attr, []).extend(refs)
@@ -1129,6 +1132,32 @@ def _alternative_names(value: ast.expr) -> Iterator[str]:
         assert isinstance(value, syntax.BoolOp)
         for operand in value.values:
             yield from _alternative_names(operand)
+
+
+def _member_of_name(value: ast.expr) -> Optional[tuple[str, str]]:
+    """(name, how) for a member of what a plain name holds (`h5[split]`, `h5["g"]["x"]`,
+    `h5.get("x")`): how is the first step from the name, "[]" or the method's name. As for a
+    handle's own members (`Evaluator._subscript_keeps_handle`): a key names a member, not a
+    selection of data (`h5["x"][:]` is an array), and past the first step only string keys
+    (`h5["x"][0]` reads a row)."""
+    steps: list[ast.expr] = []
+    while type(value) is syntax.Subscript:
+        assert isinstance(value, syntax.Subscript)
+        steps.append(value.slice)
+        value = value.value
+    if any(not is_string_key(k) for k in steps[:-1]):
+        return None
+    if type(value) is syntax.Call and type(value.func) is syntax.Attribute \
+            and type(value.func.value) is syntax.Name:
+        assert isinstance(value, syntax.Call) and isinstance(value.func, syntax.Attribute)
+        if steps and not is_string_key(steps[-1]):
+            return None
+        return value.func.value.id, value.func.attr
+    if type(value) is syntax.Name and steps:
+        assert isinstance(value, syntax.Name)
+        keys = steps[-1].elts if type(steps[-1]) is syntax.Tuple else [steps[-1]]
+        return (value.id, "[]") if all(is_member_key(k) for k in keys) else None
+    return None
 
 
 def _displayed_names(value: ast.expr) -> list[str]:
