@@ -16,6 +16,7 @@ from typing import Optional, Sequence, Union
 import libcst as cst
 
 from .annotate import Typed
+from .foldopener import NamedOnly, fold_emptied
 from .cstutil import (
     BUILTIN_NAMES, RenameSelfAttrs, ReplaceNames, bound_names, dotted, leading_lines,
     loaded_names, realigned, self_attr, single, statements, transform, walk,
@@ -67,10 +68,13 @@ def plan_class_attr(module: cst.Module, cls: cst.ClassDef, attr: str, handle: st
 # --- rewriting ------------------------------------------------------------------------------
 
 def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base: str = "",
-                  typed: Optional[Typed] = None) -> cst.ClassDef:
+                  typed: Optional[Typed] = None, named_only: Optional[NamedOnly] = None
+                  ) -> cst.ClassDef:
     """The class with every plan applied (one strategy for the whole class). `base`: the
     strategy a base class was fixed with in the same run, whose pickling methods ours extend.
-    `typed`: the class is annotated (`fix/annotate.py`), and so is what the fix adds."""
+    `typed`: the class is annotated (`fix/annotate.py`), and so is what the fix adds.
+    `named_only`: how the program names a method, for an emptied opener to fold away
+    (`fix/foldopener.py`)."""
     none = "None" if typed is not None else ""
     existing = custom_pickling(cls)
     if existing:
@@ -154,7 +158,18 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
             body = _replace_in_method(body, plan, strategy)
     if merged:
         body = _replace_merged(body, plans)
-    if strategy == "worker-init":
+    folded = None
+    if named_only is not None and all(p.class_statement is None for p in plans) \
+            and len({p.method.name.value for p in plans}) == 1:
+        folded = fold_emptied(body, plans[0].method.name.value, strategy, OPENER_NAME,
+                              named_only)
+    insert_at = -1
+    if folded is not None:
+        body, at = folded
+        if strategy == "worker-init":  # where the emptied opener stood, what it adds below
+            body.insert(at, _handles_opener(plans, merged_body, merged, none))
+            insert_at = at + 1
+    elif strategy == "worker-init":
         new_members.insert(0, _handles_opener(plans, merged_body, merged, none))
     if getstate is not None:  # kept when it leaves them out already, else extended in place
         why_not = kept_reason(cls.name.value, getstate, dropped)
@@ -171,7 +186,8 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
     else:
         new_members.append(getstate_method(dropped, base=bool(base),
                                            returns=typed.state() if typed else ""))
-    insert_at = _after_init(body)
+    if insert_at < 0:
+        insert_at = _after_init(body)
     body = body[:insert_at] + new_members + body[insert_at:]
     return cls.with_changes(body=cls.body.with_changes(body=body))
 

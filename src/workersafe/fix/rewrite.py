@@ -31,7 +31,10 @@ from .cstutil import (
     Located, ReplaceNodes, bound_names, dotted, leading_lines, module_bindings, parse_raw,
     statements, target_names, walk, with_dominant_newline, with_leading_lines,
 )
+from ..reading import read_source
+from ..source import SourceError
 from .factories import Factories
+from .foldopener import self_call_statements
 from .handles import HandleNames
 from .initplan import KEPT_PARAMETER, find_method, plan_attr
 from .kwargs import opaque_star
@@ -115,6 +118,7 @@ class Rewriter:
         self.cache_findings: list[Finding] = []  # process-global caches to key by the process
         self.guarded_lazy: list[GuardedLazy] = []
         self.fixed_classes: list[FixedClass] = []
+        self._spellings: Optional[dict[str, Optional[str]]] = None  # each file's (`_named_only`)
         # path → [(name, handle)] module handles to turn into accessors, and
         # path → [(source module, name, accessor)] imports of them to follow
         self.module_fixes: dict[str, list[tuple[str, str]]] = {}
@@ -715,8 +719,10 @@ class Rewriter:
             self._apply_reopen(group, cls)
             return
         typed = self._typed(group.path, cls)
-        new_cls = rewrite_class(cls, group.plans, group.strategy, group.base_strategy, typed)
+        new_cls = rewrite_class(cls, group.plans, group.strategy, group.base_strategy, typed,
+                                self._named_only)
         edit.replacements[cls] = new_cls
+        self._allow_folded(edit, group, cls, new_cls)
         if typed is not None:
             edit.typing_names |= typed.imports
             if group.strategy == "lazy":  # declarations of the attributes, made private
@@ -749,6 +755,45 @@ class Rewriter:
             self._need_module_import(edit, "os")  # its properties' process checks
             return
         self._wire(group)
+
+    def _named_only(self, name: str, uses: int) -> bool:
+        """Whether the program spells `name` `uses` times, as a word, in every file discovered
+        (read as this rewrite reads them; comments and strings count: then it stays). A file
+        that cannot be read may name anything."""
+        if self._spellings is None:
+            self._spellings = {}
+            for file in self.result.files:
+                source = self.result.sources.get(file.path)
+                if source is None:
+                    try:
+                        source = read_source(file.path)
+                    except (OSError, SourceError):
+                        self._spellings[file.path] = None
+                        continue
+                self._spellings[file.path] = source.text
+        pattern = re.compile(rf"\b{re.escape(name)}\b")
+        found = 0
+        for text in self._spellings.values():
+            if text is None:
+                return False
+            found += len(pattern.findall(text))
+            if found > uses:
+                return False
+        return found == uses
+
+    def _allow_folded(self, edit: FileEdit, group: Group, cls: cst.ClassDef,
+                      new_cls: cst.ClassDef) -> None:
+        """The lines of an opener method that folded away (`fix/foldopener.py`) and of its
+        calls may change."""
+        allowed = self.allowed_lines.setdefault(group.path, set())
+        old_body = statements(cls.body.body) if isinstance(cls.body, cst.IndentedBlock) else []
+        for name in {p.method.name.value for p in group.plans if p.class_statement is None}:
+            method = find_method(cls, name)
+            if method is None or find_method(new_cls, name) is not None:
+                continue
+            for node in [method, *self_call_statements(old_body, name)]:
+                start, end = edit.located.lines_of(node)
+                allowed.update(range(start - len(leading_lines(node)), end + 1))
 
     @staticmethod
     def _new_first_lines(edit: FileEdit, cls: cst.ClassDef, plans: Sequence[AttrPlan]
