@@ -796,10 +796,11 @@ def _finding(cand: Candidate, code: str, message: str) -> Finding:
                    f"{unpassed.loader.span.line} does not pass a worker_init_fn on to "
                    "torch's DataLoader")
     if cand.named_by and not unwired:
-        unwired = (f"{cand.holder} is also built by name through registry {cand.named_by}, "
-                   "the name known only at run time: the DataLoaders that get it so cannot "
-                   "be found and wired")
-    plan = replace(cand.plan, loaders=loaders, unwired=unwired if cand.loaders else "")
+        unwired = (f"{cand.holder} is {'also ' if cand.loaders else ''}built by name through "
+                   f"registry {cand.named_by}, the name known only at run time: the DataLoaders "
+                   f"that get it{' so' if cand.loaders else ''} cannot be found and wired")
+    plan = replace(cand.plan, loaders=loaders,
+                   unwired=unwired if cand.loaders or cand.named_by else "")
     return Finding(cand.path, cand.site.span, code, message, plan)
 
 
