@@ -16,6 +16,7 @@ import re
 from functools import lru_cache
 from typing import Callable, Iterable, Iterator, Optional
 
+from .carry import Pending, offered
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
 from .facts import LOOKUP_VERBS, DatasetRef, FileFacts, LoaderCall
 from .prefilter import (ImportLines, Prefilter, class_bases, import_lines, spells_word,
@@ -115,14 +116,15 @@ class Selection:
                          if module in by_module)
         wanted = {p for p in handle_files - dataset_files
                   if any(set(bases) & dataset_names for _, bases in bases_of(p))}
-        pending: dict[str, list[tuple[str, Optional[tuple[str, ...]]]]] = {}
+        pending: Pending = {}
+        project = {module.partition(".")[0] for module in by_module}
         wanted |= _dataset_files_importing_handles(
             dataset_files - handle_files, handle_files, by_module, self._imported_by,
             dataset_files, texts, self._imported_names, pending)
         wanted |= {p for p in dataset_files - handle_files if _loader_of_parameter(texts[p])}
         interesting_alone: dict[int, bool] = {}  # by id: `facts` holds every one while here
         while True:
-            wanted |= _offered(pending, facts)
+            wanted |= offered(pending, facts, project)
             arg_callees = self._arg_callees(facts, loader_names)
             for path, f in facts.items():
                 if path not in self._demands:
@@ -1073,8 +1075,6 @@ def _interesting_modules(all_facts: Iterable[FileFacts],
 
 # names a file imports from a module (`Selection._imported_names`; None: any of them)
 ImportedNames = Callable[[str, str], Optional[tuple[str, ...]]]
-# a dataset file → (a handle file it imports, the names it imports from it) (`_offered`)
-Pending = dict[str, list[tuple[str, Optional[tuple[str, ...]]]]]
 
 
 def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[str],
@@ -1085,7 +1085,7 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
                                      pending: Optional[Pending] = None) -> set[str]:
     """A dataset file importing from a handle file: the handle may be a module-level one.
     With `imported_names` and `pending`, a file importing names from a handle module (not
-    the module itself) waits in `pending` until the handle file is parsed (`_offered`): only
+    the module itself) waits in `pending` until the handle file is parsed (`carry.offered`): only
     the handle file is returned.
     Also through one plain module between them (neither a dataset nor a handle file, nor a
     package) keeping an instance of a class the handle file defines (`self.dbContext =
@@ -1133,83 +1133,6 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
                 if target is not None:
                     found |= {package, target}
     return found
-
-
-def _offered(pending: Pending, facts: dict[str, FileFacts]) -> set[str]:
-    """The files of `pending` (taken out of it) that now need parsing: once every handle file
-    one imports from is parsed, those importing from one a name that may carry a handle out
-    of it (`_may_carry`). A name that carries none (`convert_to_mds`, a test helper beside
-    a socket opened and closed in another function) gives the importer nothing a finding
-    could be about: its own classes are then parsed only if another round wants them (a
-    loader building one, a handle file naming one, a caller ...), as for any dataset file
-    importing no handle file."""
-    found: set[str] = set()
-    for path in list(pending):
-        if path in facts:
-            del pending[path]
-            continue
-        imports = pending[path]
-        if not all(target in facts for target, _ in imports):
-            continue
-        del pending[path]
-        if any(names is None or _may_carry(facts[target], names) for target, names in imports):
-            found.add(path)
-    return found
-
-
-def _may_carry(facts: FileFacts, names: tuple[str, ...]) -> bool:
-    """Whether a handle file's `names` (imported by a dataset file) may carry a handle out of
-    it, or the file may reach the importer's classes otherwise. Yes for the whole file when it
-    keeps a module-level handle, star-imports, sets a start method in a function or passes a
-    handle to a call (`DS(h5py.File(p))`: the importer's class may be what is called); and
-    for a name that is a class, a module variable, a re-export (`from .io import open_env`),
-    a function that returns something, reads a global, is cached, sets a handle on an
-    object or is a worker_init_fn, or a name no function of the facts. Only a function doing
-    none of these (`def convert_to_mds(**kw): with MDSWriter(...) as out: ...`) carries
-    nothing: what it creates stays inside it. A loader it builds needs no importer parsed for
-    it: the callers' round finds those passing its dataset, the demands the classes it calls
-    (`_demand_loader_classes`)."""
-    if facts.module_handles or facts.star_imports or facts.scoped_start_methods \
-            or _passes_handle(facts):
-        return True
-    functions = {f.name: f for f in facts.functions}
-    own = f"{facts.module}."
-    imported = {local for local, qualified in facts.imports if qualified != own + local}
-    classes = {c.name for c in facts.classes}
-    variables = {name for name, _ in facts.module_vars}
-    inits = {init.name for init in facts.remedies.worker_inits}
-    for name in names:
-        if name in classes or name in variables or name in imported:
-            return True
-        function = functions.get(name)
-        if function is None:
-            return True
-        if function.returns or function.returns_call or function.returns_handle \
-                or function.cached or function.attr_handle_assigns or function.globals_read \
-                or function.qualname in inits:
-            return True
-    return False
-
-
-def _passes_handle(facts: FileFacts) -> bool:
-    """Whether a call in the file is given a handle (`DS(h5py.File(p))`, `run(lmdb.open(p))`)
-    or an attribute of another object (`DS(train_ds.h5)`)."""
-    loaders = facts.loaders + facts.loader_candidates
-    refs = [ref for f in facts.functions for ref in f.returns]
-    refs += [ref for _, found in facts.module_vars for ref in found]
-    refs += [ref for loader in loaders for ref in loader.datasets]
-    refs += [ref for c in facts.classes for _, found in c.attr_refs for ref in found]
-    refs += [ref for c in facts.classes for m in c.methods for ref in m.returns]
-    refs += [ref for call in facts.calls for ref in call.receiver]
-    args = [arg for call in facts.calls for arg in call.args]
-    args += [arg for loader in loaders for arg in loader.args]
-    refs += [ref for arg in args for ref in arg.refs]
-    while refs:
-        ref = refs.pop()
-        if ref.handle_args or ref.attr_args:
-            return True
-        refs += [inner for arg in ref.arg_refs for inner in arg.refs]
-    return False
 
 
 _CLASS_LINE = r"(?m)^class\s+(\w+)"  # (compiled by `re` when first used)
