@@ -58,11 +58,20 @@ class Prefilter:
     def mentions_dataset(self, text: str) -> bool:
         """A dataset word that ends an identifier (`IterableDataset`, `data.DataLoader(`): code
         can only name torch's classes (or a configured base) so. Prose such as "DataLoaders"
-        or "Datasets" in a docstring does not count."""
+        or "Datasets" in a docstring does not count, nor any word in the module's docstring
+        ("The LJ Speech Dataset is ..."), unless the file reaches a worker's dataset
+        (`get_worker_info().dataset.env = ...`: a worker_init_fn names no dataset word in
+        code; its docstring's still counts, as it did before the docstring was skipped)."""
         if "Data" not in text and not any(w in text for w in self._words_without_data):
             return False
-        return any(word in text for word in self.dataset_words) \
-            and self._dataset_word_ends.search(text) is not None
+        if not any(word in text for word in self.dataset_words):
+            return False
+        found = self._dataset_word_ends.search(text)
+        if found is not None:
+            prose = _docstring_end(text)
+            if found.start() < prose and _WORKER_INFO not in text:
+                found = self._dataset_word_ends.search(text, prose)
+        return found is not None
 
     def single_file_candidate(self, text: str) -> bool:
         """A finding needs a handle creation and a dataset or loader in the same file."""
@@ -100,6 +109,27 @@ def import_statements(text: str) -> list[tuple[int, str]]:
 
 
 ImportLines = list[tuple[int, str, Optional[tuple[str, ...]]]]
+
+
+_WORKER_INFO = "get_worker_info"  # (`Prefilter.mentions_dataset`)
+# blank and comment lines, then a triple quote opening the module's docstring
+_DOCSTRING_START = r"\A(?:[ \t]*(?:#[^\n]*)?\r?\n)*[ \t]*[rRuU]{0,2}(\"\"\"|\'\'\')"
+
+
+def _docstring_end(text: str) -> int:
+    """Where the module's docstring (a triple-quoted string first in the file) ends, or 0: a
+    dataset word there is prose. The first closing quotes after the opening end it (an
+    escaped quote before two more ends it earlier: then less is skipped)."""
+    opening = _docstring_start().match(text)
+    if opening is None:
+        return 0
+    end = text.find(opening.group(1), opening.end())
+    return 0 if end == -1 else end + 3
+
+
+@lru_cache(maxsize=1)
+def _docstring_start() -> "re.Pattern[str]":
+    return re.compile(_DOCSTRING_START)
 
 
 def import_lines(text: str, names: bool = True) -> ImportLines:

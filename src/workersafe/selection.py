@@ -16,6 +16,7 @@ import re
 from functools import lru_cache
 from typing import Callable, Iterable, Iterator, Optional
 
+from .carry import Pending, offered
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
 from .facts import LOOKUP_VERBS, DatasetRef, FileFacts, LoaderCall
 from .prefilter import (ImportLines, Prefilter, class_bases, import_lines, spells_word,
@@ -115,12 +116,15 @@ class Selection:
                          if module in by_module)
         wanted = {p for p in handle_files - dataset_files
                   if any(set(bases) & dataset_names for _, bases in bases_of(p))}
+        pending: Pending = {}
+        project = {module.partition(".")[0] for module in by_module}
         wanted |= _dataset_files_importing_handles(
             dataset_files - handle_files, handle_files, by_module, self._imported_by,
-            dataset_files, texts)
+            dataset_files, texts, self._imported_names, pending)
         wanted |= {p for p in dataset_files - handle_files if _loader_of_parameter(texts[p])}
         interesting_alone: dict[int, bool] = {}  # by id: `facts` holds every one while here
         while True:
+            wanted |= offered(pending, facts, project)
             arg_callees = self._arg_callees(facts, loader_names)
             for path, f in facts.items():
                 if path not in self._demands:
@@ -379,6 +383,28 @@ class Selection:
                     or any(f"{module}.{n}" in modules for n in names):
                 return True
         return False
+
+    def _imported_names(self, path: str, module: str) -> Optional[tuple[str, ...]]:
+        """The names a file imports from `module` by `from` lines, or None when it may use
+        any of them: it imports the module itself (`import a.b`, `from a import b`), a list
+        not on one line (`from a.b import (`) or `*`."""
+        file = self.by_path[path]
+        found: list[str] = []
+        for level, name, names in self._import_lines(path):
+            imported = module_of_import(file.module, file.is_package, level, name)
+            if names is None:
+                if imported == module or module.startswith(imported + "."):
+                    return None
+                continue
+            if any(f"{imported}.{n}" == module or module.startswith(f"{imported}.{n}.")
+                   for n in names):
+                return None  # `from a import b`: `b.f` may be anything of a.b
+            if imported != module:
+                continue
+            if not names or "*" in names:
+                return None
+            found += names
+        return tuple(found)
 
     def _from_imports(self, path: str) -> list[tuple[str, tuple[str, ...]]]:
         """(module, the names listed: () when unknown) for each `from` import of a file."""
@@ -1047,11 +1073,20 @@ def _interesting_modules(all_facts: Iterable[FileFacts],
     return modules, names
 
 
+# names a file imports from a module (`Selection._imported_names`; None: any of them)
+ImportedNames = Callable[[str, str], Optional[tuple[str, ...]]]
+
+
 def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[str],
                                      by_module: dict[str, str], imported_by: ImportedBy,
                                      dataset_files: Iterable[str] = (),
-                                     texts: Optional[dict[str, str]] = None) -> set[str]:
+                                     texts: Optional[dict[str, str]] = None,
+                                     imported_names: Optional[ImportedNames] = None,
+                                     pending: Optional[Pending] = None) -> set[str]:
     """A dataset file importing from a handle file: the handle may be a module-level one.
+    With `imported_names` and `pending`, a file importing names from a handle module (not
+    the module itself) waits in `pending` until the handle file is parsed (`carry.offered`): only
+    the handle file is returned.
     Also through one plain module between them (neither a dataset nor a handle file, nor a
     package) keeping an instance of a class the handle file defines (`self.dbContext =
     dbContext.DbContext()`): a holder the dataset keeps (`RecordService`) keeping another
@@ -1072,7 +1107,13 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
         for imported in imported_by(path):
             target = _module_file(imported, handle_modules)
             if target is not None:
-                found |= {path, target}
+                found.add(target)
+                names = None if imported_names is None or pending is None \
+                    or by_module.get(imported) != target else imported_names(path, imported)
+                if names is None or pending is None:
+                    found.add(path)
+                else:
+                    pending.setdefault(path, []).append((target, names))
                 continue
             between = _module_file(imported, plain_modules)
             if texts is not None and between is not None and between != path \
