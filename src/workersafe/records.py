@@ -71,7 +71,8 @@ def _build(cls: Any, frozen: bool, eq: bool, with_repr: bool) -> None:
     if "__init__" not in own:
         cls.__init__ = _init_of(cls, fields, frozen)
     if with_repr and "__repr__" not in own:
-        cls.__repr__ = _repr_of(tuple(f.name for f in fields if f.repr))
+        cls.__record_shown__ = tuple(f.name for f in fields if f.repr)
+        cls.__repr__ = _record_repr
     if eq and "__eq__" not in own:
         compared = tuple(f.name for f in fields if f.compare)
         cls.__eq__ = _eq_of(_key_of(compared))
@@ -86,7 +87,8 @@ def _build(cls: Any, frozen: bool, eq: bool, with_repr: bool) -> None:
         for name in ("__setattr__", "__delattr__"):
             if name in own:
                 raise TypeError(f"cannot overwrite attribute {name} in class {cls.__name__}")
-        cls.__setattr__, cls.__delattr__ = _frozen_of(cls, frozenset(names))
+        cls.__record_frozen__ = (cls, frozenset(names))
+        cls.__setattr__, cls.__delattr__ = _frozen_setattr, _frozen_delattr
 
 
 class _Spec:
@@ -321,25 +323,27 @@ def _hash_of(key: Callable[[Any], tuple[Any, ...]]) -> Callable[[Any], int]:
     return __hash__
 
 
-def _repr_of(names: tuple[str, ...]) -> Callable[[Any], str]:
-    @reprlib.recursive_repr()
-    def __repr__(self: Any) -> str:
-        shown = ", ".join([f"{name}={getattr(self, name)!r}" for name in names])
-        return f"{self.__class__.__qualname__}({shown})"
-
-    return __repr__
+# `__repr__`, `__setattr__` and `__delattr__` are rarely called (a repr, a mistake): one function
+# each for every record, reading what it needs from the class (`__record_shown__`, the fields
+# shown; `__record_frozen__`, the record class and its fields), rather than closures made for
+# each record at import (~10 objects a record, each traversed by every full collection).
 
 
-def _frozen_of(cls: Any, names: frozenset[str]
-               ) -> tuple[Callable[[Any, str, Any], None], Callable[[Any, str], None]]:
-    def __setattr__(self: Any, name: str, value: Any) -> None:
-        if type(self) is cls or name in names:
-            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-        super(cls, self).__setattr__(name, value)
+@reprlib.recursive_repr()
+def _record_repr(self: Any) -> str:
+    shown = ", ".join([f"{name}={getattr(self, name)!r}" for name in self.__record_shown__])
+    return f"{self.__class__.__qualname__}({shown})"
 
-    def __delattr__(self: Any, name: str) -> None:
-        if type(self) is cls or name in names:
-            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
-        super(cls, self).__delattr__(name)
 
-    return __setattr__, __delattr__
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    cls, names = self.__record_frozen__
+    if type(self) is cls or name in names:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+    super(cls, self).__setattr__(name, value)
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    cls, names = self.__record_frozen__
+    if type(self) is cls or name in names:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+    super(cls, self).__delattr__(name)
