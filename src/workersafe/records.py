@@ -24,6 +24,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import reprlib
+import sys
 from operator import attrgetter
 from types import FunctionType
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, TypeVar
@@ -109,6 +110,8 @@ class _Spec:
         return cls(f.name, f.default, f.default_factory, f.init, f.repr, f.compare, f.hash)
 
 
+# dataclasses sets `__match_args__` from Python 3.10
+_MATCH_ARGS = sys.version_info >= (3, 10)
 # annotations dataclasses reads as something other than a field: such a body is handed to it
 _NOT_PLAIN = ("ClassVar", "InitVar", "KW_ONLY")
 
@@ -167,7 +170,7 @@ def _as_dataclass_lazily(cls: Any, own: dict[str, Any], specs: tuple[_Spec, ...]
     made = _MadeFields(cls, own.get("__annotations__", {}), body)
     cls.__dataclass_fields__ = _Lazy(made, "__dataclass_fields__")
     cls.__dataclass_params__ = _Lazy(made, "__dataclass_params__")
-    if "__match_args__" not in own:
+    if _MATCH_ARGS and "__match_args__" not in own:
         setattr(cls, "__match_args__", tuple(s.name for s in specs if s.init))
     replacer = getattr(dataclasses, "_replace", None)  # Python 3.13+: `copy.replace`
     if replacer is not None and "__replace__" not in own:
