@@ -1,4 +1,5 @@
-"""Golden fix cases in fixtures/fix/: `<case>.py` → `<case>.fixed.py` (byte for byte), folders
+"""Golden fix cases in fixtures/fix/: `<case>.py` → `<case>.fixed.py` (byte for byte; notebooks
+`<case>.ipynb` → `<case>.fixed.ipynb`), folders
 for multi-file cases, and `# expect-unfixable: <words>` for cases that must be refused (with
 golden files too: fixed in part, the rest refused with those words)."""
 
@@ -23,9 +24,18 @@ _UNFIXABLE = re.compile(rb"#\s*expect-unfixable:\s*(.+)")
 def _cases() -> list[Path]:
     if not FIX.is_dir():
         return []
-    singles = [p for p in FIX.glob("*.py") if not p.name.endswith(".fixed.py")]
+    singles = [p for p in [*FIX.glob("*.py"), *FIX.glob("*.ipynb")] if not _is_golden(p)]
     folders = [p for p in FIX.iterdir() if p.is_dir()]
     return sorted(singles + folders)
+
+
+def _is_golden(path: Path) -> bool:
+    return path.name.endswith((".fixed.py", ".fixed.ipynb"))
+
+
+def _golden(path: Path) -> Path:
+    """The golden file of an input: `a.py` → `a.fixed.py`, `nb.ipynb` → `nb.fixed.ipynb`."""
+    return path.with_name(f"{path.stem}.fixed{path.suffix}")
 
 
 CASES = _cases()
@@ -34,7 +44,7 @@ CASES = _cases()
 def _inputs(case: Path) -> list[Path]:
     if case.is_file():
         return [case]
-    return sorted(p for p in case.rglob("*.py") if not p.name.endswith(".fixed.py"))
+    return sorted(p for p in [*case.rglob("*.py"), *case.rglob("*.ipynb")] if not _is_golden(p))
 
 
 def _options(case: Path) -> dict:
@@ -59,7 +69,7 @@ def _copy(case: Path, tmp_path: Path) -> Path:
         shutil.copyfile(case, target)
         return target
     target = tmp_path / case.name
-    shutil.copytree(case, target, ignore=shutil.ignore_patterns("*.fixed.py"))
+    shutil.copytree(case, target, ignore=shutil.ignore_patterns("*.fixed.py", "*.fixed.ipynb"))
     return target
 
 
@@ -75,7 +85,7 @@ def test_golden(case: Path, tmp_path: Path) -> None:
     assert proc.returncode == (0 if b" 0 left" in proc.stdout else 1), proc.stderr.decode()
     unfixable = [m.group(1).strip() for p in _inputs(case)
                  for m in [_UNFIXABLE.search(p.read_bytes())] if m]
-    golden = [p for p in _inputs(case) if p.with_name(p.name[:-3] + ".fixed.py").exists()]
+    golden = [p for p in _inputs(case) if _golden(p).exists()]
     if unfixable:
         out = proc.stdout.decode()
         for words in unfixable:
@@ -87,7 +97,7 @@ def test_golden(case: Path, tmp_path: Path) -> None:
             return
         assert proc.returncode == 1, "findings were left unfixed: fix must exit 1"
     for path in _inputs(case):
-        expected = path.with_name(path.name[:-3] + ".fixed.py")
+        expected = _golden(path)
         copied = target if case.is_file() else target / path.relative_to(case)
         want = expected.read_bytes() if expected.exists() else path.read_bytes()
         assert copied.read_bytes() == want, f"{path.name} differs from its golden file"

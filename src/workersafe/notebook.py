@@ -451,11 +451,24 @@ def rewrite(raw: bytes, new_code: str) -> bytes:
     for number, text in cells.items():
         cell = data["cells"][number - 1]
         old = cell.get("source", "")
-        if not cell_text(cell).endswith("\n") and text.endswith("\n"):
+        before = cell_text(cell)
+        if not before.endswith("\n") and text.endswith("\n"):
             text = text[:-1]
-        if text != cell_text(cell):  # an untouched cell keeps its source as it was split
+        if text != before:  # an untouched cell keeps its source as it was split
+            text = _ending_as(text, before)
             cell["source"] = physical_lines(text) if isinstance(old, list) else text
     return layout.dump(data)
+
+
+def _ending_as(text: str, before: str) -> str:
+    """A rewritten cell ending as it did: the blank lines the rewrite left at its end (two
+    above the next cell's code, as between top-level definitions of a module) go, and the
+    cell's own trailing newlines stay."""
+    lines = physical_lines(text)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    core = before.rstrip("\r\n")
+    return "".join(lines).rstrip("\r\n") + before[len(core):]
 
 
 def _split(new_code: str, notebook: Notebook) -> dict[int, str]:
