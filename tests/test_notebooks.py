@@ -38,6 +38,23 @@ def test_check_links_cells_and_reports_the_cell(tmp_path: Path) -> None:
     assert [(r["cell"], r["line"], r["col"], r["end_line"]) for r in rows] == [(3, 8, 24, 8)]
 
 
+def test_diff_shows_the_cells_as_written(tmp_path: Path) -> None:
+    """`fix --diff` of a notebook: each changed cell apart, headed with its number, IPython
+    lines as the user wrote them (not the masked joined module the fixer rewrites)."""
+    notebook = write_notebook(tmp_path / "explore.ipynb",
+                              ["%matplotlib inline\nurls = ['https://example.invalid/a']",
+                               DATASET_CELL, "%%time\n" + LOADER_CELL])
+    before = notebook.read_bytes()
+    done = workersafe("fix", "--diff", ".", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    headers = [line for line in done.stdout.splitlines() if line.startswith(("--- ", "+++ "))]
+    assert headers == ["--- a/explore.ipynb:cell 3", "+++ b/explore.ipynb:cell 3",
+                       "--- a/explore.ipynb:cell 4", "+++ b/explore.ipynb:cell 4"], done.stdout
+    assert " %%time\n" in done.stdout and "workersafe" not in done.stdout.replace(
+        "(workersafe)", "")
+    assert notebook.read_bytes() == before  # a diff writes nothing
+
+
 def test_sarif_region_is_within_the_cell(tmp_path: Path) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     _project(tmp_path)

@@ -433,6 +433,15 @@ def _mask(line: str, masked: list[str], indent: bool = True) -> str:
 
 # --- writing back -------------------------------------------------------------------------------
 
+def changed_cells(old: bytes, new: bytes) -> list[tuple[int, str, str]]:
+    """(cell number, old source, new source) of each code cell that differs between two
+    versions of a notebook (numbered as findings number them, from 1, every cell counted)."""
+    before, after = load(old, validate=False).data["cells"], load(new, validate=False).data["cells"]
+    return [(number, cell_text(a), cell_text(b))
+            for number, (a, b) in enumerate(zip(before, after), start=1)
+            if a.get("cell_type") == "code" and cell_text(a) != cell_text(b)]
+
+
 class NotebookWriteError(Exception):
     """The new code cannot be put back into the notebook safely; nothing is written."""
 

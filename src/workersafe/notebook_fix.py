@@ -6,6 +6,7 @@ one that was read."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from dataclasses import replace
 
@@ -14,7 +15,7 @@ from .engine import CheckResult, Engine
 from .exitcodes import EXIT_ERROR, UsageError
 from .findings import Finding
 from .fixes import FixResult, atomic_write, render_diff, report_outcomes, rewrite, write_all
-from .notebook import NotebookWriteError, in_cells, is_notebook, load
+from .notebook import NotebookWriteError, changed_cells, in_cells, is_notebook, load
 from .notebook import rewrite as rewrite_notebook
 
 
@@ -53,12 +54,12 @@ def run_fix(args: argparse.Namespace, config: Config, engine: Engine) -> int:
     located = in_cells([o.finding for o in fixed.outcomes], texts)
     shown = FixResult(fixed.new_sources, [replace(o, finding=_shown(f)) for o, f in zip(
         fixed.outcomes, located)])
-    if getattr(args, "diff", False):
-        sys.stdout.write(render_diff(result, fixed))
-        report_outcomes(shown, sys.stderr, diff_only=True)
-        return fixed.exit_code(diff_only=True)
     plain = FixResult({p: b for p, b in fixed.new_sources.items() if not is_notebook(p)},
                       fixed.outcomes, fixed.providers)
+    if getattr(args, "diff", False):
+        sys.stdout.write(render_diff(result, plain) + _cell_diffs(notebooks))
+        report_outcomes(shown, sys.stderr, diff_only=True)
+        return fixed.exit_code(diff_only=True)
     write_failures = write_all(result, plain)
     for path, (old, new) in sorted(notebooks.items()):
         try:
@@ -69,6 +70,24 @@ def run_fix(args: argparse.Namespace, config: Config, engine: Engine) -> int:
     for path, message in failures + write_failures:
         print(f"{path}: not written: {message}", file=sys.stderr)
     return EXIT_ERROR if failures or write_failures else fixed.exit_code(diff_only=False)
+
+
+def _cell_diffs(notebooks: dict[str, tuple[bytes, bytes]]) -> str:
+    """The notebooks' changes cell by cell, as the notebook shows them (magics as written),
+    each headed `a/nb.ipynb:cell N`."""
+    chunks: list[str] = []
+    for path, (old, new) in sorted(notebooks.items()):
+        for number, before, after in changed_cells(old, new):
+            chunks.extend(difflib.unified_diff(
+                _lines(before), _lines(after), fromfile=f"a/{path}:cell {number}",
+                tofile=f"b/{path}:cell {number}"))
+    return "".join(chunks)
+
+
+def _lines(text: str) -> list[str]:
+    """A cell's lines for a diff, each ending with a newline (a cell's last line has none)."""
+    return [line if line.endswith("\n") else line + "\n"
+            for line in text.splitlines(keepends=True)]
 
 
 def _shown(finding: Finding) -> Finding:
