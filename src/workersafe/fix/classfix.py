@@ -188,6 +188,10 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
                                            returns=typed.state() if typed else ""))
     if insert_at < 0:
         insert_at = _after_init(body)
+    if _compact(cls):  # no blank line between the class's methods: none between ours either
+        new_members = [m.with_changes(leading_lines=[]) for m in new_members]
+        body = [m.with_changes(leading_lines=[]) if isinstance(m, cst.FunctionDef)
+                and m.name.value == OPENER_NAME and folded is not None else m for m in body]
     body = body[:insert_at] + new_members + body[insert_at:]
     return cls.with_changes(body=cls.body.with_changes(body=body))
 
@@ -543,6 +547,13 @@ def _remove_class_statement(body: list[cst.BaseStatement], statement: cst.BaseSt
                                                *leading_lines(rest[0])])
     out = body[:index] + rest
     return out or [cst.parse_statement("pass\n")]
+
+
+def _compact(cls: cst.ClassDef) -> bool:
+    """Whether the class writes its methods with no blank line between them (two or more
+    methods, none after the first with a blank line or comment above it)."""
+    methods = [s for s in statements(cls.body.body) if isinstance(s, cst.FunctionDef)]
+    return len(methods) > 1 and not any(leading_lines(m) for m in methods[1:])
 
 
 def _after_init(body: list[cst.BaseStatement]) -> int:
