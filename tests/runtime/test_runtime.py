@@ -441,6 +441,13 @@ PROGRAM_LIST += (
         (Before(SPAWN_2, H5PY_PICKLE),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # a dataset class built through functools.partial: followed to the class
+        "h5py_partial_dataset",
+        "WS101",
+        'h5py.File(path, "r")',
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # a wrapper keeping the dataset in a list: its loader is wired too
         "holder_list_pair",
         "WS101",
