@@ -134,7 +134,8 @@ class Views(Returns):
         roots = [n for n in methods if n not in init_names and n not in NOT_WORKER_METHODS]
         worker_methods = method_closure(roots, methods)
         worker_reads = {a for n in worker_methods for a in methods[n][1].attrs_read}
-        reaches = self.reached.get(cls.qualname, []) if self.loaders_by_class() else []
+        uses = self.loaders_by_class().get(cls.qualname, [])  # (`reached` is computed with it)
+        reaches = self.reached.get(cls.qualname, [])
         if reaches and not roots and self._read_by_keepers(cls, reaches):
             # a plain record of what it keeps (no method a worker runs): the keepers'
             # workers read its attributes themselves (`self.reader.index[i]`)
@@ -144,7 +145,6 @@ class Views(Returns):
         parent_uses = {a for n in parent_methods if n in methods
                        for a in methods[n][1].attrs_used}
         guarded = _guarded_attrs(mro, methods)
-        uses = self.loaders_by_class().get(cls.qualname, [])
         # reached only through the classes keeping it: the first of them names the path
         via = reaches[0] if reaches and all(ref.kind == "kept" for _, _, ref in uses) else None
         return ClassView(cls, self.class_file[cls.qualname], methods, init_run, worker_methods,
