@@ -289,16 +289,19 @@ def _holder_calls(project: Project, holder: ClassFacts, reach: Reach
 def _holder_built(project: Project, holder: ClassFacts, via: Reach
                   ) -> Optional[tuple[ClassFacts, ClassFacts, HeldCall]]:
     """The call that builds the holder (`self.reader = Reader(p)`) in the one dataset class
-    keeping it, a dataset a loader uses directly; None otherwise. Built again by that class
-    into the same attribute (an opener reopening it as `__init__` made it), the first call
-    construction runs."""
-    if len(project.reached.get(holder.qualname, [])) != 1:
+    keeping it, a dataset a loader uses directly (or its subclasses too, building it with the
+    `__init__` they inherit: the class making the call is returned); None otherwise. Built
+    again by that class into the same attribute (an opener reopening it as `__init__` made
+    it), the first call construction runs."""
+    reaches = project.reached.get(holder.qualname, [])
+    if not reaches or any(reach.passed or reach.attr != via.attr for reach in reaches):
         return None
-    found = [built for built in _holder_calls(project, holder, via)
+    found = [built for reach in reaches for built in _holder_calls(project, holder, reach)
              if not project.reached.get(built[0].qualname)]  # the dataset itself not kept
-    if not found or len({outer.qualname for outer, _, _ in found}) != 1:
+    if not found or len({outer.qualname for outer, _, _ in found}) != len(reaches) \
+            or len({owner.qualname for _, owner, _ in found}) != 1:
         return None
-    return min(found, key=lambda each: each[2].method != "__init__")
+    return min(found, key=lambda each: (each[2].method != "__init__", each[0] is not each[1]))
 
 
 # --- candidates ---------------------------------------------------------------------------

@@ -441,6 +441,20 @@ PROGRAM_LIST += (
         (Before(SPAWN_2, H5PY_PICKLE),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # a holder built by a dataset's __init__ its subclass inherits, both used
+        "session_holder_subclass",
+        "WS101",
+        "requests.Session()",
+        (Before(FORK_4, REQUESTS_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(  # a dataset class built through functools.partial: followed to the class
+        "h5py_partial_dataset",
+        "WS101",
+        'h5py.File(path, "r")',
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # a wrapper keeping the dataset in a list: its loader is wired too
         "holder_list_pair",
         "WS101",

@@ -13,7 +13,7 @@ from ..facts import (
     LOOKUP_VERBS, OWN_CLASS, ArgRef, AttrArg, DatasetRef, HandleArg, HandleSite, RefKind,
 )
 from ..registry import DERIVED_CALLABLE_SUFFIXES
-from ..torchnames import GET_CONTEXT, PROCESS_IDENTITY, WRAPPERS
+from ..torchnames import GET_CONTEXT, PARTIAL, PROCESS_IDENTITY, WRAPPERS
 from .nodes import child_nodes
 from .positions import Positions
 from .state import Handle, State, Value
@@ -113,13 +113,15 @@ def _dict_texts(first: ast.expr, found: list[tuple[int, str, str]]) -> None:
 # What `_refs_of_call` makes of a callee's qualified name, as far as the name alone decides:
 # (_WRAPPER, ...) a dataset wrapper; (_NO_REFS, ...) never a dataset (torch, a builtin, a
 # handle's constructor, a process identity); else (_REFS, its last part, whether it is
-# class-like, whether it is lookup-like).
-_WRAPPER, _NO_REFS, _REFS = 0, 1, 2
+# class-like, whether it is lookup-like); _PARTIAL for `functools.partial`.
+_WRAPPER, _NO_REFS, _REFS, _PARTIAL = 0, 1, 2, 3
 
 
 def _callee_of(name: str, types: Mapping[str, Any]) -> tuple[int, str, bool, bool]:
     if name in WRAPPERS:
         return _WRAPPER, "", False, False
+    if name in PARTIAL:
+        return _PARTIAL, "", False, False
     if name.startswith(("torch.", "builtins.")) or name in _BUILTINS \
             or types.get(name) is not None or name in PROCESS_IDENTITY:
         return _NO_REFS, "", False, False
@@ -428,6 +430,10 @@ class Evaluator:
             return self.refs_of(arg) if arg is not None else []
         if code is _NO_REFS:
             return []
+        if code is _PARTIAL:  # `make = partial(Dataset, scale=2)`: called later, that class
+            bound = first_arg(call)
+            return [r for r in self.refs_of(bound) if r.kind in ("name", "param")] \
+                if bound is not None else []
         # What else a constructor is given (a holder object passed in): class-like names only
         registry = self.state.q(call.args[1]) if short == "build_from_cfg" \
             and len(call.args) > 1 else None

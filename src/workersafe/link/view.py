@@ -69,6 +69,18 @@ class Views(Returns):
     def __post_init__(self) -> None:
         super().__post_init__()
         self._views: dict[str, ClassView] = {}
+        self._building: set[str] = set()  # classes whose keepers' views are being built
+
+    def _read_by_keepers(self, cls: ClassFacts, reaches: list[Reach]) -> bool:
+        """Whether the workers of a class keeping `cls` read the attribute keeping it (a
+        keeper whose view is being built, a cycle of keepings, counts as not reading it)."""
+        self._building.add(cls.qualname)
+        try:
+            return any(reach.attr in self.view(outer).worker_reads
+                       for reach in reaches for outer in self.classes.values()
+                       if outer.name == reach.outer and outer.qualname not in self._building)
+        finally:
+            self._building.discard(cls.qualname)
 
     def view(self, cls: ClassFacts) -> ClassView:
         """The class's linked view, built on first use from the solved program."""
@@ -122,12 +134,17 @@ class Views(Returns):
         roots = [n for n in methods if n not in init_names and n not in NOT_WORKER_METHODS]
         worker_methods = method_closure(roots, methods)
         worker_reads = {a for n in worker_methods for a in methods[n][1].attrs_read}
+        uses = self.loaders_by_class().get(cls.qualname, [])  # (`reached` is computed with it)
+        reaches = self.reached.get(cls.qualname, [])
+        if reaches and not roots and self._read_by_keepers(cls, reaches):
+            # a plain record of what it keeps (no method a worker runs): the keepers'
+            # workers read its attributes themselves (`self.reader.index[i]`)
+            worker_reads |= {held.attr for member in mro for held in member.held}
+            worker_reads |= {call.attr for member in mro for call in member.held_calls}
         parent_methods = (init_names - worker_methods) | {"__init__", "__len__"}
         parent_uses = {a for n in parent_methods if n in methods
                        for a in methods[n][1].attrs_used}
         guarded = _guarded_attrs(mro, methods)
-        uses = self.loaders_by_class().get(cls.qualname, [])
-        reaches = self.reached.get(cls.qualname, [])
         # reached only through the classes keeping it: the first of them names the path
         via = reaches[0] if reaches and all(ref.kind == "kept" for _, _, ref in uses) else None
         return ClassView(cls, self.class_file[cls.qualname], methods, init_run, worker_methods,
