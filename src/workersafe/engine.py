@@ -278,18 +278,18 @@ class Engine:
                 stats.cache_hits += 1
             else:
                 todo.append(file)
-        if not todo:
-            return out
-        from .parallel import parse_files
+        if todo:
+            from .parallel import parse_files
 
-        parsed, workers = parse_files(todo, texts, self.config, self.jobs)
-        stats.parsed += len(parsed)
-        stats.workers = max(stats.workers, workers)
-        for file in todo:
-            result = parsed[file.path]
-            out[file.path] = result
-            if self.cache:
-                self.cache.put(file, texts[file.path], result)
+            parsed, workers = parse_files(todo, texts, self.config, self.jobs)
+            stats.parsed += len(parsed)
+            stats.workers = max(stats.workers, workers)
+            for file in todo:
+                result = parsed[file.path]
+                out[file.path] = result
+                if self.cache:
+                    self.cache.put(file, texts[file.path], result)
+        # (a cached notebook's too: its facts were cached for the text read unchecked)
         rechecked = [f for f in files if _recheck(f.path, out[f.path], texts)]
         if rechecked:
             out.update(self._parse_many(rechecked, texts, stats))
