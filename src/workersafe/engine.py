@@ -278,18 +278,21 @@ class Engine:
                 stats.cache_hits += 1
             else:
                 todo.append(file)
-        if not todo:
-            return out
-        from .parallel import parse_files
+        if todo:
+            from .parallel import parse_files
 
-        parsed, workers = parse_files(todo, texts, self.config, self.jobs)
-        stats.parsed += len(parsed)
-        stats.workers = max(stats.workers, workers)
-        for file in todo:
-            result = parsed[file.path]
-            out[file.path] = result
-            if self.cache:
-                self.cache.put(file, texts[file.path], result)
+            parsed, workers = parse_files(todo, texts, self.config, self.jobs)
+            stats.parsed += len(parsed)
+            stats.workers = max(stats.workers, workers)
+            for file in todo:
+                result = parsed[file.path]
+                out[file.path] = result
+                if self.cache:
+                    self.cache.put(file, texts[file.path], result)
+        # (a cached notebook's too: its facts were cached for the text read unchecked)
+        rechecked = [f for f in files if _recheck(f.path, out[f.path], texts)]
+        if rechecked:
+            out.update(self._parse_many(rechecked, texts, stats))
         return out
 
     def _rules(self, facts: dict[str, FileFacts]) -> list[Finding]:
@@ -346,9 +349,32 @@ class Engine:
 
 
 def _read(path: str) -> Source:
+    """A file's text; a notebook's unchecked (its code is parsed only if the selection wants
+    it: `_recheck` then marks its cells that do not parse, as reading checked would have)."""
     from .reading import read_source  # with the notebook reader: not for one file alone
 
-    return read_source(path)
+    return read_source(path, check=False)
+
+
+def _recheck(path: str, facts: FileFacts, texts: dict[str, str]) -> bool:
+    """Whether the notebook at `path`, read unchecked and whose code does not parse, was read
+    again with its cells checked (its text and source replaced in `texts`, a `_Texts`): the
+    cells that parse are analysed, the others reported (WS001 at each, `_cell_errors`)."""
+    if not facts.error or not path.endswith(".ipynb") or not isinstance(texts, _Texts):
+        return False
+    from .notebook import checked_source
+
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return False
+    source = checked_source(path, raw, texts[path])
+    if source is None or source.text == texts[path]:
+        return False  # changed since it was read, or no cell to mask: the error stands
+    texts.sources[path] = source
+    texts[path] = source.text
+    return True
 
 
 def _facts_cache(cache_dir: str, registry: Registry) -> FactsCache:

@@ -73,24 +73,60 @@ class Notebook:
     masked: list[str]  # token number → the original line it replaced
 
 
-def notebook_source(path: str, raw: bytes, validate: bool = False) -> Source:
+def notebook_source(path: str, raw: bytes, validate: bool = False,
+                    check: bool = True) -> Source:
     """The joined code of a notebook as a Source (the engine and fixer read it like a file).
     Its structure is checked as far as reading the cells needs (`_check_cells`); nbformat's
     whole schema only with `validate` (before a notebook is rewritten, `notebook_fix`): its
-    import and set-up cost more than analysing a tree's notebooks."""
-    code = load(raw, validate, path).code
+    import and set-up cost more than analysing a tree's notebooks. Without `check`, the code
+    is not parsed (a cell that does not parse is left as it is, unmarked): a linked run
+    parses only the notebooks its selection wants, and checks the cells of those whose code
+    does not parse then (`checked_source`), as a .py file's syntax error is found only when
+    the file is parsed."""
+    code = load(raw, validate, path, check).code
     return Source(path, code.encode("utf-8"), code, "utf-8", False)
 
 
-def load(raw: bytes, validate: bool = True, path: str = "") -> Notebook:
+def checked_source(path: str, raw: bytes, unchecked: str) -> Optional[Source]:
+    """The Source `notebook_source` gives with `check`, if `raw` still joins to `unchecked`
+    (the code read before without it); None if the notebook changed since, or is no longer
+    one (then what was read stands)."""
+    try:
+        cells, masked = _cells(_data(raw, False))
+    except SourceError:
+        return None
+    if _joined(cells, {}) != unchecked:
+        return None
+    code = _checked(cells, masked, path)
+    return Source(path, code.encode("utf-8"), code, "utf-8", False)
+
+
+def load(raw: bytes, validate: bool = True, path: str = "", check: bool = True) -> Notebook:
     """Parse and check (with `validate`, against nbformat's schema too), then join the code
     cells; SourceError when invalid. `path`: where `raw` was read, when the engine analyses
-    the code (its tree is kept for that: `source.keep_tree`)."""
-    text, data = _json(raw)
-    _check_shape(data)
+    the code (its tree is kept for that: `source.keep_tree`). With `check` (the default), a
+    cell that does not parse is masked and marked (`_checked`)."""
+    data = _data(raw, validate)
+    cells, masked = _cells(data)
+    code = _checked(cells, masked, path) if check else _joined(cells, {})
+    return Notebook(raw, data, code, masked)
+
+
+def _data(raw: bytes, validate: bool) -> dict[str, Any]:
+    """The notebook's JSON, checked as far as reading its cells needs (with `validate`,
+    against nbformat's schema too); SourceError when invalid."""
+    text, value = _json(raw)
+    _check_shape(value)
+    data: dict[str, Any] = value  # an object (`_check_shape`)
     _check_cells(data)
     if validate:
         _validate(text)
+    return data
+
+
+def _cells(data: dict[str, Any]) -> tuple[dict[int, list[str]], list[str]]:
+    """Each code cell's lines (IPython's syntax masked), by cell number, and what the masking
+    replaced (token number → the original line)."""
     masked: list[str] = []
     python = _is_python(data)
     cells: dict[int, list[str]] = {}
@@ -99,6 +135,12 @@ def load(raw: bytes, validate: bool = True, path: str = "") -> Notebook:
             continue
         cells[number] = [line if line.endswith(("\n", "\r")) else line + "\n"
                          for line in _masked_cell(cell_text(cell), masked)]
+    return cells, masked
+
+
+def _checked(cells: dict[int, list[str]], masked: list[str], path: str) -> str:
+    """The joined code, each cell that does not parse alone masked whole and its marker
+    carrying the error (when the whole code does not parse). `cells` is masked in place."""
     code = _joined(cells, {})
     if _cell_error(code, path) is not None:
         errors = {}
@@ -111,7 +153,7 @@ def load(raw: bytes, validate: bool = True, path: str = "") -> Notebook:
                     errors[number] = error
                 cells[number] = [_mask(line, masked, indent=False) for line in lines]
         code = _joined(cells, errors)
-    return Notebook(raw, data, code, masked)
+    return code
 
 
 def _joined(cells: Mapping[int, list[str]],
