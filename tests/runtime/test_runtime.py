@@ -434,6 +434,13 @@ PROGRAM_LIST += (
         (Before(FORK_4, ZIP_FAILURES),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # left out by __getstate__, reopened by __setstate__ (right under spawn only):
+        "zip_setstate_reopen",  # the reopening calls the opener
+        "WS101",
+        "zipfile.ZipFile(archive_path)",
+        (Before(FORK_4, ZIP_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # an HDF5 member chosen by a conditional key: reopened with the file
         "h5py_member_ifexp",
         "WS101",

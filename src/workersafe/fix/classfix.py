@@ -28,6 +28,7 @@ from .getstate import (
 from .initplan import _assigned_attrs, _read_attrs, assigns_name, find_method
 from .plan import AttrPlan, Unfixable
 from .probes import probed_attrs
+from .setstate import only_restores, reopened_by, reopening
 from .style import max_line
 from .templates import (
     BLANK, OPENER_NAME, getstate_method, lazy_property, open_method,
@@ -85,9 +86,12 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
         raise Unfixable("the class defines its own __getstate__, which would have to extend "
                         "its base class's: merge by hand")
     setstate = find_method(cls, "__setstate__")
-    if setstate is not None and not _only_restores(setstate):
-        raise Unfixable("the class already defines __setstate__, which does more than "
-                        "restore __dict__: merge by hand")
+    reopen = None  # a `__setstate__` opening the moved handles again: they give way to ours
+    if setstate is not None and not only_restores(setstate):
+        reopen = reopening(setstate, [a for p in plans for a in p.attrs])
+        if reopen is None:
+            raise Unfixable("the class already defines __setstate__, which does more than "
+                            "restore __dict__ and reopen the handles: merge by hand")
     if strategy == "lazy":
         attrs = [a for p in plans for a in p.attrs]
         probed = probed_attrs(cls, attrs)
@@ -186,6 +190,9 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
     else:
         new_members.append(getstate_method(dropped, base=bool(base),
                                            returns=typed.state() if typed else ""))
+    if setstate is not None and reopen is not None:
+        own = reopened_by(setstate, reopen, OPENER_NAME if strategy == "worker-init" else None)
+        body = [own if member is setstate else member for member in body]
     if insert_at < 0:
         insert_at = _after_init(body)
     if _compact(cls):  # no blank line between the class's methods: none between ours either
@@ -208,7 +215,7 @@ def custom_pickling(cls: cst.ClassDef) -> str:
             return name
         live = live_problem(method)
         setstate = find_method(cls, "__setstate__")
-        if live and setstate is not None and not _only_restores(setstate):
+        if live and setstate is not None and not only_restores(setstate):
             return f"__getstate__ ({live}; its __setstate__ does more than restore __dict__)"
         if extended_getstate(method, ["_"]) is not None or left_out(method):
             continue  # the handles join what it leaves out (a copy of `__dict__` now, if it
@@ -516,20 +523,6 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
     replacement += [cst.parse_statement(f"{local} = self.{attr}\n")
                     for local, attr in plan.exports.items()]
     return _replace_moved(body, [plan], replacement, comments_moved=strategy == "lazy")
-
-
-def _only_restores(method: cst.FunctionDef) -> bool:
-    """`def __setstate__(self, state): self.__dict__.update(state)` (or `= state`)."""
-    params = [p.name.value for p in method.params.params]
-    if len(params) != 2 or not isinstance(method.body, cst.IndentedBlock):
-        return False
-    body = [s for s in method.body.body if not _is_docstring(s)]
-    if len(body) != 1:
-        return False
-    code = cst.Module([]).code_for_node(body[0]).strip().replace(" ", "")
-    state = params[1]
-    return code in (f"self.__dict__.update({state})", f"self.__dict__={state}",
-                    f"vars(self).update({state})")
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:

@@ -31,6 +31,7 @@ from .handles import HandleNames
 from .nodememo import NodeMemo
 from .plan import AttrPlan, Unfixable
 from .rerun import MUTATING, RerunCheck
+from .setstate import reopening
 
 _CONTAINERS = ("list", "dict", "set")
 # The refusal of a creation that may keep the handle a caller passes in (`self.h5 = source`).
@@ -627,10 +628,15 @@ def _check_other_assignments(cls: cst.ClassDef, method: cst.FunctionDef, attrs: 
     for statement in cls.body.body:
         if not isinstance(statement, cst.FunctionDef) or statement is method:
             continue
+        if statement.name.value == "__setstate__" and reopening(statement, attrs) is not None:
+            continue  # the remedy reopening them after unpickling: it calls the opener now
         for node in walk(statement):
             if isinstance(node, cst.AssignTarget) and self_attr(node.target) in attrs:
+                why = ", which does more than restore __dict__ and reopen the handles: merge " \
+                    "by hand" if statement.name.value == "__setstate__" else \
+                    ": the rewrite cannot follow it"
                 raise Unfixable(f"self.{self_attr(node.target)} is also assigned in "
-                                f"{statement.name.value}: the rewrite cannot follow it")
+                                f"{statement.name.value}{why}")
 
 
 def _kept_parameter(plan: AttrPlan) -> str:

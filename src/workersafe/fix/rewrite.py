@@ -740,7 +740,7 @@ class Rewriter:
             tuple(p.handle for p in group.plans),
             tuple(item for p in group.plans for item in p.factories.items())))
         allowed = self.allowed_lines.setdefault(group.path, set())
-        for name in ("__getstate__",):  # extended
+        for name in ("__getstate__", "__setstate__"):  # extended, or its reopening replaced
             own = find_method(cls, name)
             if own is not None:
                 start, end = edit.located.lines_of(own)
