@@ -404,25 +404,31 @@ def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, 
     for lazy, site in _unchecked_lazy_opens(project, registry, view):
         if lazy.method in init_names:
             continue  # opened by __init__ itself: WS101's finding
-        triggers = _triggers(view, lazy.method)
         htype = registry.lookup(site.handle)
-        # spawn/forkserver workers get what the class pickles: the open handle, unless left out
-        unpicklable = htype is not None and not htype.picklable and view.pickles(lazy.attr)
+        # the class's own instances, and those of its subclasses that inherit the accessor
+        # (`data = Sub(...); data[0]` runs the base's lazy open in the parent)
+        users = [(view, uses), *_inheriting_users(project, view, lazy.method, view_of)]
         # loaders whose workers inherit the parent's open handle (fork) or get it pickled
         # (spawn/forkserver: an open handle that does not pickle crashes their start)
-        starting = [(f, ld, methods) for f, ld in uses if ld.num_workers != 0
+        starting = [(user, f, ld, methods) for user, user_uses in users
+                    # spawn/forkserver workers get what the class pickles: the open handle,
+                    # unless left out
+                    for unpicklable in [htype is not None and not htype.picklable
+                                        and user.pickles(lazy.attr)]
+                    for f, ld in user_uses if ld.num_workers != 0
                     for methods in [[c for c, _ in project.start_methods(ld, f)]]
                     if unpicklable or any(c not in SPAWN_LIKE for c in methods)]
-        if uses and not starting:
+        if any(user_uses for _, user_uses in users) and not starting:
             continue  # only main-process loaders, or spawned ones pickling it safely
         where = f"{site.handle} opened lazily in {view.cls.name}.{lazy.method}"
         # the fix adds the process check to the accessor's test, and a `__getstate__` leaving
         # out a handle that does not pickle (fix/lazyguard.py)
         plan = FixPlan("unguarded-lazy", site.handle, view.cls.qualname, lazy.attr,
                        method=lazy.method)
-        for facts, loader, methods in starting:
-            use = _parent_use(index, view, triggers, facts, loader) \
-                or _holder_warmed(project, index, view, triggers, facts, loader, view_of)
+        for user, facts, loader, methods in starting:
+            triggers = _triggers(user, lazy.method)
+            use = _parent_use(index, user, triggers, facts, loader) \
+                or _holder_warmed(project, index, user, triggers, facts, loader, view_of)
             if not use:
                 continue
             at = _where(facts.path, loader.span.line)
@@ -441,6 +447,20 @@ def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, 
                           f"{where} without a process check: if the parent uses the dataset "
                           f"before a forking DataLoader starts, the workers share it; reopen "
                           f"it when os.getpid() changes", plan)
+
+
+def _inheriting_users(project: Project, view: View, accessor: str, view_of: ViewOf
+                      ) -> Iterator[tuple[View, list[Located]]]:
+    """The views of the project's subclasses of the class that keep its `accessor` (do not
+    override it), with their loaders: their instances run the class's lazy open."""
+    for cls in project.classes.values():
+        if cls.qualname == view.cls.qualname or not any(
+                base.qualname == view.cls.qualname for base in project.mro(cls)[1:]):
+            continue
+        sub = view_of(project, cls)
+        owner = sub.methods.get(accessor)
+        if sub.uses and owner is not None and owner[0].qualname == view.cls.qualname:
+            yield sub, [(f, loader) for f, loader, _ in sub.uses]
 
 
 def opens_lazily(project: Project, registry: Registry, view: View) -> bool:

@@ -114,6 +114,8 @@ class Rewriter:
         self.moved_creations: set[tuple[str, str]] = set()
         self.cache_findings: list[Finding] = []  # process-global caches to key by the process
         self.guarded_lazy: list[GuardedLazy] = []
+        # (path, class name) → what the `__getstate__` the lazy guard gave it leaves out
+        self.lazy_pickled: dict[tuple[str, str], dict[str, bool]] = {}
         self.fixed_classes: list[FixedClass] = []
         # path → [(name, handle)] module handles to turn into accessors, and
         # path → [(source module, name, accessor)] imports of them to follow
@@ -268,7 +270,12 @@ class Rewriter:
         for finding in self.lazy_findings:
             assert finding.plan is not None
             by_class.setdefault((finding.path, finding.plan.class_qualname), []).append(finding)
-        for (path, qualname), findings in by_class.items():
+
+        def depth(key: tuple[str, str]) -> int:
+            cls = self.project.classes.get(key[1])
+            return len(self.project.mro(cls)) if cls else 0
+        # bases before subclasses: a subclass's `__getstate__` builds on its base's
+        for (path, qualname), findings in sorted(by_class.items(), key=lambda kv: depth(kv[0])):
             try:
                 note = self._guard_class(path, qualname, findings)
             except Unfixable as exc:
@@ -295,8 +302,13 @@ class Rewriter:
         wanted = [(f.plan, f.plan.call or f.span) for f in findings if f.plan is not None]
         wanted += self._sibling_lazy_opens(path, qualname, wanted)
         typed = self._typed(path, cls)
+        base_pickled = next(((name, self.lazy_pickled[(home.path, name)]) for home, name in homes
+                             if home is not None and (home.path, name) in self.lazy_pickled),
+                            None)
         guarded = guard_lazy_opens(edit.located, cls, current, wanted, self.registry, inherited,
-                                   base_strategy, typed.state() if typed else "")
+                                   base_strategy, typed.state() if typed else "", base_pickled)
+        if guarded.pickled_out is not None:
+            self.lazy_pickled[(path, cls.name.value)] = guarded.pickled_out
         edit.replacements[cls] = guarded.cls
         self.allowed_lines.setdefault(path, set()).update(guarded.changed_lines)
         self._need_module_import(edit, "os")
