@@ -437,3 +437,30 @@ def _string_arg(call: cst.BaseExpression) -> Optional[str]:
     if isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
         return value.evaluated_value
     return None
+
+
+def chained_getstate(cls: cst.ClassDef) -> Optional[cst.ClassDef]:
+    """`cls` with the `__getstate__` another fix of this run gave it (state taken from
+    `self.__dict__`) starting from its base's instead (`super().__getstate__()`): the base
+    gains one leaving out its own handles, which that one would hide. None when it has no such
+    `__getstate__`."""
+    method = find_method(cls, "__getstate__")
+    if method is None:
+        return None
+    # `self.__dict__.copy()` whole (the base's state is a new dict already), else
+    # `self.__dict__` (`{k: v for k, v in self.__dict__.items() if ...}`): the outer wins
+    base = cst.parse_expression("super().__getstate__()")
+    replacements: dict[cst.CSTNode, cst.CSTNode] = {
+        node: base for node in walk(method)
+        if _is_self_dict(node) or (isinstance(node, cst.Call) and not node.args
+                                   and isinstance(node.func, cst.Attribute)
+                                   and node.func.attr.value == "copy"
+                                   and _is_self_dict(node.func.value))}
+    if not replacements:
+        return None
+    return cast(cst.ClassDef, cls.visit(ReplaceNodes(replacements)))
+
+
+def _is_self_dict(node: object) -> bool:
+    return isinstance(node, cst.Attribute) and node.attr.value == "__dict__" \
+        and isinstance(node.value, cst.Name) and node.value.value == "self"

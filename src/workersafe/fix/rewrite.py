@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..discovery import module_of_import
 from ..engine import CheckResult, Engine
-from ..facts import Span
+from ..facts import ClassFacts, Span
 from ..findings import CacheFill, Finding, FixPlan
 from ..frameworks import LOADER_OWNER_BASE_WORDS
 from ..link import Project
@@ -35,7 +35,7 @@ from .factories import Factories
 from .handles import HandleNames
 from .initplan import KEPT_PARAMETER, find_method, plan_attr
 from .kwargs import opaque_star
-from .lazyguard import PICKLING, GuardedLazy, guard_lazy_opens
+from .lazyguard import PICKLING, GuardedLazy, chained_getstate, guard_lazy_opens
 from .modulefix import (
     ModulePlan, importer_plan, is_functools_import, mentions, plan_module_handle, rewrite_importer,
     rewrite_module,
@@ -309,6 +309,7 @@ class Rewriter:
                                    base_strategy, typed.state() if typed else "", base_pickled)
         if guarded.pickled_out is not None:
             self.lazy_pickled[(path, cls.name.value)] = guarded.pickled_out
+            self._chain_subclass_getstates(facts_cls)
         edit.replacements[cls] = guarded.cls
         self.allowed_lines.setdefault(path, set()).update(guarded.changed_lines)
         self._need_module_import(edit, "os")
@@ -316,6 +317,26 @@ class Rewriter:
                               for method, attr in guarded.guarded]
         return "; ".join(["process check added: reopened when os.getpid() changes",
                           *guarded.notes])
+
+    def _chain_subclass_getstates(self, base: ClassFacts) -> None:
+        """The subclasses of `base` (which gains a `__getstate__` leaving out its lazy handles)
+        that an instance fix of this run gave a `__getstate__` of their own from `__dict__`:
+        it starts from the base's instead, which it would hide."""
+        fixed = {(c.path, c.class_name) for c in self.fixed_classes}
+        for sub in self.project.classes.values():
+            home = self.project.class_file.get(sub.qualname)
+            if home is None or (home.path, sub.name) not in fixed or all(
+                    b.qualname != base.qualname for b in self.project.mro(sub)[1:]):
+                continue
+            edit = self._edit(home.path)
+            original = find_class(edit.located.module, sub.name)
+            current = edit.replacements.get(original) if original is not None else None
+            if original is None or not isinstance(current, cst.ClassDef) \
+                    or find_method(original, "__getstate__") is not None:
+                continue  # a `__getstate__` of its own: the instance fix kept or extended it
+            chained = chained_getstate(current)
+            if chained is not None:
+                edit.replacements[original] = chained
 
     def _lazy_accessor_plans(self, group: Group) -> Optional[list[Finding]]:
         """The group's findings as lazy opens to guard, when the class cannot be rewritten and
