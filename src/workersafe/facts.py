@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
 from .records import record
 
-FACTS_VERSION = 31  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 32  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -80,6 +80,7 @@ class MethodFacts:
     # what a factory method returns: `return cls(root)` (target "cls": the class it is called
     # on), `return Frames(root)`, `return self._build(split)` (target "<Class>._build")
     returns: Tuple[DatasetRef, ...] = ()
+    super_calls: Tuple[str, ...] = ()  # `super().m(...)`, but `__init__` (`calls_super_init`)
 
 
 @record(frozen=True)

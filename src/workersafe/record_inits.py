@@ -272,7 +272,7 @@ def __init__(self, module, attr, positional, datasets, variadic_datasets=None, w
     _o['word'] = word
 CODES["def __init__(self, module, attr, positional, datasets, variadic_datasets=_d_variadic_datasets, workers=_d_workers, default_workers=_d_default_workers, default_text=_d_default_text, star_sources=_d_star_sources, word=_d_word):\n    _o = self.__dict__\n    _o['module'] = module\n    _o['attr'] = attr\n    _o['positional'] = positional\n    _o['datasets'] = datasets\n    _o['variadic_datasets'] = variadic_datasets\n    _o['workers'] = workers\n    _o['default_workers'] = default_workers\n    _o['default_text'] = default_text\n    _o['star_sources'] = star_sources\n    _o['word'] = word\n"] = __init__.__code__
 
-def __init__(self, name, attrs_read=None, attrs_used=None, self_calls=None, globals_read=None, guarded_attrs=None, guarded_calls=None, calls_super_init=None, effects=None, returns_handle=None, returns_call=None, returns=None):
+def __init__(self, name, attrs_read=None, attrs_used=None, self_calls=None, globals_read=None, guarded_attrs=None, guarded_calls=None, calls_super_init=None, effects=None, returns_handle=None, returns_call=None, returns=None, super_calls=None):
     _o = self.__dict__
     _o['name'] = name
     _o['attrs_read'] = attrs_read
@@ -286,7 +286,8 @@ def __init__(self, name, attrs_read=None, attrs_used=None, self_calls=None, glob
     _o['returns_handle'] = returns_handle
     _o['returns_call'] = returns_call
     _o['returns'] = returns
-CODES["def __init__(self, name, attrs_read=_d_attrs_read, attrs_used=_d_attrs_used, self_calls=_d_self_calls, globals_read=_d_globals_read, guarded_attrs=_d_guarded_attrs, guarded_calls=_d_guarded_calls, calls_super_init=_d_calls_super_init, effects=_d_effects, returns_handle=_d_returns_handle, returns_call=_d_returns_call, returns=_d_returns):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['attrs_read'] = attrs_read\n    _o['attrs_used'] = attrs_used\n    _o['self_calls'] = self_calls\n    _o['globals_read'] = globals_read\n    _o['guarded_attrs'] = guarded_attrs\n    _o['guarded_calls'] = guarded_calls\n    _o['calls_super_init'] = calls_super_init\n    _o['effects'] = effects\n    _o['returns_handle'] = returns_handle\n    _o['returns_call'] = returns_call\n    _o['returns'] = returns\n"] = __init__.__code__
+    _o['super_calls'] = super_calls
+CODES["def __init__(self, name, attrs_read=_d_attrs_read, attrs_used=_d_attrs_used, self_calls=_d_self_calls, globals_read=_d_globals_read, guarded_attrs=_d_guarded_attrs, guarded_calls=_d_guarded_calls, calls_super_init=_d_calls_super_init, effects=_d_effects, returns_handle=_d_returns_handle, returns_call=_d_returns_call, returns=_d_returns, super_calls=_d_super_calls):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['attrs_read'] = attrs_read\n    _o['attrs_used'] = attrs_used\n    _o['self_calls'] = self_calls\n    _o['globals_read'] = globals_read\n    _o['guarded_attrs'] = guarded_attrs\n    _o['guarded_calls'] = guarded_calls\n    _o['calls_super_init'] = calls_super_init\n    _o['effects'] = effects\n    _o['returns_handle'] = returns_handle\n    _o['returns_call'] = returns_call\n    _o['returns'] = returns\n    _o['super_calls'] = super_calls\n"] = __init__.__code__
 
 def __init__(self, name, fork_safe, picklable, derived_methods=None, derived_subscript=None, iterable_methods=None, subscript_reads=None, single_open=None, shares_open=None, dropped_in_child=None, mode_position=None, closers=None, config_attrs=None, config_calls=None, sql_config_calls=None, runtime_types=None, runtime_derived_types=None, runtime_probe=None):
     _o = self.__dict__

@@ -404,25 +404,31 @@ def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, 
     for lazy, site in _unchecked_lazy_opens(project, registry, view):
         if lazy.method in init_names:
             continue  # opened by __init__ itself: WS101's finding
-        triggers = _triggers(view, lazy.method)
         htype = registry.lookup(site.handle)
-        # spawn/forkserver workers get what the class pickles: the open handle, unless left out
-        unpicklable = htype is not None and not htype.picklable and view.pickles(lazy.attr)
+        # the class's own instances, and those of its subclasses that inherit the accessor
+        # (`data = Sub(...); data[0]` runs the base's lazy open in the parent)
+        users = [(view, uses, _triggers(view, lazy.method)),
+                 *_inheriting_users(project, view, lazy.method, view_of)]
         # loaders whose workers inherit the parent's open handle (fork) or get it pickled
         # (spawn/forkserver: an open handle that does not pickle crashes their start)
-        starting = [(f, ld, methods) for f, ld in uses if ld.num_workers != 0
+        starting = [(user, triggers, f, ld, methods) for user, user_uses, triggers in users
+                    # spawn/forkserver workers get what the class pickles: the open handle,
+                    # unless left out
+                    for unpicklable in [htype is not None and not htype.picklable
+                                        and user.pickles(lazy.attr)]
+                    for f, ld in user_uses if ld.num_workers != 0
                     for methods in [[c for c, _ in project.start_methods(ld, f)]]
                     if unpicklable or any(c not in SPAWN_LIKE for c in methods)]
-        if uses and not starting:
+        if any(user_uses for _, user_uses, _ in users) and not starting:
             continue  # only main-process loaders, or spawned ones pickling it safely
         where = f"{site.handle} opened lazily in {view.cls.name}.{lazy.method}"
         # the fix adds the process check to the accessor's test, and a `__getstate__` leaving
         # out a handle that does not pickle (fix/lazyguard.py)
         plan = FixPlan("unguarded-lazy", site.handle, view.cls.qualname, lazy.attr,
                        method=lazy.method)
-        for facts, loader, methods in starting:
-            use = _parent_use(index, view, triggers, facts, loader) \
-                or _holder_warmed(project, index, view, triggers, facts, loader, view_of)
+        for user, triggers, facts, loader, methods in starting:
+            use = _parent_use(index, user, triggers, facts, loader) \
+                or _holder_warmed(project, index, user, triggers, facts, loader, view_of)
             if not use:
                 continue
             at = _where(facts.path, loader.span.line)
@@ -441,6 +447,31 @@ def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, 
                           f"{where} without a process check: if the parent uses the dataset "
                           f"before a forking DataLoader starts, the workers share it; reopen "
                           f"it when os.getpid() changes", plan)
+
+
+def _inheriting_users(project: Project, view: View, accessor: str, view_of: ViewOf
+                      ) -> Iterator[tuple[View, list[Located], set[str]]]:
+    """The views of the project's subclasses of the class whose instances run its lazy open,
+    with their loaders and the methods that run it: those reaching the `accessor` they keep
+    (do not override), and those calling through `super()` a method of the class that
+    reaches it (`return super().__getitem__(i)` in an override)."""
+    reaching = _triggers(view, accessor)
+    for cls in project.classes.values():
+        if cls.qualname == view.cls.qualname or not any(
+                base.qualname == view.cls.qualname for base in project.mro(cls)[1:]):
+            continue
+        sub = view_of(project, cls)
+        if not sub.uses:
+            continue
+        owner = sub.methods.get(accessor)
+        kept = _triggers(sub, accessor) \
+            if owner is not None and owner[0].qualname == view.cls.qualname else set()
+        supers = {name for name, (_, method) in sub.methods.items()
+                  if reaching.intersection(method.super_calls)}
+        through = {name for name in sub.methods
+                   if method_closure([name], sub.methods) & supers}
+        if kept or through:
+            yield sub, [(f, loader) for f, loader, _ in sub.uses], kept | through
 
 
 def opens_lazily(project: Project, registry: Registry, view: View) -> bool:

@@ -307,6 +307,20 @@ PROGRAM_LIST += (
         (Before(SPAWN_2, LMDB_PICKLE),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # a base and its subclass each open one lazily: the subclass's __getstate__
+        "lazy_h5py_subclass_zip",  # starts from the base's (which leaves out the h5py file)
+        "WS303",
+        "h5py.File(",
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(  # the same with the subclass's archive opened in __init__: the instance fix's
+        "lazy_h5py_base_zip_in_init",  # __getstate__ starts from the one the base gains
+        "WS303",
+        "h5py.File(",
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
 )
 # The remedies as commonly written (issue 15): they fail in the main process and under a
 # Subset; after the fix (the robust form) every configuration passes.

@@ -112,7 +112,7 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
                           or not e.startswith("close:")) if m.name in failing
                     else tuple(m.effects),
                     site(m.returns_handle) if m.returns_handle is not None else None,
-                    m.returns_call, tuple(m.returns))
+                    m.returns_call, tuple(m.returns), tuple(sorted(m.super_calls)))
         for m in cls.methods
     )
     attr_refs = tuple((attr, tuple(refs)) for attr, refs in cls.attr_refs.items())

@@ -168,6 +168,7 @@ class MethodState:
         self.attrs_used: set[str] = set()
         self.config_reads: set[int] = set()  # id() of `self.x` in `self.x.headers`
         self.self_calls: set[str] = set()
+        self.super_calls: set[str] = set()  # `super().m(...)`, but `__init__`
         self.globals_read: set[str] = set()
         self.guarded_attrs: set[str] = set()
         self.guarded_calls: set[str] = set()

@@ -812,6 +812,8 @@ class FactWalker:
                 method.effects.append(f"call:{method_name}")
                 if state.pid_guard_depth:
                     method.guarded_calls.add(method_name)
+            elif is_super(receiver) and method_name != "__init__":
+                method.super_calls.add(method_name)
             if method_name == "__init__":
                 if is_super(receiver):
                     method.calls_super_init = True

@@ -59,6 +59,9 @@ class GuardedClass:
     changed_lines: set[int] = field(default_factory=set)  # original lines rewritten in place
     guarded: list[tuple[str, str]] = field(default_factory=list)  # (method, attr)
     notes: list[str] = field(default_factory=list)
+    # what the `__getstate__` this fix gave the class (or left to the one a base gains in this
+    # run) leaves out, attribute → pickled as None; None when the fix added none
+    pickled_out: Optional[dict[str, bool]] = None
 
 
 @dataclass(frozen=True)
@@ -73,14 +76,18 @@ class _Test:
 def guard_lazy_opens(located: Located, cls: cst.ClassDef, current: cst.ClassDef,
                      wanted: Sequence[tuple[FixPlan, Span]], registry: Registry,
                      inherited_pickling: str = "", base_strategy: str = "",
-                     state_type: str = "") -> GuardedClass:
+                     state_type: str = "",
+                     base_pickled: Optional[tuple[str, dict[str, bool]]] = None
+                     ) -> GuardedClass:
     """`cls`: the class as parsed (positions are read from it); `current`: the same class with
     the edits of other fixes of this run (or `cls`). `wanted`: the findings' plans and the
     spans of their creating calls. `inherited_pickling`: a pickling method a base class
     defines ("" when none); `base_strategy`: the strategy a base class was fixed with in this
     run ("" when none), whose `__getstate__` ours extends. `state_type`: the return annotation
-    of a `__getstate__` added to an annotated class ("" none; `fix/annotate.py`). Raises
-    Unfixable with the reason."""
+    of a `__getstate__` added to an annotated class ("" none; `fix/annotate.py`).
+    `base_pickled`: a base class this run's lazy guard gave a `__getstate__`, and what that
+    leaves out: ours, which would hide it, is not added when it leaves out all we drop, else
+    starts from the base's state. Raises Unfixable with the reason."""
     if any(_assigns_slots(s) for s in cls.body.body):
         raise Unfixable(f"{cls.name.value} defines __slots__, which has no room for the "
                         "process id: add the process check by hand")
@@ -144,8 +151,15 @@ def guard_lazy_opens(located: Located, cls: cst.ClassDef, current: cst.ClassDef,
             else:
                 new_cls = cast(cst.ClassDef, new_cls.visit(ReplaceNodes({added: extended})))
                 result.notes.append("__getstate__ drops the handle too")
+        elif base_pickled is not None and dropped.items() <= base_pickled[1].items():
+            result.pickled_out = base_pickled[1]
+            result.notes.append(f"the __getstate__ {base_pickled[0]} gains leaves it out")
         else:
-            new_cls = _with_getstate(new_cls, dropped, base_strategy, state_type)
+            base = base_strategy or ("lazy" if base_pickled is not None else "")
+            before = base_pickled[1] if base_pickled is not None else {}
+            extra = {a: none for a, none in dropped.items() if before.get(a) != none}
+            new_cls = _with_getstate(new_cls, extra, base, state_type)
+            result.pickled_out = {**before, **dropped}
             result.notes.append("__getstate__ drops the handle")
     result.cls = new_cls
     return result
@@ -423,3 +437,30 @@ def _string_arg(call: cst.BaseExpression) -> Optional[str]:
     if isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
         return value.evaluated_value
     return None
+
+
+def chained_getstate(cls: cst.ClassDef) -> Optional[cst.ClassDef]:
+    """`cls` with the `__getstate__` another fix of this run gave it (state taken from
+    `self.__dict__`) starting from its base's instead (`super().__getstate__()`): the base
+    gains one leaving out its own handles, which that one would hide. None when it has no such
+    `__getstate__`."""
+    method = find_method(cls, "__getstate__")
+    if method is None:
+        return None
+    # `self.__dict__.copy()` whole (the base's state is a new dict already), else
+    # `self.__dict__` (`{k: v for k, v in self.__dict__.items() if ...}`): the outer wins
+    base = cst.parse_expression("super().__getstate__()")
+    replacements: dict[cst.CSTNode, cst.CSTNode] = {
+        node: base for node in walk(method)
+        if _is_self_dict(node) or (isinstance(node, cst.Call) and not node.args
+                                   and isinstance(node.func, cst.Attribute)
+                                   and node.func.attr.value == "copy"
+                                   and _is_self_dict(node.func.value))}
+    if not replacements:
+        return None
+    return cast(cst.ClassDef, cls.visit(ReplaceNodes(replacements)))
+
+
+def _is_self_dict(node: object) -> bool:
+    return isinstance(node, cst.Attribute) and node.attr.value == "__dict__" \
+        and isinstance(node.value, cst.Name) and node.value.value == "self"

@@ -15,7 +15,7 @@ import libcst as cst
 
 from ..discovery import module_of_import
 from ..engine import CheckResult, Engine
-from ..facts import Span
+from ..facts import ClassFacts, Span
 from ..findings import CacheFill, Finding, FixPlan
 from ..frameworks import LOADER_OWNER_BASE_WORDS
 from ..link import Project
@@ -38,7 +38,7 @@ from .foldopener import self_call_statements
 from .handles import HandleNames
 from .initplan import KEPT_PARAMETER, find_method, plan_attr
 from .kwargs import opaque_star
-from .lazyguard import PICKLING, GuardedLazy, guard_lazy_opens
+from .lazyguard import PICKLING, GuardedLazy, chained_getstate, guard_lazy_opens
 from .modulefix import (
     ModulePlan, importer_plan, is_functools_import, mentions, plan_module_handle, rewrite_importer,
     rewrite_module,
@@ -117,6 +117,8 @@ class Rewriter:
         self.moved_creations: set[tuple[str, str]] = set()
         self.cache_findings: list[Finding] = []  # process-global caches to key by the process
         self.guarded_lazy: list[GuardedLazy] = []
+        # (path, class name) → what the `__getstate__` the lazy guard gave it leaves out
+        self.lazy_pickled: dict[tuple[str, str], dict[str, bool]] = {}
         self.fixed_classes: list[FixedClass] = []
         self._spellings: Optional[dict[str, Optional[str]]] = None  # each file's (`_named_only`)
         # path → [(name, handle)] module handles to turn into accessors, and
@@ -272,7 +274,12 @@ class Rewriter:
         for finding in self.lazy_findings:
             assert finding.plan is not None
             by_class.setdefault((finding.path, finding.plan.class_qualname), []).append(finding)
-        for (path, qualname), findings in by_class.items():
+
+        def depth(key: tuple[str, str]) -> int:
+            cls = self.project.classes.get(key[1])
+            return len(self.project.mro(cls)) if cls else 0
+        # bases before subclasses: a subclass's `__getstate__` builds on its base's
+        for (path, qualname), findings in sorted(by_class.items(), key=lambda kv: depth(kv[0])):
             try:
                 note = self._guard_class(path, qualname, findings)
             except Unfixable as exc:
@@ -299,8 +306,14 @@ class Rewriter:
         wanted = [(f.plan, f.plan.call or f.span) for f in findings if f.plan is not None]
         wanted += self._sibling_lazy_opens(path, qualname, wanted)
         typed = self._typed(path, cls)
+        base_pickled = next(((name, self.lazy_pickled[(home.path, name)]) for home, name in homes
+                             if home is not None and (home.path, name) in self.lazy_pickled),
+                            None)
         guarded = guard_lazy_opens(edit.located, cls, current, wanted, self.registry, inherited,
-                                   base_strategy, typed.state() if typed else "")
+                                   base_strategy, typed.state() if typed else "", base_pickled)
+        if guarded.pickled_out is not None:
+            self.lazy_pickled[(path, cls.name.value)] = guarded.pickled_out
+            self._chain_subclass_getstates(facts_cls)
         edit.replacements[cls] = guarded.cls
         self.allowed_lines.setdefault(path, set()).update(guarded.changed_lines)
         self._need_module_import(edit, "os")
@@ -308,6 +321,26 @@ class Rewriter:
                               for method, attr in guarded.guarded]
         return "; ".join(["process check added: reopened when os.getpid() changes",
                           *guarded.notes])
+
+    def _chain_subclass_getstates(self, base: ClassFacts) -> None:
+        """The subclasses of `base` (which gains a `__getstate__` leaving out its lazy handles)
+        that an instance fix of this run gave a `__getstate__` of their own from `__dict__`:
+        it starts from the base's instead, which it would hide."""
+        fixed = {(c.path, c.class_name) for c in self.fixed_classes}
+        for sub in self.project.classes.values():
+            home = self.project.class_file.get(sub.qualname)
+            if home is None or (home.path, sub.name) not in fixed or all(
+                    b.qualname != base.qualname for b in self.project.mro(sub)[1:]):
+                continue
+            edit = self._edit(home.path)
+            original = find_class(edit.located.module, sub.name)
+            current = edit.replacements.get(original) if original is not None else None
+            if original is None or not isinstance(current, cst.ClassDef) \
+                    or find_method(original, "__getstate__") is not None:
+                continue  # a `__getstate__` of its own: the instance fix kept or extended it
+            chained = chained_getstate(current)
+            if chained is not None:
+                edit.replacements[original] = chained
 
     def _lazy_accessor_plans(self, group: Group) -> Optional[list[Finding]]:
         """The group's findings as lazy opens to guard, when the class cannot be rewritten and

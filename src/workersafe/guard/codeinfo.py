@@ -142,8 +142,10 @@ def opened_lazily(kind: type, attr: str) -> bool:
               if any(attr in value_stores_of(c) for c in codes)}
     if not direct or direct & _ONCE_MEMBERS:
         return False
+    # what `__init__` calls; not its own name, which `super().__init__(...)` reads (and a
+    # `self.attr = None` there makes `__init__` a storer)
     init_names = {n for name in ("__init__", "__new__") for c in methods.get(name, ())
-                  for n in names_of(c)}
+                  for n in names_of(c)} - {"__init__", "__new__"}
     return not (init_names & storers(kind, attr))
 
 
