@@ -60,8 +60,8 @@ def extended_getstate(method: cst.FunctionDef, dropped: Sequence[str]
     if _is_own_dict(copied.value, me):  # `state = self.__dict__`: a copy now, so pickling
         body[at] = body[at].with_changes(body=[copied.with_changes(  # leaves the dataset be
             value=cst.parse_expression(f"{me}.__dict__.copy()"))])
-        done = left_out(method, live=True) or set()
-        dropped = [name for name in dropped if name not in done]
+    done = left_out(method, live=True) or set()  # what it leaves out already stays its own
+    dropped = [name for name in dropped if name not in done]
     drops = cst.parse_module(drop_code(dropped, value.value)).body if dropped else []
     new = method.with_changes(body=method.body.with_changes(
         body=[*body[:-1], *drops, body[-1]]))
