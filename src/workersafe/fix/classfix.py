@@ -30,6 +30,7 @@ from .plan import AttrPlan, Unfixable
 from .probes import probed_attrs
 from .setstate import only_restores, reopened_by, reopening
 from .style import max_line
+from .wrap import WrapLong
 from .templates import (
     BLANK, OPENER_NAME, getstate_method, lazy_property, open_method,
 )
@@ -69,13 +70,14 @@ def plan_class_attr(module: cst.Module, cls: cst.ClassDef, attr: str, handle: st
 # --- rewriting ------------------------------------------------------------------------------
 
 def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base: str = "",
-                  typed: Optional[Typed] = None, named_only: Optional[NamedOnly] = None
-                  ) -> cst.ClassDef:
+                  typed: Optional[Typed] = None, named_only: Optional[NamedOnly] = None,
+                  columns: Optional[tuple[int, int]] = None) -> cst.ClassDef:
     """The class with every plan applied (one strategy for the whole class). `base`: the
     strategy a base class was fixed with in the same run, whose pickling methods ours extend.
     `typed`: the class is annotated (`fix/annotate.py`), and so is what the fix adds.
     `named_only`: how the program names a method, for an emptied opener to fold away
-    (`fix/foldopener.py`)."""
+    (`fix/foldopener.py`). `columns`: the class's column and the file's indent width, for the
+    long lines of what the fix adds to be wrapped (`fix/wrap.py`; None: left as they are)."""
     none = "None" if typed is not None else ""
     existing = custom_pickling(cls)
     if existing:
@@ -195,6 +197,11 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
         body = [own if member is setstate else member for member in body]
     if insert_at < 0:
         insert_at = _after_init(body)
+    if columns is not None:  # what the fix writes, within the line length
+        new_members = [_wrapped(m, columns) for m in new_members]
+        if folded is not None:
+            body = [_wrapped(m, columns) if isinstance(m, cst.FunctionDef)
+                    and m.name.value == OPENER_NAME else m for m in body]
     if _compact(cls):  # no blank line between the class's methods: none between ours either
         new_members = [m.with_changes(leading_lines=[]) for m in new_members]
         body = [m.with_changes(leading_lines=[]) if isinstance(m, cst.FunctionDef)
@@ -540,6 +547,13 @@ def _remove_class_statement(body: list[cst.BaseStatement], statement: cst.BaseSt
                                                *leading_lines(rest[0])])
     out = body[:index] + rest
     return out or [cst.parse_statement("pass\n")]
+
+
+def _wrapped(member: cst.BaseStatement, columns: tuple[int, int]) -> cst.BaseStatement:
+    column, width = columns
+    done = member.visit(WrapLong(column + 2 * width, width))
+    assert isinstance(done, cst.BaseStatement)
+    return done
 
 
 def _compact(cls: cst.ClassDef) -> bool:

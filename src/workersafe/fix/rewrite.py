@@ -752,8 +752,11 @@ class Rewriter:
             self._apply_reopen(group, cls)
             return
         typed = self._typed(group.path, cls)
+        indent = edit.located.module.default_indent
+        columns = (edit.located.positions[cls].start.column, len(indent)) \
+            if indent.strip(" ") == "" else None  # (tabs: left as written)
         new_cls = rewrite_class(cls, group.plans, group.strategy, group.base_strategy, typed,
-                                self._named_only)
+                                self._named_only, columns)
         edit.replacements[cls] = new_cls
         self._allow_folded(edit, group, cls, new_cls)
         if typed is not None:
