@@ -532,12 +532,6 @@ def _replace_in_method(body: list[cst.BaseStatement], plan: AttrPlan, strategy: 
     return _replace_moved(body, [plan], replacement, comments_moved=strategy == "lazy")
 
 
-def _is_docstring(statement: cst.BaseStatement) -> bool:
-    small = single(statement)
-    return isinstance(small, cst.Expr) and isinstance(
-        small.value, (cst.SimpleString, cst.ConcatenatedString))
-
-
 def _remove_class_statement(body: list[cst.BaseStatement], statement: cst.BaseStatement
                             ) -> list[cst.BaseStatement]:
     index = next(i for i, s in enumerate(body) if s is statement)
