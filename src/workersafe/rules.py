@@ -112,11 +112,15 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
 
 def may_find(project: Project, registry: Registry, every_class: bool = False) -> bool:
     """Whether these facts hold a handle a finding could be about, whatever start method the
-    loaders' workers get: a candidate of a class `evaluate` judges (a torch dataset, or one a
-    loader reaches; with `every_class`, of any class: one more loader may reach it), a handle
-    passed to one's constructor, or a remedy's pattern (a worker_init_fn setting or making
-    something on the dataset, a lazy open of a handle).
-    False: neither the start methods nor more loaders' datasets need be searched for."""
+    loaders' workers get: a candidate of a class a loader reaches (with `every_class`, of any
+    class: one more loader may reach it), a handle passed to one's constructor, or a remedy's
+    pattern (a worker_init_fn setting or making something on the dataset, a lazy open of a
+    handle).
+    False: neither the start methods nor more loaders' datasets need be searched for. (Without
+    `every_class` it is the start methods' question, asked once the other rounds are done: a
+    torch dataset no loader reaches is latent whatever start method any loader gets, unless
+    it decides its pickle, so its handles alone do not send the selection after every entry
+    script and every importer of a loader, most of a library's tree.)"""
     if any(init.sets or init.calls for f in project.files for init in f.remedies.worker_inits):
         return True  # WS301/WS302: a worker_init_fn giving the dataset an attribute
     loaders_by_class = project.loaders_by_class()
@@ -126,9 +130,17 @@ def may_find(project: Project, registry: Registry, every_class: bool = False) ->
                   for f in project.files for h in f.module_handles)
     for cls in project.classes.values():
         uses = loaders_by_class.get(cls.qualname, [])
-        if not uses and not every_class and not project.is_torch_dataset(cls):
-            continue
-        view = class_view(project, cls)
+        if not uses and not every_class:
+            # a torch dataset no loader reaches is latent whatever start method a loader
+            # gets, unless it decides its pickle: spawn in every entry makes it safe (it may
+            # be built by name from a config, in a loader no parsed file names it in)
+            if not project.is_torch_dataset(cls):
+                continue
+            view = class_view(project, cls)
+            if not _pickling_decided(view):
+                continue
+        else:
+            view = class_view(project, cls)
         if next(iter(_candidates_of(project, registry, view, modules)), None) is not None \
                 or opens_lazily(project, registry, view):
             return True

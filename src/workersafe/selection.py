@@ -1185,15 +1185,26 @@ def _importers(seeds: set[str], by_path: dict[str, SourceFile], texts: dict[str,
                imported_by: ImportedBy, by_module: dict[str, str]) -> set[str]:
     """Files that import a file of `seeds`, directly or through others: an import of a module
     names its last part, so only files containing one are tested."""
+    # Each round adds the files importing a file of the closure whose text names a module of
+    # the last round's. The files importing each file are found once, from every file's
+    # import lines (a pass over the imports, not one over every text per round: on a tree of
+    # 2,600 files with hundreds of files in a round, that was a million substring searches).
+    importing: dict[str, list[str]] = {}
+    for path in by_path:
+        for module in imported_by(path):
+            imported = _module_file(module, by_module)
+            if imported is not None:
+                importing.setdefault(imported, []).append(path)
     closure = set(seeds)
     frontier = set(seeds)
+    # files importing one in the closure, not in it: their text did not name the round's
+    # modules yet (a later round's may)
+    waiting: set[str] = set()
     while frontier:
         names = {by_path[p].module.rpartition(".")[2] for p in frontier if by_path[p].module}
-        frontier = set()
-        for path in by_path:
-            if path in closure or not any(n in texts[path] for n in names):
-                continue
-            if any(_module_file(m, by_module) in closure for m in imported_by(path)):
-                frontier.add(path)
+        for added in frontier:
+            waiting.update(importing.get(added, ()))
+        waiting -= closure
+        frontier = {path for path in waiting if any(n in texts[path] for n in names)}
         closure |= frontier
     return closure - seeds
