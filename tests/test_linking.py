@@ -1,6 +1,7 @@
 """Linking helpers whose cases are easier to state as data than as fixture projects: module
 spellings from a real directory layout, the prefilter's import calls, `requires-python`; the
-latent message of a class a registry builds by a name known only at run time."""
+latent message of a class a registry builds by a name known only at run time; how a message
+names the method `__init__` runs to create the handle."""
 
 from __future__ import annotations
 
@@ -100,3 +101,23 @@ def test_latent_message_names_the_registry_a_runtime_name_reads(case: str, regis
         in messages[0]
     assert named == bool(registry)
     assert (" found in the checked files" in messages[0]) == (not registry)
+
+
+LINT = Path(__file__).resolve().parent.parent / "fixtures" / "lint"
+
+
+@pytest.mark.parametrize("case, created", [
+    # ZCls's LMDBDataset: `open_lmdb` alone reads as a lazy opener each worker runs
+    ("neg_ws303_opener_run_by_init",
+     "lmdb.open created in Images.open_lmdb (run by __init__ through _load_classes) is shared"),
+    ("ws101_helper_called_from_init",
+     "sqlite3.connect created in Annotations._connect (run by __init__) is shared"),
+    ("ws111_lazy_getstate_fork_no_loader",
+     "zipfile.ZipFile created in Archive._archive (run by __init__) would be shared"),
+    ("dataclass_post_init_handle", "h5py.File created in Frames.__post_init__ is shared"),
+])
+def test_message_names_how_init_runs_the_creating_method(case: str, created: str) -> None:
+    result = Engine(Config()).check_paths([str(LINT / f"{case}.py")])
+    messages = [f.message for f in result.findings if f.code in ("WS101", "WS111")]
+    assert len(messages) == 1
+    assert messages[0].startswith(created)

@@ -318,6 +318,26 @@ def _holder_built(project: Project, holder: ClassFacts, via: Reach
 
 # --- candidates ---------------------------------------------------------------------------
 
+def _run_by_init(view: ClassView, method: str) -> str:
+    """How `__init__` reaches the method creating the handle, when it is another one (` (run
+    by __init__ through _load)`): `open_lmdb` alone reads as a lazy opener each worker runs."""
+    if method == "__init__" or "__init__" not in view.methods:
+        return ""
+    paths = {"__init__": ["__init__"]}
+    queue = ["__init__"]
+    while queue:
+        name = queue.pop(0)
+        for callee in sorted(view.methods[name][1].self_calls):
+            if callee in view.methods and callee not in paths:
+                paths[callee] = [*paths[name], callee]
+                queue.append(callee)
+    path = paths.get(method)
+    if path is None:
+        return ""  # a post-init hook's
+    through = f" through {', '.join(path[1:-1])}" if len(path) > 2 else ""
+    return f" (run by __init__{through})"
+
+
 def _candidates_of(project: Project, registry: Registry, view: ClassView, modules: bool = True
                    ) -> Iterator[tuple[Candidate, bool, str, str]]:
     """The handle sites the class's workers share, each with whether the parent uses it, the
@@ -345,7 +365,8 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView, module
             plan = FixPlan("instance", held.site.handle, member.qualname, held.attr,
                            attrs or (held.attr,), held.method)
             cand = Candidate("WS101", held.site, home.path,
-                             f"created in {member.name}.{held.method}", view.cls.name, plan,
+                             f"created in {member.name}.{held.method}"
+                             f"{_run_by_init(view, held.method)}", view.cls.name, plan,
                              not htype.fork_safe and not unread)
             yield cand, held.attr in view.parent_uses, held.attr, \
                 "unread" if unread else "instance"

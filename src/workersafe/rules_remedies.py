@@ -401,9 +401,14 @@ def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, 
                            uses: list[Located], view_of: ViewOf) -> Iterator[Finding]:
     home = project.class_file[view.cls.qualname]
     init_names = {name for _, name in view.init_run}
+    # opened by construction: `__init__` runs the accessor, or the method opening it
+    # (`self._update() -> if not hasattr(self, 'txn'): self.open_lmdb()`); WS101's finding,
+    # and the other accessors' checks then find it open
+    constructed = {lazy.attr for lazy in _lazy_opens(project, view)
+                   if lazy.method in init_names or lazy.opener in init_names}
     for lazy, site in _unchecked_lazy_opens(project, registry, view):
-        if lazy.method in init_names:
-            continue  # opened by __init__ itself: WS101's finding
+        if lazy.attr in constructed:
+            continue
         htype = registry.lookup(site.handle)
         # the class's own instances, and those of its subclasses that inherit the accessor
         # (`data = Sub(...); data[0]` runs the base's lazy open in the parent)
@@ -480,19 +485,23 @@ def opens_lazily(project: Project, registry: Registry, view: View) -> bool:
     return next(_unchecked_lazy_opens(project, registry, view), None) is not None
 
 
+def _lazy_opens(project: Project, view: View) -> Iterator[LazyOpen]:
+    """The class's lazy opens (`if self.x is None: self.x = ...`), checked or not."""
+    for remedy in project.class_file[view.cls.qualname].remedies.classes:
+        if remedy.qualname == view.cls.qualname:
+            yield from remedy.lazy
+
+
 def _unchecked_lazy_opens(project: Project, registry: Registry, view: View
                           ) -> Iterator[tuple[LazyOpen, HandleSite]]:
     """The class's lazy opens of a fork-unsafe handle with no process check, with the
     creation each makes."""
-    for remedy in project.class_file[view.cls.qualname].remedies.classes:
-        if remedy.qualname != view.cls.qualname:
-            continue
-        for lazy in remedy.lazy:
-            site = lazy.site or _opener_site(view, lazy)
-            htype = registry.lookup(site.handle) if site is not None else None
-            if site is not None and htype is not None and not htype.fork_safe \
-                    and not lazy.process_checked:
-                yield lazy, site
+    for lazy in _lazy_opens(project, view):
+        site = lazy.site or _opener_site(view, lazy)
+        htype = registry.lookup(site.handle) if site is not None else None
+        if site is not None and htype is not None and not htype.fork_safe \
+                and not lazy.process_checked:
+            yield lazy, site
 
 
 def _opener_site(view: View, lazy: LazyOpen) -> Optional[HandleSite]:
