@@ -186,6 +186,28 @@ def test_flake8_links_against_a_fresh_index(tmp_path: Path) -> None:
     assert "WS101" in rebuilt.stdout, rebuilt.stderr
 
 
+def test_the_index_holds_each_files_facts_as_the_cache_does(tmp_path: Path) -> None:
+    """The index splices in the JSON the facts cache read or wrote for each file: cold or
+    warm, the document is the one `json.dumps` would make of the index's data, and it loads
+    back to the facts the run linked."""
+    from workersafe.facts import to_jsonable
+    from workersafe.index import load_index
+
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "callers_through_reexport", project)
+    for run in ("cold", "warm"):
+        assert _run("check", ".", cwd=project).returncode in (0, 1), run
+        text = (project / ".workersafe_cache" / "index.json").read_text(encoding="utf-8")
+        data = json.loads(text)
+        assert text == json.dumps(data, separators=(",", ":")), run
+        index = load_index(str(project / ".workersafe_cache"))
+        assert index is not None and index.facts, run
+        assert {p: to_jsonable(f) for p, f in index.facts.items()} == data["facts"], run
+        fresh = Engine(Config(), cache_dir=None).check_paths([str(project)]).facts
+        assert set(index.facts) == {os.path.abspath(p) for p, f in fresh.items()
+                                    if not f.error}, run
+
+
 def test_output_order_is_deterministic() -> None:
     runs = [Engine(Config()).check_paths([str(PROJECTS)]).findings for _ in range(2)]
     keys = [[(f.path, f.line, f.col, f.code) for f in run] for run in runs]

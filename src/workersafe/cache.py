@@ -23,6 +23,9 @@ class FactsCache:
         self.salt = _registry_fingerprint(registry)
         self.warned = False
         self._ready = False
+        # the JSON of the facts this run read or wrote (by id, with the facts kept alive): the
+        # project index holds the same text (`encoded`), not a second encoding of each
+        self._encoded: dict[int, tuple[FileFacts, str]] = {}
 
     def key(self, file: SourceFile, text: str) -> str:
         import hashlib
@@ -40,7 +43,9 @@ class FactsCache:
         path = self._path(self.key(file, text))
         try:
             with open(path, encoding="utf-8") as handle:
-                facts: FileFacts = from_jsonable(FileFacts, json.load(handle))
+                text = handle.read()
+            facts: FileFacts = from_jsonable(FileFacts, json.loads(text))
+            self._encoded[id(facts)] = (facts, text)
             return facts
         except FileNotFoundError:
             return None
@@ -49,17 +54,25 @@ class FactsCache:
             return None
 
     def put(self, file: SourceFile, text: str, facts: FileFacts) -> None:
-        self.write_json(self._path(self.key(file, text)), to_jsonable(facts))
+        encoded = self.write_json(self._path(self.key(file, text)), to_jsonable(facts))
+        self._encoded[id(facts)] = (facts, encoded)
 
-    def write_json(self, path: str, data: object) -> None:
-        """Atomically (a temp file renamed over); a failure warns once and is otherwise ignored."""
+    def encoded(self, facts: FileFacts) -> Optional[str]:
+        """The JSON of `facts` as this run read it from the cache or wrote it, or None."""
+        found = self._encoded.get(id(facts))
+        return found[1] if found is not None and found[0] is facts else None
+
+    def write_json(self, path: str, data: object) -> str:
+        """Atomically (a temp file renamed over); a failure warns once and is otherwise ignored.
+        The JSON text written (or that failed to be)."""
+        text = json.dumps(data, separators=(",", ":"))  # the C encoder: json.dump() is not
         try:
             self._prepare()
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            # the C encoder: json.dump() is not
-            atomic_replace(path, json.dumps(data, separators=(",", ":")).encode("utf-8"))
+            atomic_replace(path, text.encode("utf-8"))
         except OSError as exc:
             self.warn(f"cannot write the cache ({exc.strerror or exc}); continuing without it")
+        return text
 
     def _prepare(self) -> None:
         if self._ready:

@@ -318,7 +318,8 @@ def _write_index(engine: Engine, paths: list[str], result: CheckResult) -> None:
     if engine.cache_dir and engine.link and any(os.path.isdir(p) for p in paths):
         from .index import write_index
 
-        write_index(engine.cache_dir, paths, result.facts, [f.path for f in result.files])
+        write_index(engine.cache_dir, paths, result.facts, [f.path for f in result.files],
+                    engine.cache.encoded if engine.cache else lambda f: None)
 
 
 def _fix(args: argparse.Namespace, config: Config) -> int:
