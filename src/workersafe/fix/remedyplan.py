@@ -376,6 +376,7 @@ def _aliases(module: cst.Module, name: str
                      and isinstance(arg.value, cst.Name) and arg.value.value == alias]
             known = {id(_target(s)) for s in assignments}
             known |= {id(arg.value) for _, arg in wired}
+            known |= {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword}
             if not wired or any(isinstance(n, cst.Name) and n.value == alias
                                 and id(n) not in known for n in nodes):
                 continue
