@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Optional, TypeVar, Union
 
 import libcst as cst
 
@@ -223,7 +223,13 @@ class Prepass:
         skip: set[int] = set()
         for call, arg in _wired_args(located, function, name):
             edits[call] = _without_arg(call, arg)
-            skip.add(id(arg.value))
+            skip.add(id(_wired_name(arg.value, name)))
+        for assignments, wired in _aliases(located.module, name):  # `init_fn = name`
+            for call, arg in wired:
+                edits[call] = _without_arg(call, arg)
+            for statement in assignments:
+                edits[statement] = _REMOVED
+                skip.update(id(n) for n in walk(statement))
         for node in walk(located.module):  # keywords, attribute names, imports: not uses
             if isinstance(node, cst.Arg) and node.keyword is not None:
                 skip.add(id(node.keyword))
@@ -260,7 +266,8 @@ class Prepass:
                 continue
             module = state.located.module
             body = [s for s in module.body if id(s) not in state.removed]
-            module = module.with_changes(body=body).visit(ReplaceNodes(state.replacements))
+            module = module.with_changes(body=body).visit(
+                _Replace(state.replacements, state.removed))
             module = self._drop_unused_imports(state, module, statements(body))
             out[path] = module.bytes
         return out
@@ -321,7 +328,101 @@ def _alias_binding(alias: cst.ImportAlias) -> str:
     return dotted(alias.name).split(".")[0]
 
 
-_REMOVED = cst.Pass()  # a marker: the module-level statement is deleted
+_REMOVED = cst.Pass()  # a marker: the statement is deleted
+_NodeT = TypeVar("_NodeT", bound=cst.CSTNode)
+
+
+class _Replace(ReplaceNodes):
+    """The replacements, and the statements in functions deleted (an alias's assignments;
+    those at module level are left out of the body before)."""
+
+    def __init__(self, replacements: dict[cst.CSTNode, cst.CSTNode], removed: set[int]) -> None:
+        super().__init__(replacements)
+        self.removed = removed
+
+    def on_leave(self, original_node: _NodeT, updated_node: _NodeT
+                 ) -> Union[_NodeT, cst.RemovalSentinel, cst.FlattenSentinel[_NodeT]]:
+        if id(original_node) in self.removed:
+            return cst.RemoveFromParent()
+        return super().on_leave(original_node, updated_node)
+
+
+def _aliases(module: cst.Module, name: str
+             ) -> list[tuple[list[cst.BaseStatement], list[tuple[cst.Call, cst.Arg]]]]:
+    """A function's local that only passes `name` on (`init_fn = name`, `init_fn = None` in
+    the other branch, `worker_init_fn=init_fn`): its assignments and the arguments passing it,
+    both deleted with the function. Only where every binding and read of the local is one of
+    these and no block is left empty (an `if` holding only them, its test calling nothing,
+    goes with them)."""
+    found = []
+    for function in walk(module):
+        if not isinstance(function, cst.FunctionDef):
+            continue
+        nodes = list(walk(function.body))
+        assigned: dict[str, list[cst.SimpleStatementLine]] = {}
+        for node in nodes:
+            target = _alias_target(node)
+            if target and target != name and isinstance(node, cst.SimpleStatementLine):
+                assigned.setdefault(target, []).append(node)
+        for alias, assignments in assigned.items():
+            if not any(_wired_name(_value(s), name) for s in assignments):
+                continue  # never the function: not an alias of it
+            if not all(_wired_name(_value(s), name) or _is_none(_value(s))
+                       for s in assignments):
+                continue
+            wired = [(call, arg) for call in nodes if isinstance(call, cst.Call)
+                     for arg in call.args
+                     if arg.keyword is not None and arg.keyword.value == "worker_init_fn"
+                     and isinstance(arg.value, cst.Name) and arg.value.value == alias]
+            known = {id(_target(s)) for s in assignments}
+            known |= {id(arg.value) for _, arg in wired}
+            known |= {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword}
+            if not wired or any(isinstance(n, cst.Name) and n.value == alias
+                                and id(n) not in known for n in nodes):
+                continue
+            dropped = {id(s) for s in assignments}
+            removed: list[cst.BaseStatement] = list(assignments)
+            gone: set[int] = set()  # the blocks of the `if`s deleted
+            for n in nodes:  # `if workers > 0: init_fn = name` goes whole (a test calling nothing)
+                if isinstance(n, cst.If) and n.orelse is None and all(
+                        id(s) in dropped for s in n.body.body) and not any(
+                        isinstance(t, (cst.Call, cst.Await, cst.NamedExpr, cst.Yield))
+                        for t in walk(n.test)):
+                    inner = {id(s) for s in n.body.body}
+                    removed = [s for s in removed if id(s) not in inner] + [n]
+                    dropped.add(id(n))
+                    gone.add(id(n.body))
+            if any(isinstance(n, cst.IndentedBlock) and id(n) not in gone
+                   and all(id(s) in dropped for s in n.body) for n in nodes):
+                continue  # a block holding only them would be left empty
+            found.append((removed, wired))
+    return found
+
+
+def _alias_target(node: cst.CSTNode) -> str:
+    """`x` of a statement line `x = <value>` alone on its line, else ""."""
+    if isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1:
+        small = node.body[0]
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
+                small.targets[0].target, cst.Name):
+            return small.targets[0].target.value
+    return ""
+
+
+def _target(statement: cst.SimpleStatementLine) -> cst.BaseAssignTargetExpression:
+    small = statement.body[0]
+    assert isinstance(small, cst.Assign)
+    return small.targets[0].target
+
+
+def _value(statement: cst.SimpleStatementLine) -> cst.BaseExpression:
+    small = statement.body[0]
+    assert isinstance(small, cst.Assign)
+    return small.value
+
+
+def _is_none(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value == "None"
 
 
 class _WorkerFn:
@@ -728,10 +829,24 @@ def _wired_args(located: Located, function: Optional[WorkerFn], name: str
         for arg in node.args:
             if arg.keyword is None or arg.keyword.value != "worker_init_fn":
                 continue
-            if arg.value is function or (not isinstance(function, cst.Lambda) and isinstance(
-                    arg.value, cst.Name) and arg.value.value == name):
+            if arg.value is function or (not isinstance(function, cst.Lambda)
+                                         and _wired_name(arg.value, name) is not None):
                 found.append((node, arg))
     return found
+
+
+def _wired_name(value: cst.BaseExpression, name: str) -> Optional[cst.Name]:
+    """The `name` a `worker_init_fn=` value passes: the name itself, or one branch of a
+    conditional whose other branch is None (`name if workers > 0 else None`), which without
+    the function is no worker_init_fn either way."""
+    if isinstance(value, cst.Name):
+        return value if value.value == name else None
+    if isinstance(value, cst.IfExp):
+        branches = (value.body, value.orelse)
+        if any(isinstance(b, cst.Name) and b.value == "None" for b in branches):
+            return next((b for b in branches if isinstance(b, cst.Name) and b.value == name),
+                        None)
+    return None
 
 
 def _without_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
