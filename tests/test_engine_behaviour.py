@@ -186,6 +186,30 @@ def test_flake8_links_against_a_fresh_index(tmp_path: Path) -> None:
     assert "WS101" in rebuilt.stdout, rebuilt.stderr
 
 
+def test_flake8_names_a_linked_loader_in_another_folder_as_check_does(tmp_path: Path) -> None:
+    """A loader in a folder above the dataset's is named by its path from the project root in
+    both front ends (flake8 links through the index, which holds absolute paths: it showed
+    `/tmp/.../pkg/loaders.py:8`)."""
+    pkg = tmp_path / "pkg"
+    (pkg / "data").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "data" / "__init__.py").write_text("")
+    (pkg / "data" / "frames.py").write_text(
+        "import h5py\nfrom torch.utils.data import Dataset\n\n\nclass Frames(Dataset):\n"
+        "    def __init__(self, path):\n        self.h5 = h5py.File(path, 'r')\n\n"
+        "    def __len__(self):\n        return len(self.h5['x'])\n\n"
+        "    def __getitem__(self, i):\n        return self.h5['x'][i]\n")
+    (pkg / "loaders.py").write_text(
+        "from torch.utils.data import DataLoader\n\nfrom .data.frames import Frames\n\n\n"
+        "def train_loader(path):\n    return DataLoader(Frames(path), num_workers=4)\n")
+    check = _run("check", ".", cwd=tmp_path)
+    assert b"pkg/loaders.py:7" in check.stdout, check.stdout
+    flake8 = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=WS", "."],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "WS101" in flake8.stdout and "pkg/loaders.py:7" in flake8.stdout, flake8.stdout
+    assert str(tmp_path) not in flake8.stdout
+
+
 def test_the_index_holds_each_files_facts_as_the_cache_does(tmp_path: Path) -> None:
     """The index splices in the JSON the facts cache read or wrote for each file: cold or
     warm, the document is the one `json.dumps` would make of the index's data, and it loads

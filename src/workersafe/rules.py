@@ -869,5 +869,14 @@ def _loader_location(finding_path: str, used: UsedLoader) -> str:
         shown = os.path.basename(path)
     else:
         rel = os.path.relpath(path, os.path.dirname(finding_path) or ".")
-        shown = rel if not rel.startswith("..") else path
+        shown = rel if not rel.startswith("..") else _as_given(path)
     return f"{shown}:{used.loader.span.line}"
+
+
+def _as_given(path: str) -> str:
+    """A path as the command line shows it: the project index (the flake8 plugin's links)
+    holds absolute paths, shown relative to the working directory when below it."""
+    if not os.path.isabs(path):
+        return path
+    here = os.path.relpath(path)
+    return here if not here.startswith("..") else path
