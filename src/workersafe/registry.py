@@ -162,6 +162,21 @@ def _rows() -> tuple[HandleType, ...]:
                       runtime_derived_types=("pymysql.cursors.Cursor",))
     lmdb_env = _copied(_LMDB, runtime_types=("lmdb.Environment",),
                        runtime_derived_types=("lmdb.Transaction", "lmdb.Cursor"))
+    # a bucket, and the blobs it names or lists, keep the client (`blob.client`): its
+    # session's pooled connections (`blob.download_as_bytes()` in a worker); the classmethods
+    # building one from credentials return the same client
+    gcs_client = _copied(_CLOUD, derived_methods=("bucket", "get_bucket", "list_blobs", "blob",
+                                                  "get_blob", "lookup_bucket"),
+                         iterable_methods=("list_blobs", "list_buckets"))
+    sqlalchemy_engine = _copied(_DB, derived_methods=("connect", "begin", "raw_connection"),
+                                runtime_types=("sqlalchemy.engine.Engine",), runtime_probe="",
+                                runtime_derived_types=("sqlalchemy.engine.Connection",))
+    # fsspec's async filesystems run their I/O on an event loop thread of the process that made
+    # them: in a forked child any call raises "This class is not fork-safe" (AsyncFileSystem.loop
+    # checks the pid; fsspec 2026.9). They pickle by their arguments (`__reduce__`), and the
+    # instance cache is emptied in a new process: a spawned worker, or a forked one making its
+    # own, gets a fresh one. Its open files (`fs.open(path)`) keep it.
+    fsspec_async = _copied(_CLOUD, picklable=True, derived_methods=("open",))
     tar = _copied(_FILE, derived_methods=("extractfile",), runtime_types=("tarfile.TarFile",),
                   runtime_probe="tar")
     return (
@@ -191,14 +206,13 @@ def _rows() -> tuple[HandleType, ...]:
                 runtime_types=("boto3.resources.base.ServiceResource",)),
         _copied(_CLOUD, name="boto3.Session", derived_methods=("client", "resource")),
         _copied(_CLOUD, name="boto3.session.Session", derived_methods=("client", "resource")),
-        # a bucket, and the blobs it names or lists, keep the client (`blob.client`): its
-        # session's pooled connections (`blob.download_as_bytes()` in a worker)
-        _copied(_CLOUD, name="google.cloud.storage.Client",
-                derived_methods=("bucket", "get_bucket", "list_blobs", "blob", "get_blob",
-                                 "lookup_bucket"),
-                iterable_methods=("list_blobs", "list_buckets"),
+        _copied(gcs_client, name="google.cloud.storage.Client",
                 runtime_types=("google.cloud.storage.Client",),
                 runtime_derived_types=("google.cloud.storage.Bucket",)),
+        _copied(gcs_client, name="google.cloud.storage.client.Client"),
+        _copied(gcs_client, name="google.cloud.storage.Client.from_service_account_json"),
+        _copied(gcs_client, name="google.cloud.storage.Client.from_service_account_info"),
+        _copied(gcs_client, name="google.cloud.storage.Client.create_anonymous_client"),
         _copied(grpc_channel, name="grpc.insecure_channel"),
         _copied(grpc_channel, name="grpc.secure_channel"),
         # a file: dropped in a forked child, SQLite closes that process's descriptors only
@@ -214,10 +228,8 @@ def _rows() -> tuple[HandleType, ...]:
                 runtime_derived_types=("pymongo.database.Database",
                                        "pymongo.collection.Collection"),
                 subscript_reads=False),
-        _copied(_DB, name="sqlalchemy.create_engine",
-                derived_methods=("connect", "begin", "raw_connection"),
-                runtime_types=("sqlalchemy.engine.Engine",), runtime_probe="",
-                runtime_derived_types=("sqlalchemy.engine.Connection",)),
+        _copied(sqlalchemy_engine, name="sqlalchemy.create_engine"),
+        _copied(sqlalchemy_engine, name="sqlalchemy.engine.create_engine"),
         _copied(_REDIS, name="redis.Redis", runtime_types=("redis.Redis",)),
         _copied(_REDIS, name="redis.StrictRedis"),
         _copied(_REDIS, name="redis.from_url"),
@@ -238,6 +250,10 @@ def _rows() -> tuple[HandleType, ...]:
         _copied(_DB, name="cx_Oracle.connect", runtime_types=("cx_Oracle.Connection",),
                 runtime_derived_types=("cx_Oracle.Cursor",)),
         _copied(_CLOUD, name="minio.Minio", runtime_types=("minio.Minio",)),
+        _copied(fsspec_async, name="s3fs.S3FileSystem", runtime_types=("s3fs.S3FileSystem",)),
+        _copied(fsspec_async, name="s3fs.core.S3FileSystem"),
+        _copied(fsspec_async, name="gcsfs.GCSFileSystem", runtime_types=("gcsfs.GCSFileSystem",)),
+        _copied(fsspec_async, name="gcsfs.core.GCSFileSystem"),
         _copied(azure, name="azure.storage.blob.BlobServiceClient",
                 runtime_types=("azure.storage.blob.BlobServiceClient",)),
         _copied(azure, name="azure.storage.blob.BlobServiceClient.from_connection_string"),
