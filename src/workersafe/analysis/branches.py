@@ -10,7 +10,7 @@ import ast
 from typing import Iterator, Optional
 
 from . import syntax
-from .nodes import child_nodes
+from .nodes import child_nodes, subtree
 from .positions import Positions
 
 Defaults = dict[str, Optional[bool]]
@@ -79,8 +79,8 @@ def branch_calls(node: ast.ClassDef) -> tuple[tuple[str, str, bool, Optional[boo
 
 
 def _init_defaults(node: ast.ClassDef) -> Optional[tuple[ast.FunctionDef, Defaults]]:
-    """The class's own `__init__` and its parameters, each with the truth of its constant
-    default (None: no constant default)."""
+    """The class's own `__init__` and its parameters it never assigns, each with the truth of
+    its constant default (None: no constant default)."""
     init = next((s for s in node.body if type(s) is syntax.FunctionDef and s.name == "__init__"),
                 None)
     if init is None:
@@ -93,6 +93,11 @@ def _init_defaults(node: ast.ClassDef) -> Optional[tuple[ast.FunctionDef, Defaul
     for arg, default in pairs:
         if type(default) is syntax.Constant:
             defaults[arg.arg] = bool(default.value)
+    # a parameter `__init__` assigns (`preload = preload or cfg.preload`) is not what the
+    # construction gave by the time it is tested: its tests decide nothing
+    for item in subtree(init):
+        if type(item) is syntax.Name and type(item.ctx) is not syntax.Load:
+            defaults.pop(item.id, None)
     return init, defaults
 
 
