@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
 from .records import record
 
-FACTS_VERSION = 32  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 34  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -149,6 +149,10 @@ class ClassFacts:
     # member of a parameter kept (how: "[]" or the method's name); it keeps the handle alive
     # where the handle's kind says so (`HandleType.derived_subscript`, `derived_methods`)
     param_members: Tuple[Tuple[str, str, str], ...] = ()
+    # (method, param, taken_when, default) for `self.<method>()` that `__init__` calls only in
+    # one branch of `if param:` (as branch_params), every `self.<method>` it mentions being
+    # such a call: a construction taking the other branch does not run it (analysis/branches)
+    branch_calls: Tuple[Tuple[str, str, bool, Optional[bool]], ...] = ()
 
     def method(self, name: str) -> Optional[MethodFacts]:
         """The method of that name (the first, as the class body defines them)."""

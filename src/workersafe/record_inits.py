@@ -61,7 +61,7 @@ def __init__(self, classes=None, worker_inits=None, loaders=None, uses=None):
     _o['uses'] = uses
 CODES["def __init__(self, classes=_d_classes, worker_inits=_d_worker_inits, loaders=_d_loaders, uses=_d_uses):\n    _o = self.__dict__\n    _o['classes'] = classes\n    _o['worker_inits'] = worker_inits\n    _o['loaders'] = loaders\n    _o['uses'] = uses\n"] = __init__.__code__
 
-def __init__(self, cls, facts, methods, init_run, worker_methods, worker_reads, parent_uses, guarded, closed_at_fork=None, via=None, chain=None, torch_dataset=None, uses=None, reaches=None):
+def __init__(self, cls, facts, methods, init_run, worker_methods, worker_reads, parent_uses, guarded, closed_at_fork=None, via=None, chain=None, torch_dataset=None, uses=None, reaches=None, built=None):
     self.cls = cls
     self.facts = facts
     self.methods = methods
@@ -76,7 +76,8 @@ def __init__(self, cls, facts, methods, init_run, worker_methods, worker_reads, 
     self.torch_dataset = torch_dataset
     self.uses = _f_uses() if uses is _MISSING else uses
     self.reaches = _f_reaches() if reaches is _MISSING else reaches
-CODES['def __init__(self, cls, facts, methods, init_run, worker_methods, worker_reads, parent_uses, guarded, closed_at_fork=_MISSING, via=_d_via, chain=_MISSING, torch_dataset=_d_torch_dataset, uses=_MISSING, reaches=_MISSING):\n    self.cls = cls\n    self.facts = facts\n    self.methods = methods\n    self.init_run = init_run\n    self.worker_methods = worker_methods\n    self.worker_reads = worker_reads\n    self.parent_uses = parent_uses\n    self.guarded = guarded\n    self.closed_at_fork = _f_closed_at_fork() if closed_at_fork is _MISSING else closed_at_fork\n    self.via = via\n    self.chain = _f_chain() if chain is _MISSING else chain\n    self.torch_dataset = torch_dataset\n    self.uses = _f_uses() if uses is _MISSING else uses\n    self.reaches = _f_reaches() if reaches is _MISSING else reaches\n'] = __init__.__code__
+    self.built = _f_built() if built is _MISSING else built
+CODES['def __init__(self, cls, facts, methods, init_run, worker_methods, worker_reads, parent_uses, guarded, closed_at_fork=_MISSING, via=_d_via, chain=_MISSING, torch_dataset=_d_torch_dataset, uses=_MISSING, reaches=_MISSING, built=_MISSING):\n    self.cls = cls\n    self.facts = facts\n    self.methods = methods\n    self.init_run = init_run\n    self.worker_methods = worker_methods\n    self.worker_reads = worker_reads\n    self.parent_uses = parent_uses\n    self.guarded = guarded\n    self.closed_at_fork = _f_closed_at_fork() if closed_at_fork is _MISSING else closed_at_fork\n    self.via = via\n    self.chain = _f_chain() if chain is _MISSING else chain\n    self.torch_dataset = torch_dataset\n    self.uses = _f_uses() if uses is _MISSING else uses\n    self.reaches = _f_reaches() if reaches is _MISSING else reaches\n    self.built = _f_built() if built is _MISSING else built\n'] = __init__.__code__
 
 def __init__(self, code, name, summary, fix, fix_does, latent=None, default_on=None, level=None):
     _o = self.__dict__
@@ -329,7 +330,7 @@ def __init__(self, name, members=None, by_name=None, noted=None):
     self.noted = noted
 CODES['def __init__(self, name, members=_MISSING, by_name=_MISSING, noted=_d_noted):\n    self.name = name\n    self.members = _f_members() if members is _MISSING else members\n    self.by_name = _f_by_name() if by_name is _MISSING else by_name\n    self.noted = noted\n'] = __init__.__code__
 
-def __init__(self, name, qualname, bases, span, methods=None, held=None, class_held=None, init_params=None, param_attrs=None, attr_refs=None, held_calls=None, param_types=None, class_caches=None, pickled=None, derived_attrs=None, init_int_defaults=None, base_init=None, init_callables=None, branch_params=None, registered=None, param_members=None):
+def __init__(self, name, qualname, bases, span, methods=None, held=None, class_held=None, init_params=None, param_attrs=None, attr_refs=None, held_calls=None, param_types=None, class_caches=None, pickled=None, derived_attrs=None, init_int_defaults=None, base_init=None, init_callables=None, branch_params=None, registered=None, param_members=None, branch_calls=None):
     _o = self.__dict__
     _o['name'] = name
     _o['qualname'] = qualname
@@ -352,7 +353,8 @@ def __init__(self, name, qualname, bases, span, methods=None, held=None, class_h
     _o['branch_params'] = branch_params
     _o['registered'] = registered
     _o['param_members'] = param_members
-CODES["def __init__(self, name, qualname, bases, span, methods=_d_methods, held=_d_held, class_held=_d_class_held, init_params=_d_init_params, param_attrs=_d_param_attrs, attr_refs=_d_attr_refs, held_calls=_d_held_calls, param_types=_d_param_types, class_caches=_d_class_caches, pickled=_d_pickled, derived_attrs=_d_derived_attrs, init_int_defaults=_d_init_int_defaults, base_init=_d_base_init, init_callables=_d_init_callables, branch_params=_d_branch_params, registered=_d_registered, param_members=_d_param_members):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['qualname'] = qualname\n    _o['bases'] = bases\n    _o['span'] = span\n    _o['methods'] = methods\n    _o['held'] = held\n    _o['class_held'] = class_held\n    _o['init_params'] = init_params\n    _o['param_attrs'] = param_attrs\n    _o['attr_refs'] = attr_refs\n    _o['held_calls'] = held_calls\n    _o['param_types'] = param_types\n    _o['class_caches'] = class_caches\n    _o['pickled'] = pickled\n    _o['derived_attrs'] = derived_attrs\n    _o['init_int_defaults'] = init_int_defaults\n    _o['base_init'] = base_init\n    _o['init_callables'] = init_callables\n    _o['branch_params'] = branch_params\n    _o['registered'] = registered\n    _o['param_members'] = param_members\n"] = __init__.__code__
+    _o['branch_calls'] = branch_calls
+CODES["def __init__(self, name, qualname, bases, span, methods=_d_methods, held=_d_held, class_held=_d_class_held, init_params=_d_init_params, param_attrs=_d_param_attrs, attr_refs=_d_attr_refs, held_calls=_d_held_calls, param_types=_d_param_types, class_caches=_d_class_caches, pickled=_d_pickled, derived_attrs=_d_derived_attrs, init_int_defaults=_d_init_int_defaults, base_init=_d_base_init, init_callables=_d_init_callables, branch_params=_d_branch_params, registered=_d_registered, param_members=_d_param_members, branch_calls=_d_branch_calls):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['qualname'] = qualname\n    _o['bases'] = bases\n    _o['span'] = span\n    _o['methods'] = methods\n    _o['held'] = held\n    _o['class_held'] = class_held\n    _o['init_params'] = init_params\n    _o['param_attrs'] = param_attrs\n    _o['attr_refs'] = attr_refs\n    _o['held_calls'] = held_calls\n    _o['param_types'] = param_types\n    _o['class_caches'] = class_caches\n    _o['pickled'] = pickled\n    _o['derived_attrs'] = derived_attrs\n    _o['init_int_defaults'] = init_int_defaults\n    _o['base_init'] = base_init\n    _o['init_callables'] = init_callables\n    _o['branch_params'] = branch_params\n    _o['registered'] = registered\n    _o['param_members'] = param_members\n    _o['branch_calls'] = branch_calls\n"] = __init__.__code__
 
 def __init__(self, name, qualname, returns=None, method_calls=None, attr_handle_assigns=None, returns_handle=None, returns_call=None, cached=None, globals_read=None, calls=None, chosen=None):
     _o = self.__dict__

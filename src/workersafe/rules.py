@@ -14,7 +14,9 @@ from typing import Iterator, Optional
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, LoaderCall,
                     MethodFacts, ModuleHandle, Span)
 from .findings import CacheFill, Finding, FixPlan
-from .link import PICKLING_METHODS, SPAWN_LIKE, ClassView, LoaderUse, Project, Reach, method_closure
+from .link import (
+    PICKLING_METHODS, SPAWN_LIKE, ClassView, Project, Reach, branch_not_taken, method_closure,
+)
 from .records import record
 from .registry import HandleType, Registry
 from .rules_remedies import opens_lazily, remedy_findings
@@ -66,10 +68,10 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
         view = class_view(project, cls)
         spawn_only = not uses and _pickling_decided(view) and all(
             m in SPAWN_LIKE for m in project.class_start_methods(view.facts))
-        built = _constructions(project, view, uses)
+        built = project.constructions(cls, view.via, uses)
         for cand, parent_use, attr, kind in _candidates_of(project, registry, view):
             if built and all(_branch_not_run(view, cand.site.span, attr, ref)
-                             for ref in built):
+                             or _method_not_run(view, cand, kind, ref) for ref in built):
                 continue  # every construction takes the other branch (`readonly=False`)
             judged = view
             if view.via is not None:
@@ -225,30 +227,6 @@ def _built_in_parent(view: ClassView, method: str) -> bool:
     return method in ran
 
 
-def _constructions(project: Project, view: ClassView, uses: list[LoaderUse]
-                   ) -> list[DatasetRef]:
-    """Every construction of the class the loaders reach it by, each a visible call
-    (`Feats(p)` given to a loader, `self.store = Store(p)` in the dataset keeping it); empty
-    when one is not known (a name, a factory, a holder passed in)."""
-    cls = view.cls
-    if view.via is None:
-        refs = [ref for _, _, ref in uses]
-        return refs if refs and all(ref.kind == "call" for ref in refs) else []
-    found: list[DatasetRef] = []
-    for reach in project.reached.get(cls.qualname, []):
-        if reach.passed:
-            return []
-        calls = [ref for outer in project.classes.values() if outer.name == reach.outer
-                 for member in project.mro(outer)
-                 for attr, refs in member.attr_refs if attr == reach.attr
-                 for ref in refs if ref.kind == "call" and project.resolve(
-                     ref.target, project.class_file[member.qualname]) == cls.qualname]
-        if not calls:
-            return []
-        found += calls
-    return found
-
-
 def _branch_not_run(view: ClassView, span: Span, attr: str, ref: DatasetRef) -> bool:
     """The handle is created and kept as `self.<attr>` in one branch of `if <param>:` in the
     `__init__` the construction runs, and the construction's arguments take the other branch:
@@ -263,12 +241,16 @@ def _branch_not_run(view: ClassView, span: Span, attr: str, ref: DatasetRef) -> 
     if branch is None:
         return False
     _, _, _, param, taken, default = branch
-    position = owner.init_params.index(param) if param in owner.init_params else -2
-    for arg in ref.arg_refs:
-        if arg.keyword == param or (not arg.keyword and arg.position == position):
-            return arg.truth is not None and arg.truth != taken
-    given = param in ref.keywords or ref.positional < 0 or 0 <= position < ref.positional
-    return not given and default is not None and default != taken
+    return branch_not_taken(owner, param, taken, default, ref)
+
+
+def _method_not_run(view: ClassView, cand: Candidate, kind: str, ref: DatasetRef) -> bool:
+    """The handle is kept by a method that construction runs only because `__init__` calls it
+    in one branch of `if <param>:` (`if preload: self.open_lmdb()`), and the construction's
+    arguments take the other branch: as `_branch_not_run`, for the calls in the branch."""
+    plan = cand.plan
+    return kind in ("instance", "unread") and plan.kind in ("instance", "returned") \
+        and bool(view.built) and (plan.class_qualname, plan.method) not in view.init_run_for(ref)
 
 
 def _built_only_in_workers(project: Project, holder: ClassFacts) -> bool:

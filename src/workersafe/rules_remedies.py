@@ -39,6 +39,10 @@ class View(Protocol):
 
     def pickles(self, attr: str) -> bool: ...  # whether pickling it carries `self.<attr>`
 
+    # whether constructing it runs that method (some construction, when `__init__` calls it
+    # only in a branch of `if <param>:`)
+    def runs_at_construction(self, qualname: str, method: str) -> bool: ...
+
 
 ViewOf = Callable[[Project, ClassFacts], View]
 ByClass = dict[str, list[LoaderUse]]  # Project.loaders_by_class()
@@ -400,12 +404,14 @@ def _wrapper_of(project: Project, index: _Index, view_of: ViewOf, facts: FileFac
 def _lazy_opened_in_parent(project: Project, registry: Registry, index: _Index, view: View,
                            uses: list[Located], view_of: ViewOf) -> Iterator[Finding]:
     home = project.class_file[view.cls.qualname]
-    init_names = {name for _, name in view.init_run}
     # opened by construction: `__init__` runs the accessor, or the method opening it
     # (`self._update() -> if not hasattr(self, 'txn'): self.open_lmdb()`); WS101's finding,
-    # and the other accessors' checks then find it open
+    # and the other accessors' checks then find it open. Not when `__init__` runs it only in
+    # a branch of `if <param>:` every construction skips (`if preload: self.open_lmdb()`)
+    run = {name for qualname, name in view.init_run
+           if view.runs_at_construction(qualname, name)}
     constructed = {lazy.attr for lazy in _lazy_opens(project, view)
-                   if lazy.method in init_names or lazy.opener in init_names}
+                   if lazy.method in run or lazy.opener in run}
     for lazy, site in _unchecked_lazy_opens(project, registry, view):
         if lazy.attr in constructed:
             continue

@@ -15,7 +15,7 @@ from ..facts import (
 )
 from ..registry import Registry
 from .baseinit import Found, base_init, init_callables
-from .branches import branch_params
+from .branches import branch_calls, branch_params
 from .caches import ClassCaches, class_caches
 from .closes import error_path_closes
 from .nodes import REVERSED_FIELDS, reversed_fields
@@ -136,6 +136,7 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
         callables,
         branch_params(node, walker.ev.positions) if node is not None else (),
         tuple(cls.registered), tuple(cls.param_members),
+        branch_calls(node) if node is not None else (),
     )
 
 

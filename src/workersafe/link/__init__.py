@@ -13,10 +13,11 @@ from .classes import Methods, method_closure
 from .names import DEFAULT_START_METHODS
 from .reach import LoaderUse, Reach
 from .starts import SPAWN_LIKE
-from .view import NOT_WORKER_METHODS, PICKLING_METHODS, ClassView, Views
+from .view import NOT_WORKER_METHODS, PICKLING_METHODS, ClassView, Views, branch_not_taken
 
 __all__ = ["DEFAULT_START_METHODS", "NOT_WORKER_METHODS", "PICKLING_METHODS", "SPAWN_LIKE",
-           "ClassView", "LoaderUse", "Methods", "Project", "Reach", "method_closure"]
+           "ClassView", "LoaderUse", "Methods", "Project", "Reach", "branch_not_taken",
+           "method_closure"]
 
 
 class Project(Views):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Optional
 
-from ..facts import AttrArg, ClassFacts, FileFacts, HandleSite, MethodFacts
+from ..facts import AttrArg, ClassFacts, DatasetRef, FileFacts, HandleSite, MethodFacts
 from ..records import record
 from .classes import Methods, method_closure
 from .reach import LoaderUse, Reach
@@ -50,6 +50,32 @@ class ClassView:
     torch_dataset: bool = False
     uses: list[LoaderUse] = field(default_factory=list)
     reaches: list[Reach] = field(default_factory=list)
+    # every construction of it the loaders reach it by (`Views.constructions`), when its
+    # `__init__` calls a method only in a branch of `if <param>:` (`branch_calls`); else empty
+    built: list[DatasetRef] = field(default_factory=list)
+
+    def init_run_for(self, ref: DatasetRef) -> set[tuple[str, str]]:
+        """The methods constructing it by `ref` runs: `init_run`, less the methods its
+        `__init__` calls only in branches of `if <param>:` the arguments do not take."""
+        init = self.methods.get("__init__")
+        if init is None or not init[0].branch_calls:
+            return self.init_run
+        owner = init[0]
+        run: dict[str, bool] = {}
+        for method, param, taken, default in owner.branch_calls:
+            run[method] = run.get(method, False) \
+                or not branch_not_taken(owner, param, taken, default, ref)
+        skipped = frozenset(method for method, ran in run.items() if not ran)
+        return _init_run(self.chain, self.methods, skipped) if skipped else self.init_run
+
+    def runs_at_construction(self, qualname: str, method: str) -> bool:
+        """Whether constructing it runs `qualname`'s `method` (`init_run`): for some of its
+        constructions when all are known (`built`), a method `__init__` calls only in a branch
+        they all skip (`if preload: self.open_lmdb()`, never given `preload=True`) not."""
+        if (qualname, method) not in self.init_run:
+            return False
+        return not self.built or any((qualname, method) in self.init_run_for(ref)
+                                     for ref in self.built)
 
     def pickles(self, attr: str) -> bool:
         """Whether pickling the instance (spawn, forkserver workers) carries `self.<attr>`:
@@ -123,6 +149,28 @@ class Views(Returns):
                         return found[0], f"{member.name}.{call.method}"
         return None
 
+    def constructions(self, cls: ClassFacts, via: Optional[Reach], uses: list[LoaderUse]
+                      ) -> list[DatasetRef]:
+        """Every construction of the class the loaders reach it by, each a visible call
+        (`Feats(p)` given to a loader, `self.store = Store(p)` in the dataset keeping it); empty
+        when one is not known (a name, a factory, a holder passed in)."""
+        if via is None:
+            refs = [ref for _, _, ref in uses]
+            return refs if refs and all(ref.kind == "call" for ref in refs) else []
+        found: list[DatasetRef] = []
+        for reach in self.reached.get(cls.qualname, []):
+            if reach.passed:
+                return []
+            calls = [ref for outer in self.classes.values() if outer.name == reach.outer
+                     for member in self.mro(outer)
+                     for attr, refs in member.attr_refs if attr == reach.attr
+                     for ref in refs if ref.kind == "call" and self.resolve(
+                         ref.target, self.class_file[member.qualname]) == cls.qualname]
+            if not calls:
+                return []
+            found += calls
+        return found
+
     def _build_view(self, cls: ClassFacts) -> ClassView:
         mro = self.mro(cls)
         methods: Methods = {}
@@ -147,9 +195,12 @@ class Views(Returns):
         guarded = _guarded_attrs(mro, methods)
         # reached only through the classes keeping it: the first of them names the path
         via = reaches[0] if reaches and all(ref.kind == "kept" for _, _, ref in uses) else None
+        init = methods.get("__init__")
+        built = self.constructions(cls, via, uses) if init is not None and init[0].branch_calls \
+            else []
         return ClassView(cls, self.class_file[cls.qualname], methods, init_run, worker_methods,
                          worker_reads, parent_uses, guarded, _closed_at_fork(mro, methods), via,
-                         mro, self.is_torch_dataset(cls), uses, reaches)
+                         mro, self.is_torch_dataset(cls), uses, reaches, built)
 
 
 def _closed_at_fork(mro: list[ClassFacts], methods: Methods) -> set[str]:
@@ -184,10 +235,25 @@ def _closed_at_fork(mro: list[ClassFacts], methods: Methods) -> set[str]:
     return {attr for attr, last in state.items() if last == "close"}
 
 
-def _init_run(mro: list[ClassFacts], methods: Methods) -> set[tuple[str, str]]:
+def branch_not_taken(owner: ClassFacts, param: str, taken: bool, default: Optional[bool],
+                     ref: DatasetRef) -> bool:
+    """The construction `ref` of the class whose `__init__` is `owner`'s takes the other branch
+    of `if <param>:` than the one run when the parameter's truth is `taken`: a constant given
+    for the parameter, or its constant `default` when not given."""
+    position = owner.init_params.index(param) if param in owner.init_params else -2
+    for arg in ref.arg_refs:
+        if arg.keyword == param or (not arg.keyword and arg.position == position):
+            return arg.truth is not None and arg.truth != taken
+    given = param in ref.keywords or ref.positional < 0 or 0 <= position < ref.positional
+    return not given and default is not None and default != taken
+
+
+def _init_run(mro: list[ClassFacts], methods: Methods, skipped: frozenset[str] = frozenset()
+              ) -> set[tuple[str, str]]:
     """Methods run by construction: the `__init__` chain (through super) and what it calls;
     a dataclass's (or attrs class's) post-init hook, which the generated `__init__` calls,
-    unless an `__init__` written before it in the MRO replaces the generated one."""
+    unless an `__init__` written before it in the MRO replaces the generated one. `skipped`:
+    methods the first `__init__` calls only in a branch the construction does not take."""
     run: set[tuple[str, str]] = set()
     index = {member.qualname: i for i, member in enumerate(mro)}
     for hook in _POST_INIT:
@@ -202,7 +268,9 @@ def _init_run(mro: list[ClassFacts], methods: Methods) -> set[tuple[str, str]]:
         if init is None:
             continue
         run |= {(member.qualname, "__init__")}
-        for name in method_closure(init.self_calls, methods):
+        calls = [c for c in init.self_calls if c not in skipped] if skipped else init.self_calls
+        skipped = frozenset()  # (a base's `__init__` has branches of its own parameters)
+        for name in method_closure(calls, methods):
             run.add((methods[name][0].qualname, name))
         if not init.calls_super_init:
             break
