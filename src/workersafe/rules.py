@@ -132,17 +132,14 @@ def may_find(project: Project, registry: Registry, every_class: bool = False) ->
                   for f in project.files for h in f.module_handles)
     for cls in project.classes.values():
         uses = loaders_by_class.get(cls.qualname, [])
-        if not uses and not every_class:
+        if not uses and not every_class and not project.is_torch_dataset(cls):
+            continue
+        view = class_view(project, cls)
+        if not uses and not every_class and not _pickling_decided(view):
             # a torch dataset no loader reaches is latent whatever start method a loader
             # gets, unless it decides its pickle: spawn in every entry makes it safe (it may
             # be built by name from a config, in a loader no parsed file names it in)
-            if not project.is_torch_dataset(cls):
-                continue
-            view = class_view(project, cls)
-            if not _pickling_decided(view):
-                continue
-        else:
-            view = class_view(project, cls)
+            continue
         if next(iter(_candidates_of(project, registry, view, modules)), None) is not None \
                 or opens_lazily(project, registry, view):
             return True

@@ -154,6 +154,11 @@ def target_names(node: cst.CSTNode) -> set[str]:
     return set()
 
 
+def is_none(node: Optional[cst.CSTNode]) -> bool:
+    """The expression `None` (not a missing node)."""
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
 def dotted(node: cst.CSTNode) -> str:
     """`a.b.c` → "a.b.c"; "" for anything but a dotted name."""
     if isinstance(node, cst.Name):

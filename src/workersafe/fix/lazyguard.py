@@ -26,8 +26,8 @@ from ..findings import FixPlan
 from ..registry import Registry
 from .classfix import custom_pickling
 from .cstutil import (
-    Located, ReplaceNames, ReplaceNodes, dotted, leading_lines, self_attr, single, statements,
-    transform, walk, with_leading_lines,
+    Located, ReplaceNames, ReplaceNodes, dotted, is_none, leading_lines, self_attr, single,
+    statements, transform, walk, with_leading_lines,
 )
 from .getstate import kept_reason
 from .handles import HandleNames
@@ -217,7 +217,7 @@ def _unset_tests(test: cst.BaseExpression) -> list[_Test]:
     for node in walk(test):
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             target = node.comparisons[0]
-            if isinstance(target.operator, (cst.Is, cst.Equal)) and _is_none(target.comparator):
+            if isinstance(target.operator, (cst.Is, cst.Equal)) and is_none(target.comparator):
                 attr = self_attr(node.left)
                 absent = attr is None
                 attr = attr or _self_getattr(node.left)
@@ -413,10 +413,6 @@ def _assigns_slots(statement: cst.CSTNode) -> bool:
     return any(isinstance(t, cst.Name) and t.value == "__slots__" for t in targets)
 
 
-def _is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
-
-
 def _self_call(node: cst.BaseExpression, name: str, arity: int) -> bool:
     return isinstance(node, cst.Call) and dotted(node.func) == name \
         and len(node.args) == arity and dotted(node.args[0].value) == "self"
@@ -425,7 +421,7 @@ def _self_call(node: cst.BaseExpression, name: str, arity: int) -> bool:
 def _self_getattr(node: cst.BaseExpression) -> Optional[str]:
     """`getattr(self, "x", None)` → "x"."""
     if _self_call(node, "getattr", 3) and isinstance(node, cst.Call) \
-            and _is_none(node.args[2].value):
+            and is_none(node.args[2].value):
         return _string_arg(node)
     return None
 

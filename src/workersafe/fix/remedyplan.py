@@ -20,7 +20,7 @@ import libcst as cst
 from ..findings import Finding
 from .cstutil import (
     BUILTIN_NAMES, Located, ReplaceNodes, as_statement, bound_names, dotted, function_params,
-    is_absolute_import,
+    is_absolute_import, is_none,
     leading_lines, loaded_names, module_bindings, parse_raw, single, statements, walk,
     with_dominant_newline, with_leading_lines,
 )
@@ -367,7 +367,7 @@ def _aliases(module: cst.Module, name: str
         for alias, assignments in assigned.items():
             if not any(_wired_name(_value(s), name) for s in assignments):
                 continue  # never the function: not an alias of it
-            if not all(_wired_name(_value(s), name) or _is_none(_value(s))
+            if not all(_wired_name(_value(s), name) or is_none(_value(s))
                        for s in assignments):
                 continue
             wired = [(call, arg) for call in nodes if isinstance(call, cst.Call)
@@ -419,10 +419,6 @@ def _value(statement: cst.SimpleStatementLine) -> cst.BaseExpression:
     small = statement.body[0]
     assert isinstance(small, cst.Assign)
     return small.value
-
-
-def _is_none(value: cst.BaseExpression) -> bool:
-    return isinstance(value, cst.Name) and value.value == "None"
 
 
 class _WorkerFn:
@@ -764,8 +760,7 @@ def _self_targets(statement: cst.CSTNode, this: str) -> set[str]:
 def _sets_none(statement: cst.BaseStatement, this: str) -> str:
     target, value = _assignment(single(statement))
     if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-            and target.value.value == this and isinstance(value, cst.Name) \
-            and value.value == "None":
+            and target.value.value == this and is_none(value):
         return target.attr.value
     return ""
 
@@ -843,7 +838,7 @@ def _wired_name(value: cst.BaseExpression, name: str) -> Optional[cst.Name]:
         return value if value.value == name else None
     if isinstance(value, cst.IfExp):
         branches = (value.body, value.orelse)
-        if any(isinstance(b, cst.Name) and b.value == "None" for b in branches):
+        if any(is_none(b) for b in branches):
             return next((b for b in branches if isinstance(b, cst.Name) and b.value == name),
                         None)
     return None
