@@ -14,19 +14,26 @@ from .nodes import child_nodes, subtree
 from .positions import Positions
 
 Defaults = dict[str, Optional[bool]]
+BranchParams = tuple[tuple[int, int, str, str, bool, Optional[bool]], ...]
+BranchCalls = tuple[tuple[str, str, bool, Optional[bool]], ...]
 
 
-def branch_params(node: ast.ClassDef, positions: Positions
-                  ) -> tuple[tuple[int, int, str, str, bool, Optional[bool]], ...]:
+def init_branches(node: ast.ClassDef, positions: Positions) -> tuple[BranchParams, BranchCalls]:
+    """`branch_params` and `branch_calls` of the class, its `__init__` read once for both
+    (and neither looked for when it holds no `if`)."""
+    found = _init_defaults(node)
+    if found is None:
+        return (), ()
+    return _branch_params(*found, positions), _branch_calls_of(*found)
+
+
+def _branch_params(init: ast.FunctionDef, defaults: Defaults, positions: Positions
+                   ) -> BranchParams:
     """(line, col, attr, param, taken_when, default) for each `self.<attr> = <call>` in
     `__init__` made only when
     `param` is truthy (`if param:`) or falsy (`if not param:`, the `else` of `if param:`);
     `default`: the truth of the parameter's constant default (None: no constant default).
     The innermost such test decides."""
-    found = _init_defaults(node)
-    if found is None:
-        return ()
-    init, defaults = found
     out = []
     for call, attr, param, taken in _branch_calls(init.body, defaults, None):
         span = positions.span(call)
@@ -34,16 +41,12 @@ def branch_params(node: ast.ClassDef, positions: Positions
     return tuple(out)
 
 
-def branch_calls(node: ast.ClassDef) -> tuple[tuple[str, str, bool, Optional[bool]], ...]:
+def _branch_calls_of(init: ast.FunctionDef, defaults: Defaults) -> BranchCalls:
     """(method, param, taken_when, default) for each `self.<method>(...)` call `__init__`
     makes only in one branch of a test of `param` (as `branch_params`, the innermost such test
     deciding; the call anywhere inside that branch, not in a nested function or lambda).
     A method is listed only when every mention of `self.<method>` in `__init__` is such a
     call: a construction taking the other branch of each does not call it from `__init__`."""
-    found = _init_defaults(node)
-    if found is None:
-        return ()
-    init, defaults = found
     in_branch: list[tuple[ast.Call, str, str, bool]] = []
     mentions: dict[str, int] = {}  # `self.<method>` anywhere in `__init__`, by method
     stack: list[tuple[ast.AST, Optional[tuple[str, bool]], bool]] = \
@@ -80,7 +83,8 @@ def branch_calls(node: ast.ClassDef) -> tuple[tuple[str, str, bool, Optional[boo
 
 def _init_defaults(node: ast.ClassDef) -> Optional[tuple[ast.FunctionDef, Defaults]]:
     """The class's own `__init__` and its parameters it never assigns, each with the truth of
-    its constant default (None: no constant default)."""
+    its constant default (None: no constant default); None as well when it holds no `if` (no
+    call is then made in a branch)."""
     init = next((s for s in node.body if type(s) is syntax.FunctionDef and s.name == "__init__"),
                 None)
     if init is None:
@@ -95,10 +99,13 @@ def _init_defaults(node: ast.ClassDef) -> Optional[tuple[ast.FunctionDef, Defaul
             defaults[arg.arg] = bool(default.value)
     # a parameter `__init__` assigns (`preload = preload or cfg.preload`) is not what the
     # construction gave by the time it is tested: its tests decide nothing
+    branches = False
     for item in subtree(init):
         if type(item) is syntax.Name and type(item.ctx) is not syntax.Load:
             defaults.pop(item.id, None)
-    return init, defaults
+        elif type(item) is syntax.If:
+            branches = True
+    return (init, defaults) if branches else None
 
 
 def _test_param(test: ast.expr, params: dict[str, Optional[bool]]

@@ -15,7 +15,7 @@ from ..facts import (
 )
 from ..registry import Registry
 from .baseinit import Found, base_init, init_callables
-from .branches import branch_calls, branch_params
+from .branches import init_branches
 from .caches import ClassCaches, class_caches
 from .closes import error_path_closes
 from .nodes import REVERSED_FIELDS, reversed_fields
@@ -123,6 +123,7 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
             held_calls += tuple(HeldCall(method.name, method.name, ref.target,
                                          walker.ev.positions.span(call))
                                 for ref in method.returns[:1] if ref.kind == "call")
+    params, calls = init_branches(node, walker.ev.positions) if node is not None else ((), ())
     return ClassFacts(
         cls.name, cls.qualname, cls.bases, cls.span, methods, held, class_held,
         cls.init_params, tuple(cls.param_attrs),
@@ -134,9 +135,7 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
         base_init(node, walker.super_init_defs, found)
         if node is not None and node.bases else None,
         callables,
-        branch_params(node, walker.ev.positions) if node is not None else (),
-        tuple(cls.registered), tuple(cls.param_members),
-        branch_calls(node) if node is not None else (),
+        params, tuple(cls.registered), tuple(cls.param_members), calls,
     )
 
 
