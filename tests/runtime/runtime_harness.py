@@ -8,11 +8,15 @@ included) is killed.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from dataclasses import dataclass, field
@@ -147,7 +151,14 @@ def default_timeout(config: Config) -> float:
 def run_program(
     program: Path, target: Target, config: Config, timeout: float | None = None
 ) -> Outcome:
-    """Run ``program`` under ``config``; never leaves a process of its group behind."""
+    """Run ``program`` under ``config``; never leaves a process of its group behind.
+
+    The program runs in a child of the preloaded interpreter (``preloaded.py``: torch already
+    imported, the program run as ``__main__`` in its own session), or, with
+    ``WORKERSAFE_RUNTIME_PRELOAD=0``, as ``python program.py`` in a fresh interpreter."""
+    limit = timeout or default_timeout(config)
+    if os.environ.get("WORKERSAFE_RUNTIME_PRELOAD", "1") != "0" and hasattr(os, "fork"):
+        return _PRELOADED.run(program.resolve(), target.env(config), limit)
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, str(program.resolve())],
@@ -161,7 +172,7 @@ def run_program(
     )
     returncode: int | None
     try:
-        stdout, stderr = proc.communicate(timeout=timeout or default_timeout(config))
+        stdout, stderr = proc.communicate(timeout=limit)
         returncode = proc.returncode
     except subprocess.TimeoutExpired:
         _kill_group(proc)
@@ -173,13 +184,104 @@ def run_program(
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    _kill_pgid(proc.pid)
     if proc.poll() is None:
         proc.kill()
         proc.wait()
+
+
+def _kill_pgid(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class _Preloaded:
+    """The client of one ``preloaded.py`` server, started on first use and kept for the
+    session; a server left in an unknown state (an error or interrupt mid-run) is discarded."""
+
+    REPLY_LIMIT = 60.0  # seconds for the server to answer a start, or a killed child's end
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pending = b""  # what the server wrote past the last reply read
+        self._dir = Path(tempfile.mkdtemp(prefix="ws-preloaded-"))
+        atexit.register(self.remove)
+
+    def _server(self) -> subprocess.Popen[bytes]:
+        if self._proc is None or self._proc.poll() is not None:
+            with open(self._dir / "server.log", "ab") as log:
+                self._proc = subprocess.Popen(
+                    [sys.executable, str(Path(__file__).with_name("preloaded.py"))],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                )
+            self._pending = b""
+        return self._proc
+
+    def close(self) -> None:
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+                self._proc.wait()
+            self._proc = None
+
+    def remove(self) -> None:
+        self.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _reply(self, server: subprocess.Popen[bytes], limit: float) -> dict[str, Any] | None:
+        """The server's next reply line, or None after ``limit`` seconds without one."""
+        assert server.stdout is not None
+        deadline = time.monotonic() + limit
+        while b"\n" not in self._pending:
+            ready, _, _ = select.select([server.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return None
+            chunk = os.read(server.stdout.fileno(), 65536)
+            if not chunk:
+                log = (self._dir / "server.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"the preloaded interpreter ended; its log: {log}")
+            self._pending += chunk
+        line, self._pending = self._pending.split(b"\n", 1)
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def run(self, program: Path, env: dict[str, str], limit: float) -> Outcome:
+        started = time.monotonic()
+        server = self._server()
+        out, err = self._dir / "stdout", self._dir / "stderr"
+        request = {"program": str(program), "env": env, "cwd": str(program.parent),
+                   "stdout": str(out), "stderr": str(err)}
+        assert server.stdin is not None
+        pid = None
+        try:
+            server.stdin.write(json.dumps(request).encode() + b"\n")
+            server.stdin.flush()
+            start = self._reply(server, self.REPLY_LIMIT)
+            if start is None:
+                raise RuntimeError("the preloaded interpreter did not start the program")
+            pid = int(start["pid"])
+            end = self._reply(server, limit)
+            if end is None:  # timed out: the whole group goes, then the server reaps it
+                _kill_pgid(pid)
+                if self._reply(server, self.REPLY_LIMIT) is None:
+                    raise RuntimeError(f"program {pid} did not end after SIGKILL")
+            returncode = None if end is None else int(end["returncode"])
+        except BaseException:
+            if pid is not None:
+                _kill_pgid(pid)
+            self.close()
+            raise
+        finally:
+            if pid is not None:
+                _kill_pgid(pid)  # workers that outlived their parent
+        stdout = out.read_text(errors="replace")
+        stderr = err.read_text(errors="replace")
+        return Outcome(returncode, _summary(stdout), stdout, stderr, time.monotonic() - started)
+
+
+_PRELOADED = _Preloaded()
 
 
 def _summary(stdout: str) -> dict[str, Any] | None:
