@@ -209,19 +209,27 @@ def _passed_on_the_way(project: Project, holder: ClassFacts) -> bool:
     return False
 
 
-def _built_in_parent(view: ClassView, method: str) -> bool:
+def _built_in_parent(view: ClassView, method: str,
+                     init_run: Optional[set[tuple[str, str]]] = None) -> bool:
     """Whether the parent runs `method` of the dataset before its workers start: while
     constructing it or in `__len__`, through `self.m()` calls and properties read
-    (`self.db` running a `db` property); a holder built only later is built per worker."""
+    (`self.db` running a `db` property); a holder built only later is built per worker.
+    `init_run`: what one construction runs (`ClassView.init_run_for`), its `__init__` then not
+    calling the methods it calls only in branches that construction skips."""
+    skipped = set() if init_run is None \
+        else {name for _, name in view.init_run} - {name for _, name in init_run}
     ran: set[str] = set()
-    stack = [root for root, _ in _parent_fillers(view)]
+    stack = [root for root, _ in _parent_fillers(view) if root not in skipped]
     while stack:
         name = stack.pop()
         if name in ran or name not in view.methods:
             continue
         ran.add(name)
         facts = view.methods[name][1]
-        stack.extend((*facts.self_calls, *facts.attrs_read))
+        if name == "__init__" and skipped:  # (`self.m()` reads `m` too)
+            stack.extend(n for n in (*facts.self_calls, *facts.attrs_read) if n not in skipped)
+        else:
+            stack.extend((*facts.self_calls, *facts.attrs_read))
     return method in ran
 
 
@@ -257,11 +265,15 @@ def _call_built_in_parent(project: Project, view: ClassView, member: ClassFacts,
     `view` (`_built_in_parent`): not when `__init__` makes it only in one branch of
     `if <param>:` every construction of the dataset takes the other branch of
     (`if cache: self.reader = Reader(p)`, never given `cache=True`), as `_branch_not_run`
-    for a handle made there."""
+    for a handle made there; nor when the method making it runs in the parent only through
+    such a branch (`if cache: self._build_reader()`), as `_method_not_run`."""
     if not _built_in_parent(view, call.method):
         return False
     init = view.methods.get("__init__")
-    if call.method != "__init__" or init is None or init[0] is not member:
+    if call.method != "__init__":  # `if cache: self._build_reader()`: as `_method_not_run`
+        return not view.built or any(_built_in_parent(view, call.method, view.init_run_for(ref))
+                                     for ref in view.built)
+    if init is None or init[0] is not member:
         return True
     built = project.constructions(view.cls, view.via, view.uses)
     return not built or not all(_branch_not_run(view, call.span, call.attr, ref)
