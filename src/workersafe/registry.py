@@ -4,7 +4,7 @@ not share. Data, not code: one row per constructor, extended and trimmed by conf
 from __future__ import annotations
 
 from dataclasses import field, replace
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Optional
 
 from .records import record
 
@@ -75,6 +75,18 @@ class HandleType:
     # did with it (`workersafe/guard/probes.py`): "http-pool" (reported only with an open
     # pooled connection), "socket", "h5py", "lmdb", "dbapi", "zip", "tar", "" (live while held)
     runtime_probe: str = ""
+    # a constructor making this handle only for some values of one argument, given first or
+    # by the keyword `selector_keyword` (`fsspec.filesystem("s3")`, a network session; never
+    # `fsspec.filesystem("file")`): those values, as string literals. A call giving another
+    # value, or one that is not a string literal, makes none (`selects`). Empty: every call
+    # makes one.
+    selector_values: tuple[str, ...] = ()
+    selector_keyword: str = ""
+
+    def selects(self, value: Optional[str]) -> bool:
+        """Whether a call whose selecting argument is the string literal `value` (None: not
+        one, or not given) makes this handle."""
+        return not self.selector_values or value in self.selector_values
 
     @property
     def drop_before_reopen(self) -> bool:
@@ -177,6 +189,12 @@ def _rows() -> tuple[HandleType, ...]:
     # instance cache is emptied in a new process: a spawned worker, or a forked one making its
     # own, gets a fresh one. Its open files (`fs.open(path)`) keep it.
     fsspec_async = _copied(_CLOUD, picklable=True, derived_methods=("open",))
+    # `fsspec.filesystem(protocol, **options)` is `get_filesystem_class(protocol)(**options)`:
+    # for these protocols the two classes above (fsspec's `known_implementations`), the same
+    # object as their own constructors make; other protocols (`"file"`, `"memory"`) hold no
+    # session, and a protocol that is not a literal is not known to
+    by_protocol = _copied(fsspec_async, selector_values=("gcs", "gs", "s3", "s3a"),
+                          selector_keyword="protocol")
     tar = _copied(_FILE, derived_methods=("extractfile",), runtime_types=("tarfile.TarFile",),
                   runtime_probe="tar")
     return (
@@ -254,6 +272,8 @@ def _rows() -> tuple[HandleType, ...]:
         _copied(fsspec_async, name="s3fs.core.S3FileSystem"),
         _copied(fsspec_async, name="gcsfs.GCSFileSystem", runtime_types=("gcsfs.GCSFileSystem",)),
         _copied(fsspec_async, name="gcsfs.core.GCSFileSystem"),
+        _copied(by_protocol, name="fsspec.filesystem"),
+        _copied(by_protocol, name="fsspec.registry.filesystem"),
         _copied(azure, name="azure.storage.blob.BlobServiceClient",
                 runtime_types=("azure.storage.blob.BlobServiceClient",)),
         _copied(azure, name="azure.storage.blob.BlobServiceClient.from_connection_string"),

@@ -79,7 +79,8 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
                 if outer is not None:  # a holder one dataset builds: judged as its attribute
                     judged, attr = class_view(project, outer), cand.plan.attr
                     if attr in judged.guarded or attr in judged.closed_at_fork \
-                            or not _built_in_parent(judged, cand.plan.method):
+                            or not _built_in_parent(judged, cand.plan.method) \
+                            or not _holder_built_in_parent(project, view.cls, judged):
                         continue
                     parent_use |= attr in judged.parent_uses
                 elif not is_torch and _built_only_in_workers(project, view.cls):
@@ -208,19 +209,27 @@ def _passed_on_the_way(project: Project, holder: ClassFacts) -> bool:
     return False
 
 
-def _built_in_parent(view: ClassView, method: str) -> bool:
+def _built_in_parent(view: ClassView, method: str,
+                     init_run: Optional[set[tuple[str, str]]] = None) -> bool:
     """Whether the parent runs `method` of the dataset before its workers start: while
     constructing it or in `__len__`, through `self.m()` calls and properties read
-    (`self.db` running a `db` property); a holder built only later is built per worker."""
+    (`self.db` running a `db` property); a holder built only later is built per worker.
+    `init_run`: what one construction runs (`ClassView.init_run_for`), its `__init__` then not
+    calling the methods it calls only in branches that construction skips."""
+    skipped = set() if init_run is None \
+        else {name for _, name in view.init_run} - {name for _, name in init_run}
     ran: set[str] = set()
-    stack = [root for root, _ in _parent_fillers(view)]
+    stack = [root for root, _ in _parent_fillers(view) if root not in skipped]
     while stack:
         name = stack.pop()
         if name in ran or name not in view.methods:
             continue
         ran.add(name)
         facts = view.methods[name][1]
-        stack.extend((*facts.self_calls, *facts.attrs_read))
+        if name == "__init__" and skipped:  # (`self.m()` reads `m` too)
+            stack.extend(n for n in (*facts.self_calls, *facts.attrs_read) if n not in skipped)
+        else:
+            stack.extend((*facts.self_calls, *facts.attrs_read))
     return method in ran
 
 
@@ -250,6 +259,37 @@ def _method_not_run(view: ClassView, cand: Candidate, kind: str, ref: DatasetRef
         and bool(view.built) and (plan.class_qualname, plan.method) not in view.init_run_for(ref)
 
 
+def _call_built_in_parent(project: Project, view: ClassView, member: ClassFacts,
+                          call: HeldCall) -> bool:
+    """Whether the parent runs `call`, building a holder in `member`'s method of the dataset
+    `view` (`_built_in_parent`): not when `__init__` makes it only in one branch of
+    `if <param>:` every construction of the dataset takes the other branch of
+    (`if cache: self.reader = Reader(p)`, never given `cache=True`), as `_branch_not_run`
+    for a handle made there; nor when the method making it runs in the parent only through
+    such a branch (`if cache: self._build_reader()`), as `_method_not_run`."""
+    if not _built_in_parent(view, call.method):
+        return False
+    init = view.methods.get("__init__")
+    if call.method != "__init__":  # `if cache: self._build_reader()`: as `_method_not_run`
+        return not view.built or any(_built_in_parent(view, call.method, view.init_run_for(ref))
+                                     for ref in view.built)
+    if init is None or init[0] is not member:
+        return True
+    built = project.constructions(view.cls, view.via, view.uses)
+    return not built or not all(_branch_not_run(view, call.span, call.attr, ref)
+                                for ref in built)
+
+
+def _holder_built_in_parent(project: Project, holder: ClassFacts, view: ClassView) -> bool:
+    """Whether the dataset `view` builds the holder in the parent by one of its calls
+    building it (`_call_built_in_parent`)."""
+    calls = [(member, call) for reach in project.reached.get(holder.qualname, [])
+             for outer, member, call in _holder_calls(project, holder, reach)
+             if outer.qualname == view.cls.qualname]
+    return not calls or any(_call_built_in_parent(project, view, member, call)
+                            for member, call in calls)
+
+
 def _built_only_in_workers(project: Project, holder: ClassFacts) -> bool:
     """A holder every dataset keeping it builds itself, each only in methods the parent
     never runs (a property read by `__getitem__` alone): every worker builds its own."""
@@ -258,8 +298,9 @@ def _built_only_in_workers(project: Project, holder: ClassFacts) -> bool:
         return False
     for reach in reaches:
         calls = _holder_calls(project, holder, reach)
-        if not calls or any(_built_in_parent(class_view(project, outer), call.method)
-                            for outer, _, call in calls):
+        if not calls or any(_call_built_in_parent(project, class_view(project, outer),
+                                                  member, call)
+                            for outer, member, call in calls):
             return False
     return True
 

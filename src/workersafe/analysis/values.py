@@ -129,6 +129,15 @@ def _callee_of(name: str, types: Mapping[str, Any]) -> tuple[int, str, bool, boo
     return _REFS, short, short[:1].isupper() or name == OWN_CLASS, short.startswith(LOOKUP_VERBS)
 
 
+def _selector(call: ast.Call, keyword: str) -> Optional[str]:
+    """The string literal a call gives first, or by `keyword` (a registry row's selecting
+    argument: `fsspec.filesystem("s3")`, `protocol="s3"`); None when it gives none."""
+    if call.args:
+        first = call.args[0]
+        return None if type(first) is syntax.Starred else string(first)
+    return next((string(k.value) for k in call.keywords if k.arg == keyword), None)
+
+
 def string(node: Optional[ast.AST]) -> Optional[str]:
     if type(node) is syntax.Constant and type(node.value) is str:
         return node.value
@@ -298,8 +307,10 @@ class Evaluator:
 
     def _handle_of_call(self, call: ast.Call) -> Optional[Handle]:
         name = self.state.q(call.func)
-        if name is not None and self._types.get(name) is not None:
-            return Handle(call, name)
+        htype = self._types.get(name) if name is not None else None
+        if htype is not None and (not htype.selector_values
+                                  or htype.selects(_selector(call, htype.selector_keyword))):
+            return Handle(call, htype.name)
         func = call.func
         if type(func) is syntax.Attribute:
             value = func.value  # (a name's: `handle_of`, inline)

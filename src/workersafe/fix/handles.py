@@ -55,7 +55,11 @@ class HandleNames:
         """The handle type a call creates (`sqlite3.connect(p)`), else None."""
         if isinstance(node, cst.Call):
             made = self.factories.get(dotted(node.func))
-            return self.registry.lookup(made or self.qualified(node.func))
+            htype = self.registry.lookup(made or self.qualified(node.func))
+            if htype is not None and not made and htype.selector_values \
+                    and not htype.selects(_selector(node, htype.selector_keyword)):
+                return None  # `fsspec.filesystem("file")`: not the handle (registry.py)
+            return htype
         return None
 
     def derives(self, expr: cst.BaseExpression, attrs: set[str], names: set[str]) -> bool:
@@ -189,3 +193,20 @@ def _is_key(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.IfExp):  # `f["train" if train else "test"]`
         return _is_key(node.body) and _is_key(node.orelse)
     return isinstance(node, _KEY_EXPRESSIONS)
+
+
+def _selector(call: cst.Call, keyword: str) -> Optional[str]:
+    """The string literal a call gives first, or by `keyword` (a registry row's selecting
+    argument, as `analysis/values.py` reads it); None when it gives none."""
+    args = list(call.args)
+    if args and args[0].keyword is None:
+        first = args[0]
+        value = first.value.evaluated_value \
+            if not first.star and isinstance(first.value, cst.SimpleString) else None
+        return value if isinstance(value, str) else None
+    for arg in args:
+        if arg.keyword is not None and arg.keyword.value == keyword \
+                and isinstance(arg.value, cst.SimpleString):
+            value = arg.value.evaluated_value
+            return value if isinstance(value, str) else None
+    return None
