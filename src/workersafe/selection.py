@@ -147,6 +147,7 @@ class Selection:
                            and self._binds_from(p, modules, exported)
                            and named.search(texts[p])}
                 wanted |= self._reexporters(modules, exported, facts)
+                wanted |= self._quiet_builders(modules, interesting & dataset_names, facts)
             callers = self._callers(facts, dataset_names, loader_names) - set(facts)
             wanted |= self._gate(callers, callers_needed, self._deferred_callers)
             if starts_needed:
@@ -165,6 +166,31 @@ class Selection:
                 return
             facts.update(parse([self.by_path[p] for p in sorted(wanted)]))
             wanted = set()
+
+    def _quiet_builders(self, modules: set[str], datasets: set[str],
+                        facts: dict[str, FileFacts]) -> set[str]:
+        """Files naming no dataset word and no handle that import a dataset class holding a
+        handle (`datasets`), or a function returning one, from its module and spell it as a
+        call: a factory module (`from .shards import ShardFeatures` ... `return
+        ShardFeatures(root)`) whose function a script gives its loader
+        (`DataLoader(make_features(kind, root))`). Module handles and the functions reaching
+        them are not followed here: a file using one builds no dataset."""
+        if not datasets:
+            return set()
+        names = datasets | {fn.name for f in facts.values() for fn in f.functions
+                            if any(r.target.rpartition(".")[2] in datasets for r in fn.returns)}
+        pattern = words_pattern(names)
+        if pattern is None:
+            return set()
+        # (a warm run's quiet file is not read: one found here was marked loud when it was)
+        unnamed = set(self.texts) - self.dataset_files - self.handle_files - facts.keys()
+        found = {p for p in unnamed
+                 if self._imported_by(p) & modules and self._binds_from(p, modules, names)
+                 and any(_called(self.texts[p], name) for name in pattern.found(self.texts[p]))}
+        quiet, loud = self._verdicts  # read again next time, though it names neither
+        quiet -= found
+        loud |= found
+        return found
 
     def _arg_callees(self, facts: dict[str, FileFacts], loader_names: set[str]) -> set[str]:
         """Short names of the callables an argument of which may reach a loader's dataset:
@@ -445,6 +471,13 @@ class Selection:
         if found is None:
             found = self._lines[path] = import_lines(self.texts[path])
         return found
+
+
+def _called(text: str, name: str) -> bool:
+    """Whether `text` spells `name` as a call (`Name(`, `Name.from_config(`), not only in an
+    import or an annotation."""
+    return any(re.match(r"\s*[(.]", text[start + len(name):start + len(name) + 40])
+               for start in word_starts(text, name))
 
 
 def _may_call(text: str, name: str) -> bool:
