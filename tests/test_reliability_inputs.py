@@ -434,6 +434,24 @@ def test_nonexistent_path_is_a_usage_error(tmp_path: Path) -> None:
     assert "no/such/dir" in run.stderr
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks here")
+def test_broken_links_and_non_files_named_on_the_command_line(tmp_path: Path) -> None:
+    """Inside a walked directory they are skipped; named, they were silently clean (exit 0)."""
+    _write(tmp_path / "good.py", SAMPLE)
+    os.symlink("nowhere.py", tmp_path / "dangling.py")
+    os.symlink("loop_b", tmp_path / "loop_a")
+    os.symlink("loop_a", tmp_path / "loop_b")
+    cases = [("dangling.py", "broken symbolic link"), ("loop_a", "symbolic link loop")]
+    if os.path.exists(os.devnull) and not os.path.isfile(os.devnull):
+        cases.append((os.devnull, "not a file or directory"))
+    for name, reason in cases:
+        for command in ("check", "fix"):
+            run = run_cli(command, "--no-cache", "good.py", name, cwd=tmp_path)
+            assert_no_crash(run, allowed=(2,))
+            assert run.returncode == 2 and name in run.stderr and reason in run.stderr, run.stderr
+    _sample_found(check(["."], tmp_path), "good.py")  # a walk still skips them
+
+
 # --- the file system changing or refusing under us ------------------------------------------------
 
 class _VanishingEngine(Engine):
