@@ -424,6 +424,21 @@ def test_directory_named_like_a_python_file(tmp_path: Path) -> None:
     assert_no_crash(run_flake8(["x.py", "tree"], tmp_path))
 
 
+def test_nothing_to_check_is_said(tmp_path: Path) -> None:
+    """An empty directory (or one of only other files, or a directory named `x.py`): exit 0 as
+    ruff does, with a note on stderr, not silence that looks like a clean result."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "x.py").mkdir()
+    (tmp_path / "docs").mkdir()
+    _write(tmp_path / "docs" / "index.md", "# docs\n")
+    for args in (["empty"], ["x.py", "docs"]):
+        run = check(args, tmp_path)
+        assert_no_crash(run)
+        assert run.returncode == 0 and run.stdout == ""
+        assert run.stderr.startswith("workersafe: note: no Python files or notebooks found in "
+                                     + " ".join(args)), run.stderr
+
+
 def test_nonexistent_path_is_a_usage_error(tmp_path: Path) -> None:
     _write(tmp_path / "good.py", SAMPLE)
     run = check(["good.py", "missing.py"], tmp_path)

@@ -245,6 +245,9 @@ def _check(args: argparse.Namespace, config: Config) -> int:
         except DiscoveryError as exc:
             raise UsageError(str(exc)) from None
         findings, stats = result.findings, result.stats
+        if not stats.files:  # `check docs/`: exit 0, but not as if the code had been checked
+            print(f"workersafe: note: no Python files or notebooks found in {' '.join(paths)}",
+                  file=sys.stderr)
         _write_index(engine, paths, result)
         files_with_findings = {f.path for f in findings if f.plan}
         if args.show_fixes or len(files_with_findings) <= MARK_FIXABLE_FILES:
