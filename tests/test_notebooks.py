@@ -199,6 +199,15 @@ def test_stdin_notebook(tmp_path: Path) -> None:
     assert done.stdout.startswith(f"nb.ipynb:{SESSION_AT}: WS101"), done.stdout + done.stderr
 
 
+def test_stdin_notebook_without_a_name(tmp_path: Path) -> None:
+    """`cat nb.ipynb | workersafe check -`: its JSON parses as a Python expression, so read as
+    Python it passed as clean (exit 0); it is read as the notebook it is."""
+    path = _project(tmp_path)
+    done = workersafe("check", "-", cwd=tmp_path, stdin=path.read_text())
+    assert done.stdout.startswith(f"stdin.ipynb:{SESSION_AT}: WS101"), done.stdout + done.stderr
+    assert done.returncode == 1
+
+
 def test_syntax_error_names_the_cell_and_the_rest_is_analysed(tmp_path: Path) -> None:
     """The cell that does not parse is WS001 at that cell and line (the column as flake8
     counts); the other cells are still analysed: the loader's cell names a dataset the broken

@@ -192,7 +192,11 @@ def test_unknown_coding_and_undecodable_bytes(tmp_path: Path) -> None:
     run = check(["."], tmp_path)
     assert_no_crash(run)
     assert "klingon" in _ws001(run, "klingon.py")
-    assert "cannot decode as utf-8" in _ws001(run, "badutf8.py")
+    line = CANDIDATE_HEADER.count("\n") + 1
+    # where, as Python says it (not the codec's byte offset), and how to make it readable
+    message = _ws001(run, "badutf8.py")
+    assert f"cannot decode as utf-8: byte 0xff on line {line} (" in message, message
+    assert "position" not in message and "coding: latin-1" in message
 
 
 @pytest.mark.parametrize("ending", ["crlf", "cr", "mixed"])
@@ -424,6 +428,21 @@ def test_directory_named_like_a_python_file(tmp_path: Path) -> None:
     assert_no_crash(run_flake8(["x.py", "tree"], tmp_path))
 
 
+def test_nothing_to_check_is_said(tmp_path: Path) -> None:
+    """An empty directory (or one of only other files, or a directory named `x.py`): exit 0 as
+    ruff does, with a note on stderr, not silence that looks like a clean result."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "x.py").mkdir()
+    (tmp_path / "docs").mkdir()
+    _write(tmp_path / "docs" / "index.md", "# docs\n")
+    for args in (["empty"], ["x.py", "docs"]):
+        run = check(args, tmp_path)
+        assert_no_crash(run)
+        assert run.returncode == 0 and run.stdout == ""
+        assert run.stderr.startswith("workersafe: note: no Python files or notebooks found in "
+                                     + " ".join(args)), run.stderr
+
+
 def test_nonexistent_path_is_a_usage_error(tmp_path: Path) -> None:
     _write(tmp_path / "good.py", SAMPLE)
     run = check(["good.py", "missing.py"], tmp_path)
@@ -432,6 +451,24 @@ def test_nonexistent_path_is_a_usage_error(tmp_path: Path) -> None:
     run = check(["no/such/dir"], tmp_path)
     assert_no_crash(run, allowed=(2,))
     assert "no/such/dir" in run.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks here")
+def test_broken_links_and_non_files_named_on_the_command_line(tmp_path: Path) -> None:
+    """Inside a walked directory they are skipped; named, they were silently clean (exit 0)."""
+    _write(tmp_path / "good.py", SAMPLE)
+    os.symlink("nowhere.py", tmp_path / "dangling.py")
+    os.symlink("loop_b", tmp_path / "loop_a")
+    os.symlink("loop_a", tmp_path / "loop_b")
+    cases = [("dangling.py", "broken symbolic link"), ("loop_a", "symbolic link loop")]
+    if os.path.exists(os.devnull) and not os.path.isfile(os.devnull):
+        cases.append((os.devnull, "not a file or directory"))
+    for name, reason in cases:
+        for command in ("check", "fix"):
+            run = run_cli(command, "--no-cache", "good.py", name, cwd=tmp_path)
+            assert_no_crash(run, allowed=(2,))
+            assert run.returncode == 2 and name in run.stderr and reason in run.stderr, run.stderr
+    _sample_found(check(["."], tmp_path), "good.py")  # a walk still skips them
 
 
 # --- the file system changing or refusing under us ------------------------------------------------

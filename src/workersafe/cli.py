@@ -245,6 +245,9 @@ def _check(args: argparse.Namespace, config: Config) -> int:
         except DiscoveryError as exc:
             raise UsageError(str(exc)) from None
         findings, stats = result.findings, result.stats
+        if not stats.files:  # `check docs/`: exit 0, but not as if the code had been checked
+            print(f"workersafe: note: no Python files or notebooks found in {' '.join(paths)}",
+                  file=sys.stderr)
         _write_index(engine, paths, result)
         files_with_findings = {f.path for f in findings if f.plan}
         if args.show_fixes or len(files_with_findings) <= MARK_FIXABLE_FILES:
@@ -266,6 +269,8 @@ def _check_stdin(engine: Engine, name: str, raw: bytes) -> list[Finding]:
     from .notebook import is_notebook, notebook_source
     from .source import SourceError
 
+    if name == "stdin" and _notebook_json(raw):
+        name = "stdin.ipynb"
     if not is_notebook(name):
         return engine.check_bytes(name, raw)
     try:
@@ -273,6 +278,20 @@ def _check_stdin(engine: Engine, name: str, raw: bytes) -> list[Finding]:
     except SourceError as exc:
         return [Finding(name, Span(1, 0, 1, 0), UNREADABLE, f"cannot analyse this file: {exc}")]
     return _in_cells(engine.check_text(name, source.text), {name: source})
+
+
+def _notebook_json(raw: bytes) -> bool:
+    """`cat nb.ipynb | workersafe check -`, with no --stdin-filename to say it is a notebook:
+    its JSON is a valid Python expression, read as one it would pass as clean."""
+    if not raw.lstrip()[:1] == b"{" or b'"nbformat"' not in raw or b'"cells"' not in raw:
+        return False
+    import json
+
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and "nbformat" in data and "cells" in data
 
 
 def _in_cells(findings: list[Finding], sources: dict[str, Source]) -> list[Finding]:

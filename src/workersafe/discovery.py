@@ -5,6 +5,7 @@ Honours `.gitignore` (through `git ls-files` when the path is in a git work tree
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import functools
 import os
@@ -36,19 +37,33 @@ def discover(paths: Iterable[str], exclude: Iterable[str] = ()) -> list[SourceFi
     patterns = tuple(exclude)
     found: dict[str, SourceFile] = {}
     for path in paths:
-        if not os.path.exists(path) and not os.path.islink(path):
-            raise DiscoveryError(f"{path}: no such file or directory")
+        if not os.path.exists(path):
+            raise DiscoveryError(_missing(path))
         if os.path.isdir(path):
             root = _source_root(path)
             for file_path, absolute in _walk(path, patterns):
                 shown = os.path.normpath(file_path)
                 if shown not in found:
                     found[shown] = _source_file(file_path, root, absolute)
-        else:
-            if os.path.isfile(path):
-                found.setdefault(os.path.normpath(path),
-                                 _source_file(path, _package_root(os.path.dirname(path) or ".")))
+        elif os.path.isfile(path):
+            found.setdefault(os.path.normpath(path),
+                             _source_file(path, _package_root(os.path.dirname(path) or ".")))
+        else:  # a pipe (`<(cat x.py)`), a device: `check -` reads standard input
+            raise DiscoveryError(f"{path}: not a file or directory (for standard input: -)")
     return sorted(found.values(), key=lambda f: f.path)
+
+
+def _missing(path: str) -> str:
+    """Why a path given on the command line names nothing to read (a link inside a walked
+    directory that leads nowhere is skipped; one given by name is an error, as a missing file)."""
+    if not os.path.islink(path):
+        return f"{path}: no such file or directory"
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"{path}: a symbolic link loop"
+    return f"{path}: a broken symbolic link (to {os.readlink(path)!r}, which does not exist)"
 
 
 def forget_paths() -> None:

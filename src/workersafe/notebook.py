@@ -151,7 +151,9 @@ def _checked(cells: dict[int, list[str]], masked: list[str], path: str) -> str:
                     error = None  # IPython runs it (below): left out, its columns would move
                 else:
                     errors[number] = error
-                cells[number] = [_mask(line, masked, indent=False) for line in lines]
+                # each line as written: a line already masked (`%time`, `!cmd`) restores to it
+                cells[number] = [_mask(_unmask(line, masked), masked, indent=False)
+                                 for line in lines]
         code = _joined(cells, errors)
     return code
 

@@ -79,9 +79,27 @@ def decode(path: str, raw: bytes) -> Source:
     bom = raw.startswith(b"\xef\xbb\xbf")
     try:
         text = raw.decode("utf-8-sig" if bom else encoding)
-    except (UnicodeDecodeError, LookupError) as exc:
+    except UnicodeDecodeError as exc:
+        raise SourceError(_undecodable(raw, exc, encoding, bom)) from None
+    except LookupError as exc:
         raise SourceError(f"cannot decode as {encoding}: {exc}") from None
     return Source(path, raw, text, "utf-8" if encoding == "utf-8-sig" else encoding, bom)
+
+
+def _undecodable(raw: bytes, exc: UnicodeDecodeError, encoding: str, bom: bool) -> str:
+    """Where the bytes that do not decode are, as Python's own message says it ("line 7"),
+    rather than the codec's offset into the file; and how to make the file readable."""
+    start = exc.start + (3 if bom else 0)  # utf-8-sig counts from after the BOM
+    line = raw.count(b"\n", 0, start) + 1
+    what = f"byte 0x{raw[start]:02x} on line {line}" if start < len(raw) else f"line {line}"
+    if bom:  # no coding line can say otherwise
+        encoding, hint = "utf-8", "the file starts with a UTF-8 byte order mark"
+    elif encoding == "utf-8":
+        hint = ("no coding line: save the file as UTF-8 or declare its encoding on line 1 "
+                "or 2, e.g. `# -*- coding: latin-1 -*-`")
+    else:
+        hint = "the encoding its coding line declares"
+    return f"cannot decode as {encoding}: {what} ({exc.reason}; {hint})"
 
 
 def _declared_encoding(raw: bytes) -> str:
