@@ -379,9 +379,14 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView, module
             unread = not ({held.attr, *attrs} & view.worker_reads)
             if held.attr not in view.worker_reads and (not unread or htype.picklable):
                 continue
-            if unread and member is not view.cls \
+            if member is not view.cls and (unread or view.cls.held and not (
+                    {held.attr, *attrs} & (view.worker_reads - view.super_reads))) \
                     and {held.attr, *attrs} & class_view(project, member).worker_reads:
-                continue  # read through `super().__getitem__`: the base's own view judges it
+                # read through `super().__getitem__` by a subclass holding handles of its own:
+                # the base's own view judges it (a fix of both could not keep each one's
+                # `__getstate__`); one holding none is judged here (its base's `__getitem__`
+                # runs in its workers)
+                continue
             plan = FixPlan("instance", held.site.handle, member.qualname, held.attr,
                            attrs or (held.attr,), held.method)
             cand = Candidate("WS101", held.site, home.path,

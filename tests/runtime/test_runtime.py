@@ -249,6 +249,16 @@ PROGRAM_LIST += (
         ),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # a subclass's __getitem__ runs the base's, reading its archive, by super()
+        "zip_subclass_through_super",
+        "WS101",
+        "zipfile.ZipFile(",
+        (
+            Before(FORK_4, ZIP_FAILURES),
+            Before(SPAWN_2, (r"TypeError: cannot pickle '_io\.BufferedReader' object",)),
+        ),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # fix v3: a base class and its subclass both hold handles (one chain)
         "base_subclass_handles",
         "WS101",

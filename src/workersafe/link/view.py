@@ -53,6 +53,9 @@ class ClassView:
     # every construction of it the loaders reach it by (`Views.constructions`), when its
     # `__init__` calls a method only in a branch of `if <param>:` (`branch_calls`); else empty
     built: list[DatasetRef] = field(default_factory=list)
+    # of `worker_reads`, those only a base's method its workers run through `super().m()`
+    # reads (`super().__getitem__(i)`: `_run_by_super`)
+    super_reads: set[str] = field(default_factory=set)
 
     def init_run_for(self, ref: DatasetRef) -> set[tuple[str, str]]:
         """The methods constructing it by `ref` runs: `init_run`, less the methods its
@@ -182,6 +185,9 @@ class Views(Returns):
         roots = [n for n in methods if n not in init_names and n not in NOT_WORKER_METHODS]
         worker_methods = method_closure(roots, methods)
         worker_reads = {a for n in worker_methods for a in methods[n][1].attrs_read}
+        super_reads = {a for m in _run_by_super(mro, methods, worker_methods)
+                       for a in m.attrs_read} - worker_reads
+        worker_reads |= super_reads
         uses = self.loaders_by_class().get(cls.qualname, [])  # (`reached` is computed with it)
         reaches = self.reached.get(cls.qualname, [])
         if reaches and not roots and self._read_by_keepers(cls, reaches):
@@ -200,7 +206,37 @@ class Views(Returns):
             else []
         return ClassView(cls, self.class_file[cls.qualname], methods, init_run, worker_methods,
                          worker_reads, parent_uses, guarded, _closed_at_fork(mro, methods), via,
-                         mro, self.is_torch_dataset(cls), uses, reaches, built)
+                         mro, self.is_torch_dataset(cls), uses, reaches, built, super_reads)
+
+
+def _run_by_super(mro: list[ClassFacts], methods: Methods, names: set[str]
+                  ) -> list[MethodFacts]:
+    """The base implementations the methods `names` run through `super().m()` (a subclass's
+    `__getitem__` returning `super().__getitem__(i) * 2` runs its base's, which reads the
+    handle), and what those run in turn (their `self.m()` calls: the class's own `m`; their
+    own `super()` calls), each once; `names` and `methods`: as `method_closure`'s."""
+    index = {member.qualname: i for i, member in enumerate(mro)}
+    found: list[MethodFacts] = []
+    seen: set[tuple[str, str]] = set()
+    ran = set(names)
+    stack = [methods[n] for n in names if n in methods]
+    while stack:
+        owner, method = stack.pop()
+        for called in method.super_calls:
+            for member in mro[index.get(owner.qualname, len(mro)) + 1:]:
+                base = member.method(called)
+                if base is None:
+                    continue
+                if (member.qualname, called) not in seen:
+                    seen.add((member.qualname, called))
+                    found.append(base)
+                    stack.append((member, base))
+                break
+        for name in method_closure(method.self_calls, methods) - ran:
+            ran.add(name)
+            found.append(methods[name][1])
+            stack.append(methods[name])
+    return found
 
 
 def _closed_at_fork(mro: list[ClassFacts], methods: Methods) -> set[str]:
