@@ -61,7 +61,7 @@ def __init__(self, classes=None, worker_inits=None, loaders=None, uses=None):
     _o['uses'] = uses
 CODES["def __init__(self, classes=_d_classes, worker_inits=_d_worker_inits, loaders=_d_loaders, uses=_d_uses):\n    _o = self.__dict__\n    _o['classes'] = classes\n    _o['worker_inits'] = worker_inits\n    _o['loaders'] = loaders\n    _o['uses'] = uses\n"] = __init__.__code__
 
-def __init__(self, cls, facts, methods, init_run, worker_methods, worker_reads, parent_uses, guarded, closed_at_fork=None, via=None, chain=None, torch_dataset=None, uses=None, reaches=None, built=None):
+def __init__(self, cls, facts, methods, init_run, worker_methods, worker_reads, parent_uses, guarded, closed_at_fork=None, via=None, chain=None, torch_dataset=None, uses=None, reaches=None, built=None, super_reads=None):
     self.cls = cls
     self.facts = facts
     self.methods = methods
@@ -77,7 +77,8 @@ def __init__(self, cls, facts, methods, init_run, worker_methods, worker_reads, 
     self.uses = _f_uses() if uses is _MISSING else uses
     self.reaches = _f_reaches() if reaches is _MISSING else reaches
     self.built = _f_built() if built is _MISSING else built
-CODES['def __init__(self, cls, facts, methods, init_run, worker_methods, worker_reads, parent_uses, guarded, closed_at_fork=_MISSING, via=_d_via, chain=_MISSING, torch_dataset=_d_torch_dataset, uses=_MISSING, reaches=_MISSING, built=_MISSING):\n    self.cls = cls\n    self.facts = facts\n    self.methods = methods\n    self.init_run = init_run\n    self.worker_methods = worker_methods\n    self.worker_reads = worker_reads\n    self.parent_uses = parent_uses\n    self.guarded = guarded\n    self.closed_at_fork = _f_closed_at_fork() if closed_at_fork is _MISSING else closed_at_fork\n    self.via = via\n    self.chain = _f_chain() if chain is _MISSING else chain\n    self.torch_dataset = torch_dataset\n    self.uses = _f_uses() if uses is _MISSING else uses\n    self.reaches = _f_reaches() if reaches is _MISSING else reaches\n    self.built = _f_built() if built is _MISSING else built\n'] = __init__.__code__
+    self.super_reads = _f_super_reads() if super_reads is _MISSING else super_reads
+CODES['def __init__(self, cls, facts, methods, init_run, worker_methods, worker_reads, parent_uses, guarded, closed_at_fork=_MISSING, via=_d_via, chain=_MISSING, torch_dataset=_d_torch_dataset, uses=_MISSING, reaches=_MISSING, built=_MISSING, super_reads=_MISSING):\n    self.cls = cls\n    self.facts = facts\n    self.methods = methods\n    self.init_run = init_run\n    self.worker_methods = worker_methods\n    self.worker_reads = worker_reads\n    self.parent_uses = parent_uses\n    self.guarded = guarded\n    self.closed_at_fork = _f_closed_at_fork() if closed_at_fork is _MISSING else closed_at_fork\n    self.via = via\n    self.chain = _f_chain() if chain is _MISSING else chain\n    self.torch_dataset = torch_dataset\n    self.uses = _f_uses() if uses is _MISSING else uses\n    self.reaches = _f_reaches() if reaches is _MISSING else reaches\n    self.built = _f_built() if built is _MISSING else built\n    self.super_reads = _f_super_reads() if super_reads is _MISSING else super_reads\n'] = __init__.__code__
 
 def __init__(self, code, name, summary, fix, fix_does, latent=None, default_on=None, level=None):
     _o = self.__dict__
