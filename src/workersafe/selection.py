@@ -187,7 +187,13 @@ class Selection:
         found = {p for p in unnamed
                  if self._imported_by(p) & modules and self._binds_from(p, modules, names)
                  and any(_called(self.texts[p], name) for name in pattern.found(self.texts[p]))}
-        quiet, loud = self._verdicts  # read again next time, though it names neither
+        return self._loud(found)
+
+    def _loud(self, found: set[str]) -> set[str]:
+        """`found`, marked loud in the verdicts (`verdicts`): a file a round parsed though it
+        names no handle and no dataset is read again on the next run (a warm run reads only
+        the loud ones)."""
+        quiet, loud = self._verdicts
         quiet -= found
         loud |= found
         return found
@@ -289,10 +295,7 @@ class Selection:
                    and (name in classes or _may_call(text, name))
                    for name, home, returned in here):
                 found.add(path)
-        quiet, loud = self._verdicts  # a caller is read again next time, though it names
-        quiet -= found  # no handle and no dataset
-        loud |= found
-        return found
+        return self._loud(found)
 
     def _reachers(self, path: str) -> frozenset[str]:
         """The files that may name what `path` defines: itself, the files importing it, or a
