@@ -282,7 +282,7 @@ class WordMatcher:
 _WORD = re.compile(r"\w+")
 
 
-def _is_word_char(char: str) -> bool:
+def is_word_char(char: str) -> bool:
     r"""`re`'s `\w` for one character of a text (`""`: none, before the start or past the end)."""
     return char.isalnum() or char == "_"
 
@@ -293,7 +293,7 @@ def word_starts(text: str, name: str) -> Iterator[int]:
     tries every position of the text in turn (twenty times slower on a large tree)."""
     start = text.find(name)
     while start != -1:
-        if not start or not _is_word_char(text[start - 1]):
+        if not start or not is_word_char(text[start - 1]):
             yield start
         start = text.find(name, start + 1)
 
@@ -301,7 +301,7 @@ def word_starts(text: str, name: str) -> Iterator[int]:
 def spells_word(text: str, name: str) -> bool:
     r"""Whether `name` is in `text` as a whole word (`(?<!\w)name(?!\w)`)."""
     end = len(name)
-    return any(not _is_word_char(text[start + end:start + end + 1])
+    return any(not is_word_char(text[start + end:start + end + 1])
                for start in word_starts(text, name))
 
 

@@ -19,8 +19,8 @@ from typing import Callable, Iterable, Iterator, Optional
 from .carry import Pending, offered
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
 from .facts import LOOKUP_VERBS, DatasetRef, FileFacts, LoaderCall
-from .prefilter import (ImportLines, Prefilter, class_bases, import_lines, spells_word,
-                        word_starts, words_pattern)
+from .prefilter import (ImportLines, Prefilter, class_bases, import_lines, is_word_char,
+                        spells_word, word_starts, words_pattern)
 
 # The engine's parser: files → their facts (cached, maybe parallel).
 ParseMany = Callable[[list[SourceFile]], dict[str, FileFacts]]
@@ -53,7 +53,11 @@ class Selection:
                                                     prefilter.registry.short_names())
         self.dataset_files = {p for p, t in texts.items() if prefilter.mentions_dataset(t)}
         self.start_files = {p for p, t in texts.items() if _START_METHOD in t}
-        self._imports: dict[str, set[str]] = {}
+        self._imports: dict[str, set[str]] = {}  # `_imported_by`
+        self._modules: Optional[set[str]] = None  # the files' modules, by any spelling
+        self._spelled: Optional[dict[str, str]] = None  # `_aliases`
+        # `_may_refer`'s reading of a file's text for (file, name, defining file)
+        self._refers: dict[tuple[str, str, str], tuple[bool, tuple[str, ...]]] = {}
         # (name, defining file, only returned) searched by the callers' round (`_caller_names`)
         self._callers_searched: set[tuple[str, str, bool]] = set()
         self._calls: dict[str, _Calls] = {}  # each parsed file's, for `_caller_names`
@@ -111,7 +115,7 @@ class Selection:
             bases_of, handle_files | dataset_files, loader_aliases) \
             if loader_aliases else loader_names
         by_module = {f.module: f.path for f in self.by_path.values() if f.module}
-        aliases = module_aliases((f.path, f.module) for f in self.by_path.values())
+        aliases = self._aliases()
         by_module.update((alias, by_module[module]) for alias, module in aliases.items()
                          if module in by_module)
         wanted = {p for p in handle_files - dataset_files
@@ -133,13 +137,11 @@ class Selection:
                                       handle_files, self._may_bind, set(words) | loader_like,
                                       arg_callees, [self._demands[p] for p in facts],
                                       self._demanded)
-            interesting = _interesting_names(facts.values())
-            pattern = words_pattern(interesting)
-            if pattern is not None:
-                wanted |= {p for p in (dataset_files | handle_files) - facts.keys()
-                           if pattern.search(texts[p])}
+            anywhere: set[str] = set()
+            interesting = _interesting_names(facts.values(), anywhere)
+            wanted |= self._naming(interesting, anywhere, facts, by_module)
             modules, exported = _interesting_modules(facts.values(), interesting_alone,
-                                                     interesting)
+                                                     interesting, aliases, texts)
             named = words_pattern(exported)
             if modules and named is not None:
                 wanted |= {p for p in (dataset_files | handle_files) - facts.keys()
@@ -166,6 +168,84 @@ class Selection:
                 return
             facts.update(parse([self.by_path[p] for p in sorted(wanted)]))
             wanted = set()
+
+    def _naming(self, interesting: set[str], anywhere: set[str],
+                facts: dict[str, FileFacts], by_module: dict[str, str]) -> set[str]:
+        """The unparsed files naming a dataset or a handle that mention one of `interesting`
+        where it can be what a parsed module defines (a holder class, a module handle or
+        variable, a factory): only a file importing that name, or the module as a module,
+        refers to it (`_may_refer`); elsewhere the same word is another binding (a script's
+        `model`, `client` or `tar`, mentioned in hundreds of files), which the linker never
+        ties to it. The names in `anywhere` (registries and their lookups) everywhere."""
+        pattern = words_pattern(interesting)
+        if pattern is None:
+            return set()
+        homes: dict[str, set[str]] = {}
+        for path, f in facts.items():
+            defined = {c.name for c in f.classes} | {fn.name for fn in f.functions} \
+                | {name for name, _ in f.module_vars} | {h.name for h in f.module_handles}
+            for name in (defined & interesting) - anywhere:
+                homes.setdefault(name, set()).add(path)
+        found = set()
+        for path in (self.dataset_files | self.handle_files) - facts.keys():
+            if pattern.search(self.texts[path]) is None:  # (kept from round to round)
+                continue
+            for name in pattern.found(self.texts[path]):
+                where = homes.get(name)
+                if where is None or any(self._may_refer(path, name, home, by_module)
+                                        for home in where):
+                    found.add(path)
+                    break
+        return found
+
+    def _may_refer(self, path: str, name: str, home: str, by_module: dict[str, str]) -> bool:
+        """Whether `path` may refer to the `name` that `home` defines: it imports the name
+        from `home`'s module, a package above it or a module that can re-export it
+        (`from m import name`, or a list not on one line, or `*`), or imports `home`'s module, a
+        package above it or its own name (`import a.b`, `from a import b`) and spells
+        `.name`; and the file can reach `home` at all (`_reachers`). Text only, over-reaching:
+        the module's last part is the same from every root it can be imported from."""
+        key = (path, name, home)
+        spelled = self._refers.get(key)
+        if spelled is None:
+            spelled = self._refers[key] = self._spells_reference(path, name, home, by_module)
+        direct, through = spelled
+        if not direct and not through:
+            return False
+        reach = self._reachers(home)  # (files read since may import more: asked each time)
+        return path in reach and (direct or any(source in reach for source in through))
+
+    def _spells_reference(self, path: str, name: str, home: str, by_module: dict[str, str]
+                          ) -> tuple[bool, tuple[str, ...]]:
+        """What `_may_refer` reads of the file's import lines and text: whether they refer
+        to `home`'s module, else the project modules it imports `name` from (a re-export if
+        one of them reaches `home`)."""
+        through: list[str] = []
+        stem = os.path.basename(home)
+        if stem == "__init__.py":
+            stem = os.path.basename(os.path.dirname(home))
+        stem = stem.partition(".")[0]
+        runs = self._spellings(home)[0]
+        file = self.by_path[path]
+        attribute: Optional[bool] = None
+        for level, module, names in self._import_lines(path):
+            imported = module_of_import(file.module, file.is_package, level, module)
+            if names is not None and (not names or "*" in names or name in names):
+                source = by_module.get(imported)
+                if imported in runs:  # from it or a package above it
+                    return True, ()
+                if source is not None:  # from a module that may re-export it
+                    through.append(source)
+                continue
+            named = imported in runs if names is None else stem in names
+            if named:
+                if attribute is None:
+                    text = self.texts[path]
+                    attribute = any(_module_attribute(text, start, stem)
+                                    for start in word_starts(text, name))
+                if attribute:
+                    return True, ()
+        return False, tuple(through)
 
     def _quiet_builders(self, modules: set[str], datasets: set[str],
                         facts: dict[str, FileFacts]) -> set[str]:
@@ -414,9 +494,10 @@ class Selection:
         return False
 
     def _imported_names(self, path: str, module: str) -> Optional[tuple[str, ...]]:
-        """The names a file imports from `module` by `from` lines, or None when it may use
-        any of them: it imports the module itself (`import a.b`, `from a import b`), a list
-        not on one line (`from a.b import (`) or `*`."""
+        """The names a file imports from `module` by `from` lines, and those it spells as
+        attributes of the module imported by name (`from a import b`: `b.f`); or None when it
+        may use any of them: it imports the module itself (`import a.b`), renames it (`from a
+        import b as c`), or imports a list not on one line (`from a.b import (`) or `*`."""
         file = self.by_path[path]
         found: list[str] = []
         for level, name, names in self._import_lines(path):
@@ -425,9 +506,15 @@ class Selection:
                 if imported == module or module.startswith(imported + "."):
                     return None
                 continue
-            if any(f"{imported}.{n}" == module or module.startswith(f"{imported}.{n}.")
-                   for n in names):
-                return None  # `from a import b`: `b.f` may be anything of a.b
+            if any(module.startswith(f"{imported}.{n}.") for n in names):
+                return None  # `from a import b`: `b.c.f` may be anything below a.b
+            local = next((n for n in names if f"{imported}.{n}" == module), None)
+            if local is not None:  # `from a import b`: what `b.f` spells, unless renamed
+                text = self.texts[path]
+                if re.search(rf"\b{re.escape(local)}\s+as\b", text):
+                    return None
+                found += _attributes(text, local)
+                continue
             if imported != module:
                 continue
             if not names or "*" in names:
@@ -455,11 +542,28 @@ class Selection:
         return found
 
     def _imported_by(self, path: str) -> set[str]:
+        """The modules a file imports: those its import lines name, and the modules a `from`
+        line imports by name (`from . import readers`: `pkg.readers`)."""
         if path not in self._imports:
+            if self._modules is None:
+                known = {f.module for f in self.by_path.values() if f.module}
+                self._modules = known | self._aliases().keys()
             file = self.by_path[path]
-            self._imports[path] = {module_of_import(file.module, file.is_package, level, name)
-                                   for level, name, _ in self._import_lines(path)}
+            found = set()
+            for level, name, names in self._import_lines(path):
+                module = module_of_import(file.module, file.is_package, level, name)
+                found.add(module)
+                if names:
+                    found.update(below for n in names
+                                 if (below := f"{module}.{n}" if module else n) in self._modules)
+            self._imports[path] = found
         return self._imports[path]
+
+    def _aliases(self) -> dict[str, str]:
+        """The other spellings of the files' modules (`discovery.module_aliases`), found once."""
+        if self._spelled is None:
+            self._spelled = module_aliases((f.path, f.module) for f in self.by_path.values())
+        return self._spelled
 
     def _class_bases(self, path: str) -> ClassBases:
         """The `class X(...)` lines of a file read, found once (several class graphs ask)."""
@@ -474,6 +578,45 @@ class Selection:
         if found is None:
             found = self._lines[path] = import_lines(self.texts[path])
         return found
+
+
+def _attributes(text: str, local: str) -> list[str]:
+    """The names `text` spells as attributes of `local` (`fs.open`: `open`)."""
+    after = len(local) + 1
+    return [word.group() for start in word_starts(text, local + ".")
+            if (word := _WORD_AT.match(text, start + after)) is not None]
+
+
+def _spells_attribute(text: str, local: str, names: set[str]) -> bool:
+    """Whether `text` spells `local.name` for one of `names`."""
+    after = len(local) + 1
+    return any((word := _WORD_AT.match(text, start + after)) is not None
+               and word.group() in names for start in word_starts(text, local + "."))
+
+
+_WORD_AT = re.compile(r"\w+")
+
+
+def _module_attribute(text: str, start: int, stem: str) -> bool:
+    """Whether the word at `start` is an attribute of what may be a module named `stem`:
+    `stem.name` (`import a.b.stem`, `from a.b import stem`), or of a name an import binds
+    with `as` (`import a.b.stem as m`: `m.name`); not `self.name` or `args.name`."""
+    at = start - 1
+    while at >= 0 and text[at] in " \t\\\r\n":
+        at -= 1
+    if at < 0 or text[at] != ".":
+        return False
+    end = at
+    while end > 0 and text[end - 1] in " \t\\\r\n":
+        end -= 1
+    begin = end
+    while begin > 0 and is_word_char(text[begin - 1]):
+        begin -= 1
+    qualifier = text[begin:end]
+    if not qualifier:
+        return False
+    return qualifier == stem or re.search(
+        rf"\bimport\b[^\n]*\bas[ \t]+{re.escape(qualifier)}\b", text) is not None
 
 
 def _called(text: str, name: str) -> bool:
@@ -1009,15 +1152,21 @@ def _module_file(name: str, by_module: dict[str, str]) -> Optional[str]:
     return None
 
 
-def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
+def _interesting_names(all_facts: Iterable[FileFacts],
+                       anywhere: Optional[set[str]] = None) -> set[str]:
     """Names whose mention makes another file worth parsing: classes holding handles and their
     subclasses, module-level handles, and factories or variables that build such classes, and
-    the registries such classes are registered in."""
+    the registries such classes are registered in. `anywhere`, when given, receives the names
+    not bound to one module's definitions (the registries and their lookup functions)."""
+    anywhere = set() if anywhere is None else anywhere
     every = list(all_facts)
     module_handles = _cache_reaching_names(every)
+    openers = _openers(every)
     holders = {c.name for f in every for c in f.classes if c.held or c.class_held
                or (module_handles and any(not module_handles.isdisjoint(m.globals_read)
-                                          for m in c.methods))}
+                                          for m in c.methods))
+               or (openers and any(h.callee.rpartition(".")[2] in openers
+                                   for h in c.held_calls))}
     changed = bool(holders)  # (subclasses of none: none)
     while changed:
         before = len(holders)
@@ -1029,15 +1178,18 @@ def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
               if c.name in holders for callee, _ in c.registered}
     # `DATASETS`, `registry`: a lookup by name may build a registered one
     names |= {owner.rpartition(".")[2] for owner in owners}
+    anywhere |= names - holders
     for facts in every:
         # a lookup function of a registering module (`build_dataset` beside `register`),
         # defined or imported (`from .registry import build_dataset` in a package)
         if owners:
-            names |= {local for local, qualified in facts.imports
-                      if local.startswith(LOOKUP_VERBS)
-                      and qualified.rpartition(".")[0] in owners}
+            lookups = {local for local, qualified in facts.imports
+                       if local.startswith(LOOKUP_VERBS)
+                       and qualified.rpartition(".")[0] in owners}
             if facts.module in owners:
-                names |= {f.name for f in facts.functions if f.name.startswith(LOOKUP_VERBS)}
+                lookups |= {f.name for f in facts.functions if f.name.startswith(LOOKUP_VERBS)}
+            names |= lookups
+            anywhere |= lookups
         names |= {h.name for h in facts.module_handles}
         if holders:  # (what builds one of none: nothing)
             names |= {f.name for f in facts.functions
@@ -1045,6 +1197,21 @@ def _interesting_names(all_facts: Iterable[FileFacts]) -> set[str]:
             names |= {n for n, refs in facts.module_vars
                       if any(r.target.rsplit(".", 1)[-1] in holders for r in refs)}
     return {n for n in names if len(n) > 2}
+
+
+def _openers(every: list[FileFacts]) -> set[str]:
+    """Short names of the functions returning a handle (`def open_env(p): return
+    lmdb.open(p)`), or what one of those returns (`return open_env(p)`): a class keeping
+    what one returns (`self.env = store.open_env(p)`, a held call) holds a handle."""
+    found = {fn.name for f in every for fn in f.functions if fn.returns_handle is not None}
+    relaying = [(fn.name, fn.returns_call.rpartition(".")[2]) for f in every
+                for fn in f.functions if fn.returns_call] if found else []
+    changed = bool(relaying)
+    while changed:
+        before = len(found)
+        found |= {name for name, callee in relaying if callee in found}
+        changed = len(found) != before
+    return found
 
 
 def _cache_reaching_names(every: list[FileFacts]) -> set[str]:
@@ -1074,13 +1241,18 @@ def _cache_reaching_names(every: list[FileFacts]) -> set[str]:
 
 def _interesting_modules(all_facts: Iterable[FileFacts],
                          alone: Optional[dict[int, bool]] = None,
-                         interesting: Optional[set[str]] = None) -> tuple[set[str], set[str]]:
+                         interesting: Optional[set[str]] = None,
+                         aliases: Optional[dict[str, str]] = None,
+                         texts: Optional[dict[str, str]] = None) -> tuple[set[str], set[str]]:
     """Modules defining a handle holder, a module handle or a factory, and modules that
     re-export one of those names (`from .remote import RemoteImages as Images`); and the
     names an importer can use them by: those names, their aliases (`Images`) and what those
     modules define (an importer naming none of them cannot use one: on pytorch_geometric,
     `torch_geometric.data` re-exports `SQLiteDatabase`, and most files import it for `Data`).
-    `interesting`: `_interesting_names` of the same facts, when the caller has them."""
+    `interesting`: `_interesting_names` of the same facts, when the caller has them. A module
+    importing such a module itself (`import readers as rd`, `from src import readers`: `rd.
+    ShardReader(path)`) is one too, when its text (in `texts`) spells one of the names as an
+    attribute of it. `aliases`: other spellings of modules (`src.readers`)."""
     every = list(all_facts)
     names = set(_interesting_names(every) if interesting is None else interesting)
     alone = {} if alone is None else alone  # a file's own verdict: asked again every round
@@ -1089,23 +1261,30 @@ def _interesting_modules(all_facts: Iterable[FileFacts],
             alone[id(facts)] = bool(_interesting_names([facts]))
     modules = {f.module for f in every if f.module and alone[id(f)]}
     # (module, local name, the module imported from, the name imported) of each import
-    imports = [(f.module, local, source, imported)
+    spelled = aliases or {}
+    imports = [(f.module, local, spelled.get(source, source), imported,
+                spelled.get(qualified, qualified), f.path)
                for f in every if f.module for local, qualified in f.imports
                for source, _, imported in [qualified.rpartition(".")]] if modules else []
     changed = bool(imports)  # (nothing re-exports from no module)
     while changed:
         changed = False
-        for module, local, source, imported in imports:
+        for module, local, source, imported, whole, path in imports:
             if imported in names and source in modules and \
                     (module not in modules or local not in names):
                 modules.add(module)
                 names.add(local)
+                changed = True
+            elif whole in modules and module not in modules and texts is not None \
+                    and _spells_attribute(texts[path], local, names):  # `rd.ShardReader`
+                modules.add(module)
                 changed = True
     # what such a module defines may use the names (`RetrievalDataset(entries, reader)`)
     for facts in every:
         if facts.module in modules:
             names |= {c.name for c in facts.classes} | {f.name for f in facts.functions}
             names |= {name for name, _ in facts.module_vars}
+    modules |= {alias for alias, module in spelled.items() if module in modules}
     return modules, names
 
 
