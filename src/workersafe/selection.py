@@ -1333,9 +1333,11 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
             between = _module_file(imported, plain_modules)
             if texts is not None and between is not None and between != path \
                     and os.path.basename(between) != "__init__.py":  # a package: below
+                taken = imported_names(path, imported) if imported_names else None
                 targets = {t for inner in imported_by(between)
                            if (t := _module_file(inner, handle_modules)) is not None
-                           and _keeps_instance_of(texts[between], texts[t], kept_by)}
+                           and (_keeps_instance_of(texts[between], texts[t], kept_by)
+                                or _relays(taken, imported_names, between, inner))}
                 if targets:
                     found |= {path, between, *targets}
                     continue
@@ -1348,6 +1350,19 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
                 if target is not None:
                     found |= {package, target}
     return found
+
+
+def _relays(taken: Optional[tuple[str, ...]], imported_names: Optional[ImportedNames],
+            between: str, inner: str) -> bool:
+    """Whether a plain module passes on a name it imports from a handle module to a file
+    importing it from there by name (`taken`): `from clients import SESSION` in tools.py, `from
+    tools import SESSION` in the dataset's file. Only names on both lines count: a module using
+    the handle module (`import clients`) or a file taking anything of it is left to the
+    other rounds (on fairseq they would parse four times the files, for no finding)."""
+    if imported_names is None or taken is None:
+        return False
+    relayed = imported_names(between, inner)  # (None, any: `import clients` passes none on)
+    return relayed is not None and not set(taken).isdisjoint(relayed)
 
 
 _CLASS_LINE = r"(?m)^class\s+(\w+)"  # (compiled by `re` when first used)
