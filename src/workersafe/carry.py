@@ -50,18 +50,18 @@ def may_carry(facts: FileFacts, names: tuple[str, ...], project: set[str]) -> bo
     it, or the file may reach the importer's classes otherwise (module docstring). A loader a
     function builds needs no importer parsed for it: the callers' round finds those passing
     its dataset, the demands the classes it calls (`selection._demand_loader_classes`)."""
-    if facts.module_handles or facts.star_imports or facts.scoped_start_methods \
-            or _passes_handle(facts):
-        return True
-    functions = {f.name: f for f in facts.functions}
     own = f"{facts.module}."
     imported = {local: qualified for local, qualified in facts.imports
                 if qualified != own + local}
+    # the top names the file imports from outside the project (`json`, `torch_xla`)
+    outside = {qualified.partition(".")[0] for qualified in imported.values()} - project
+    if facts.module_handles or facts.star_imports or facts.scoped_start_methods \
+            or _passes_handle(facts, outside):
+        return True
+    functions = {f.name: f for f in facts.functions}
     classes = {c.name for c in facts.classes}
     variables = {name for name, _ in facts.module_vars}
     inits = {init.name for init in facts.remedies.worker_inits}
-    # the top names the file imports from outside the project (`json`, `torch_xla`)
-    outside = {qualified.partition(".")[0] for qualified in imported.values()} - project
     # names read that may hold something of the project's: its imports, the file's variables
     shared = {local for local, qualified in imported.items()
               if qualified.partition(".")[0] not in outside} | variables
@@ -110,10 +110,12 @@ def _outside(target: str, outside: set[str]) -> bool:
     return top in outside or ("." not in target and target in _BUILTINS)
 
 
-def _passes_handle(facts: FileFacts) -> bool:
+def _passes_handle(facts: FileFacts, outside: set[str]) -> bool:
     """Whether a call in the file is given a handle (`DS(h5py.File(p))`, `run(lmdb.open(p))`)
     or an attribute of another object (`DS(train_ds.h5)`): the class called may be the
-    importer's."""
+    importer's. Not a library's callable (`Version(mod.__version__)`, `shutil.copyfileobj(f,
+    out)`: `outside`, as `_outside`), unless it passes what it is given on (`partial`); nor a
+    dunder attribute (`mod.__version__`), never a handle."""
     loaders = facts.loaders + facts.loader_candidates
     refs = [ref for f in facts.functions for ref in f.returns]
     refs += [ref for _, found in facts.module_vars for ref in found]
@@ -126,7 +128,13 @@ def _passes_handle(facts: FileFacts) -> bool:
     refs += [ref for arg in args for ref in arg.refs]
     while refs:
         ref = refs.pop()
-        if ref.handle_args or ref.attr_args:
+        if (ref.handle_args or any(not _dunder(a.attr) for a in ref.attr_args)) and not (
+                ref.kind == "call" and _outside(ref.target, outside)
+                and ref.target.rpartition(".")[2] != "partial"):
             return True
         refs += [inner for arg in ref.arg_refs for inner in arg.refs]
     return False
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
