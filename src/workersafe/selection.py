@@ -726,7 +726,9 @@ def _own_demands(facts: FileFacts, naming: Callable[[str], bool], by_module: dic
         out.extend(facts.star_imports)
     for cls in relevant:
         out.extend(cls.bases)
-        for name in {imports.get(g, "") for m in cls.methods for g in m.globals_read}:
+        # (a module's attribute read, `clients.SESSION`, is qualified already)
+        for name in {imports.get(g) or (g if "." in g else "")
+                     for m in cls.methods for g in m.globals_read}:
             path = _module_file(name, by_module) if name else None
             if path in handle_files:  # a module-level handle may live there
                 out.append(name)
@@ -1061,6 +1063,11 @@ def _short(name: str) -> str:
     return name.rpartition(".")[2]
 
 
+def _short_reads(reads: tuple[str, ...]) -> set[str]:
+    """The names read, a module's attribute (`utils.io.get_zip`) by its own name."""
+    return {read.rpartition(".")[2] for read in reads}
+
+
 class _BaseWords:
     """base → whether it contains one of `words` (a substring test), each base tested once:
     the words include every dataset-like class name of the project (often thousands), and the
@@ -1163,8 +1170,9 @@ def _interesting_names(all_facts: Iterable[FileFacts],
     module_handles = _cache_reaching_names(every)
     openers = _openers(every)
     holders = {c.name for f in every for c in f.classes if c.held or c.class_held
-               or (module_handles and any(not module_handles.isdisjoint(m.globals_read)
-                                          for m in c.methods))
+               or (module_handles and any(
+                   not module_handles.isdisjoint(_short_reads(m.globals_read))
+                   for m in c.methods))
                or (openers and any(h.callee.rpartition(".")[2] in openers
                                    for h in c.held_calls))}
     changed = bool(holders)  # (subclasses of none: none)
@@ -1234,7 +1242,8 @@ def _cache_reaching_names(every: list[FileFacts]) -> set[str]:
     changed = bool(functions)
     while changed:
         before = len(names)
-        names |= {fn.name for fn in functions if set(fn.globals_read) & names}
+        names |= {fn.name for fn in functions
+                  if not names.isdisjoint(_short_reads(fn.globals_read))}
         changed = len(names) != before
     return names
 

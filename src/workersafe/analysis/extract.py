@@ -202,6 +202,7 @@ def _names_and_globals(node: ast.AST) -> tuple[set[str], set[str]]:
     stored: set[str] = set()
     local: set[str] = set()
     declared: set[str] = set()
+    dotted: list[tuple[str, str]] = []  # `mod.attr` read: (mod, attr)
     binders = _BINDERS
     name_type, load = syntax.Name, syntax.Load
     attribute, constant = syntax.Attribute, syntax.Constant
@@ -219,7 +220,10 @@ def _names_and_globals(node: ast.AST) -> tuple[set[str], set[str]]:
             (read if type(sub.ctx) is load else stored).add(sub.id)  # type: ignore[attr-defined]
             continue
         if kind is attribute:  # (then these two: an attribute's one node is its value)
-            push(sub.value)  # type: ignore[attr-defined]
+            value = sub.value  # type: ignore[attr-defined]
+            if type(value) is name_type and type(value.ctx) is load:
+                dotted.append((value.id, sub.attr))  # type: ignore[attr-defined]
+            push(value)
             continue
         if kind is constant:
             continue  # (a constant holds no node)
@@ -243,7 +247,9 @@ def _names_and_globals(node: ast.AST) -> tuple[set[str], set[str]]:
                     extend(value)
             elif value is not None:
                 push(value)
-    return read | stored, read - ((local | stored) - declared)
+    outer = read - ((local | stored) - declared)
+    # `zio.get_zip(p)` of a name not its own: "zio.get_zip", qualified by `_function_facts`
+    return read | stored, outer | {f"{head}.{attr}" for head, attr in dotted if head in outer}
 
 
 # The node types other than names that `_names_and_globals` reads.
@@ -272,12 +278,29 @@ def _cached(func: FunctionState, walker: FactWalker) -> bool:
     return func.cached and func.name not in walker.cleared_at_fork
 
 
+def _qualified_reads(reads: set[str], walker: FactWalker) -> set[str]:
+    """`reads` with each `mod.attr` qualified through the module's imports (`utils.io.get_zip`
+    for `zio.get_zip`), or dropped where `mod` is not imported (a module-level variable's
+    attribute, or the module's own class)."""
+    found = set()
+    scope = walker.state.module_scope
+    for read in reads:
+        head, dot, attr = read.partition(".")
+        if not dot:
+            found.add(read)
+            continue
+        imported = scope.lookup(head)
+        if imported is not None and not imported.startswith(walker.own):
+            found.add(f"{imported}.{attr}")
+    return found
+
+
 def _function_facts(func: FunctionState, walker: FactWalker, keep_reads: bool,
                     known: dict[int, tuple[set[str], set[str]]]) -> FunctionFacts:
     returned = func.returned_handle
     reads: tuple[str, ...] = ()
     if keep_reads and func.node is not None:
-        reads = tuple(sorted(_reads(func.node, known)[1]))
+        reads = tuple(sorted(_qualified_reads(_reads(func.node, known)[1], walker)))
     return FunctionFacts(func.name, func.qualname, tuple(func.returns),
                          tuple(sorted(func.method_calls)), tuple(sorted(func.attr_handle_assigns)),
                          walker.ev.site(returned) if returned and not returned.closed else None,

@@ -103,6 +103,7 @@ class FactWalker:
                  positions: Positions) -> None:
         self.path = path
         self.module_name = module_name
+        self.own = f"{module_name}."  # this module's own definitions, qualified
         self.is_package = is_package
         self.state = State(module_name, registry)
         self.ev = Evaluator(self.state, positions)
@@ -554,6 +555,12 @@ class FactWalker:
                 sink = self._sink if self._sink_valid else self._new_sink()
                 if sink is not None:
                     sink.add(value.id)
+                    if id(node) not in self.store_nodes:
+                        imported = self.state.scope.lookup(value.id)
+                        if imported is not None and not imported.startswith(self.own):
+                            # `clients.SESSION`, `zio.get_zip(p)`: what an imported module
+                            # holds, read as one name, qualified (the linker resolves it)
+                            sink.add(f"{imported}.{node.attr}")
             return
         if type(value) is syntax.Attribute:
             attr = self_attr(value)

@@ -426,5 +426,79 @@ def rewrite_importer(module: cst.Module, statement: cst.SimpleStatementLine, nam
     return module.with_changes(body=body)
 
 
+def module_readers(module: cst.Module, source_module: str, name: str,
+                   module_of_import: Callable[[cst.ImportFrom], str]) -> list[str]:
+    """In another module: the dotted names through which it reads `source_module`'s NAME as
+    an attribute (`import a.clients`: "a.clients.NAME"; `import a.clients as c`: "c.NAME";
+    `from a import clients`: "clients.NAME"), by its module-level imports. Unfixable where it
+    assigns, deletes or sets up one (`clients.SESSION = ...`, `clients.SESSION.headers[k] =
+    v`): an accessor cannot be assigned, and what the parent sets on its own object would
+    not reach the workers' (the handle's module sets it up, its accessor then does)."""
+    bases = []
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if dotted(alias.name) == source_module:
+                        asname = alias.asname.name if alias.asname else None
+                        bases.append(asname.value if isinstance(asname, cst.Name)
+                                     else source_module)
+            elif isinstance(small, cst.ImportFrom) \
+                    and not isinstance(small.names, cst.ImportStar):
+                base = module_of_import(small)
+                for alias in small.names:
+                    if isinstance(alias.name, cst.Name) and \
+                            (f"{base}.{alias.name.value}" if base else alias.name.value) \
+                            == source_module:
+                        asname = alias.asname.name if alias.asname else None
+                        bases.append(asname.value if isinstance(asname, cst.Name)
+                                     else alias.name.value)
+    readers = [f"{base}.{name}" for base in bases]
+    if readers:
+        for node in walk(module):
+            targets: list[cst.CSTNode] = []
+            if isinstance(node, cst.AssignTarget):
+                targets = [node.target]
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+                targets = [node.target]
+            elif isinstance(node, cst.Del):
+                targets = [node.target]
+            for target in targets:
+                if any(isinstance(inner, cst.Attribute) and dotted(inner) in readers
+                       for inner in walk(target)):
+                    code = cst.Module([]).code_for_node(target).strip()
+                    raise Unfixable(f"it reads {name} through its module and sets it up "
+                                    f"there (`{code}`): the workers would not get that, "
+                                    f"rewrite it by hand")
+    return readers
+
+
+def rewrite_module_reads(module: cst.Module, readers: list[str], accessor: str) -> cst.Module:
+    """`clients.SESSION` (each of `readers`) → `clients.get_session()`."""
+    return module.visit(_AttributeReadsToCall(set(readers), accessor))
+
+
+def only_reads(module: cst.Module, name: str, readers: list[str]) -> bool:
+    """Whether every attribute NAME in `module` is one of `readers` (`clients.SESSION`): an
+    other (`self.SESSION`, `cfg.SESSION`) may be the same object reached another way."""
+    wanted = set(readers)
+    return all(dotted(node) in wanted for node in walk(module)
+               if isinstance(node, cst.Attribute) and node.attr.value == name)
+
+
+class _AttributeReadsToCall(cst.CSTTransformer):
+    def __init__(self, readers: set[str], accessor: str) -> None:
+        self.readers = readers
+        self.accessor = accessor
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute
+                        ) -> cst.BaseExpression:
+        if dotted(original) not in self.readers:
+            return updated
+        return cst.Call(updated.with_changes(attr=cst.Name(self.accessor)))
+
+
 def mentions(text: str, name: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text) is not None

@@ -40,8 +40,8 @@ from .initplan import KEPT_PARAMETER, find_method, plan_attr
 from .kwargs import opaque_star
 from .lazyguard import PICKLING, GuardedLazy, chained_getstate, guard_lazy_opens
 from .modulefix import (
-    ModulePlan, importer_plan, is_functools_import, mentions, plan_module_handle, rewrite_importer,
-    rewrite_module,
+    ModulePlan, importer_plan, is_functools_import, mentions, module_readers, only_reads,
+    plan_module_handle, rewrite_importer, rewrite_module, rewrite_module_reads,
 )
 from .nodememo import memo_scope
 from .outcome import Outcome
@@ -440,11 +440,21 @@ class Rewriter:
             other_edit = self._edit(other)
             found = importer_plan(other_edit.located.module, home_module, name,
                                   self._import_resolver(other))
-            if found is not None:
-                importers.append((other, found[1], name))
-            elif home_module and mentions(source.text, home_module.rsplit(".", 1)[-1]) \
+            readers: list[str] = []
+            if home_module and mentions(source.text, home_module.rsplit(".", 1)[-1]) \
                     and re.search(rf"\.{re.escape(name)}\b", source.text):
-                raise Unfixable(f"{other} reads {name} through its module: rewrite that by hand")
+                # `clients.SESSION` → `clients.get_session()`, when every `.SESSION` there is
+                # read through a module-level import of this module
+                try:
+                    readers = module_readers(other_edit.located.module, home_module, name,
+                                             self._import_resolver(other))
+                except Unfixable as exc:
+                    raise Unfixable(f"{other}: {exc}") from None
+                if not readers or not only_reads(other_edit.located.module, name, readers):
+                    raise Unfixable(f"{other} reads {name} through its module: rewrite that "
+                                    f"by hand")
+            if found is not None or readers:
+                importers.append((other, found[1] if found is not None else name, name))
         for extra in plan.absorbed:  # a local of the accessor now: no other module may read it
             for other, source in self.result.sources.items():
                 if other == path or not mentions(source.text, extra):
@@ -521,6 +531,9 @@ class Rewriter:
             found = importer_plan(module, source_module, name, self._import_resolver(path))
             if found is not None:
                 module = rewrite_importer(module, found[0], name, found[1], accessor)
+            readers = module_readers(module, source_module, name, self._import_resolver(path))
+            if readers:
+                module = rewrite_module_reads(module, readers, accessor)
         return module.bytes
 
     # --- planning -----------------------------------------------------------------------------

@@ -179,12 +179,18 @@ class Names:
 
     def module_handle(self, name: str, facts: FileFacts
                       ) -> Optional[tuple[FileFacts, ModuleHandle]]:
-        """The module-level handle a bare name in `facts` refers to, if any."""
+        """The module-level handle a bare name in `facts` refers to, if any; or a qualified
+        one read as a module's attribute (`clients.SESSION`, analysis/extract's reads)."""
         for handle in facts.module_handles:
             if handle.name == name:
                 return facts, handle
         imported = facts.import_map().get(name)
-        candidates = [imported] if imported else [f"{s}.{name}" for s in facts.star_imports]
+        if imported:
+            candidates = [imported]
+        elif "." in name:
+            candidates = [name]
+        else:
+            candidates = [f"{s}.{name}" for s in facts.star_imports]
         for candidate in candidates:
             found = self._module_attr(self.resolve(candidate, facts))
             if found is not None:
