@@ -431,30 +431,30 @@ class Rewriter:
         plan = plan_module_handle(edit.located.module, name, handle, self.registry)
         facts = self.result.facts.get(path)
         home_module = facts.module if facts else ""
+        # (file, local name, the module it takes NAME from): this module, or one passing it on
+        # (`from clients import SESSION` in tools.py, then `from tools import SESSION`)
         importers: list[tuple[str, str, str]] = []
-        for other, source in self.result.sources.items():
-            if plan.factory:
-                break  # callers already call the factory: they stay as they are
-            if other == path or not mentions(source.text, name):
-                continue
-            other_edit = self._edit(other)
-            found = importer_plan(other_edit.located.module, home_module, name,
-                                  self._import_resolver(other))
-            readers: list[str] = []
-            if home_module and mentions(source.text, home_module.rsplit(".", 1)[-1]) \
-                    and re.search(rf"\.{re.escape(name)}\b", source.text):
-                # `clients.SESSION` → `clients.get_session()`, when every `.SESSION` there is
-                # read through a module-level import of this module
-                try:
-                    readers = module_readers(other_edit.located.module, home_module, name,
-                                             self._import_resolver(other))
-                except Unfixable as exc:
-                    raise Unfixable(f"{other}: {exc}") from None
-                if not readers or not only_reads(other_edit.located.module, name, readers):
-                    raise Unfixable(f"{other} reads {name} through its module: rewrite that "
-                                    f"by hand")
-            if found is not None or readers:
-                importers.append((other, found[1] if found is not None else name, name))
+        sources = [home_module]
+        while not plan.factory:  # (callers of a factory already call it: they stay as they are)
+            passed_on = len(sources)
+            for other, source in self.result.sources.items():
+                if other == path or other in {i[0] for i in importers} \
+                        or not mentions(source.text, name):
+                    continue
+                found = self._importer_of(other, source.text, name, sources)
+                if found is None:
+                    continue
+                importers.append(found)
+                other_facts = self.result.facts.get(other)
+                other_module = other_facts.module if other_facts else ""
+                if found[1] == name and other_module and other_module not in sources:
+                    if re.search(rf"__all__[^=]*=[^\]]*[\"']{re.escape(name)}[\"']",
+                                 source.text):
+                        raise Unfixable(f"{other} passes {name} on (its __all__ lists it): "
+                                        f"rewrite that by hand")
+                    sources.append(other_module)
+            if len(sources) == passed_on:
+                break
         for extra in plan.absorbed:  # a local of the accessor now: no other module may read it
             for other, source in self.result.sources.items():
                 if other == path or not mentions(source.text, extra):
@@ -480,8 +480,9 @@ class Rewriter:
                     self.allowed_lines.setdefault(path, set()).update(
                         range(start - len(leading_lines(node)), end + after + 1))
         self._need_module_import(edit, "os")
-        for other, local, _ in importers:
-            self.importer_fixes.setdefault(other, []).append((home_module, name, plan.accessor))
+        for other, local, source_module in importers:
+            self.importer_fixes.setdefault(other, []).append((source_module, name,
+                                                              plan.accessor))
             self._allow_name_lines(other, local)
         for planned in plan.statements:
             start, end = edit.located.lines_of(planned)
@@ -489,6 +490,32 @@ class Rewriter:
                 start = min(start, edit.located.lines_of(planned.decorators[0])[0])
             self.allowed_lines.setdefault(path, set()).update(range(start, end + 1))
         return plan
+
+    def _importer_of(self, other: str, text: str, name: str, sources: list[str]
+                     ) -> Optional[tuple[str, str, str]]:
+        """(other, its local name, the module it takes `name` from) when `other` imports
+        `name` from one of `sources` (`from clients import SESSION`) or reads it through one
+        (`clients.SESSION`); else None. Unfixable where it reads it through a module in a way
+        the fix cannot rewrite."""
+        edit = self._edit(other)
+        resolver = self._import_resolver(other)
+        for source_module in sources:
+            found = importer_plan(edit.located.module, source_module, name, resolver)
+            readers: list[str] = []
+            if source_module and mentions(text, source_module.rsplit(".", 1)[-1]) \
+                    and re.search(rf"\.{re.escape(name)}\b", text):
+                # `clients.SESSION` → `clients.get_session()`, when every `.SESSION` there is
+                # read through a module-level import of this module
+                try:
+                    readers = module_readers(edit.located.module, source_module, name, resolver)
+                except Unfixable as exc:
+                    raise Unfixable(f"{other}: {exc}") from None
+                if not readers or not only_reads(edit.located.module, name, readers):
+                    raise Unfixable(f"{other} reads {name} through its module: rewrite that "
+                                    f"by hand")
+            if found is not None or readers:
+                return other, found[1] if found is not None else name, source_module
+        return None
 
     def _import_resolver(self, path: str) -> Callable[[cst.ImportFrom], str]:
         facts = self.result.facts.get(path)
