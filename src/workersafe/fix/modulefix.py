@@ -457,22 +457,23 @@ def module_readers(module: cst.Module, source_module: str, name: str,
                                      else alias.name.value)
     readers = [f"{base}.{name}" for base in bases]
     if readers:
-        for node in walk(module):
-            targets: list[cst.CSTNode] = []
-            if isinstance(node, cst.AssignTarget):
-                targets = [node.target]
-            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-                targets = [node.target]
-            elif isinstance(node, cst.Del):
-                targets = [node.target]
-            for target in targets:
-                if any(isinstance(inner, cst.Attribute) and dotted(inner) in readers
-                       for inner in walk(target)):
-                    code = cst.Module([]).code_for_node(target).strip()
-                    raise Unfixable(f"it reads {name} through its module and sets it up "
-                                    f"there (`{code}`): the workers would not get that, "
-                                    f"rewrite it by hand")
+        code = set_up(module, lambda node: isinstance(node, cst.Attribute)
+                      and dotted(node) in readers)
+        if code:
+            raise Unfixable(f"it reads {name} through its module and sets it up there "
+                            f"(`{code}`): the workers would not get that, rewrite it by hand")
     return readers
+
+
+def set_up(module: cst.Module, handle: Callable[[cst.CSTNode], bool]) -> str:
+    """The code of the first assignment or `del` target in `module` holding an expression
+    `handle` accepts (`SESSION.headers["Authorization"] = token`, `clients.SESSION = s`), or
+    "": what an importer sets on the parent's handle would not reach a worker's own."""
+    for node in walk(module):
+        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
+            if any(handle(inner) for inner in walk(node.target)):
+                return cst.Module([]).code_for_node(node.target).strip()
+    return ""
 
 
 def rewrite_module_reads(module: cst.Module, readers: list[str], accessor: str) -> cst.Module:

@@ -41,7 +41,7 @@ from .kwargs import opaque_star
 from .lazyguard import PICKLING, GuardedLazy, chained_getstate, guard_lazy_opens
 from .modulefix import (
     ModulePlan, importer_plan, is_functools_import, mentions, module_readers, only_reads,
-    plan_module_handle, rewrite_importer, rewrite_module, rewrite_module_reads,
+    plan_module_handle, rewrite_importer, rewrite_module, rewrite_module_reads, set_up,
 )
 from .nodememo import memo_scope
 from .outcome import Outcome
@@ -513,6 +513,13 @@ class Rewriter:
                 if not readers or not only_reads(edit.located.module, name, readers):
                     raise Unfixable(f"{other} reads {name} through its module: rewrite that "
                                     f"by hand")
+            if found is not None:
+                local = found[1]
+                code = set_up(edit.located.module,
+                              lambda node: isinstance(node, cst.Name) and node.value == local)
+                if code:
+                    raise Unfixable(f"{other} imports {name} and sets it up there (`{code}`): "
+                                    f"the workers would not get that, rewrite it by hand")
             if found is not None or readers:
                 return other, found[1] if found is not None else name, source_module
         return None
