@@ -587,13 +587,6 @@ def _attributes(text: str, local: str) -> list[str]:
             if (word := _WORD_AT.match(text, start + after)) is not None]
 
 
-def _spells_attribute(text: str, local: str, names: set[str]) -> bool:
-    """Whether `text` spells `local.name` for one of `names`."""
-    after = len(local) + 1
-    return any((word := _WORD_AT.match(text, start + after)) is not None
-               and word.group() in names for start in word_starts(text, local + "."))
-
-
 _WORD_AT = re.compile(r"\w+")
 
 
@@ -1065,7 +1058,7 @@ def _short(name: str) -> str:
 
 def _short_reads(reads: tuple[str, ...]) -> set[str]:
     """The names read, a module's attribute (`utils.io.get_zip`) by its own name."""
-    return {read.rpartition(".")[2] for read in reads}
+    return {_short(read) for read in reads}
 
 
 class _BaseWords:
@@ -1285,7 +1278,7 @@ def _interesting_modules(all_facts: Iterable[FileFacts],
                 names.add(local)
                 changed = True
             elif whole in modules and module not in modules and texts is not None \
-                    and _spells_attribute(texts[path], local, names):  # `rd.ShardReader`
+                    and not names.isdisjoint(_attributes(texts[path], local)):  # `rd.X`
                 modules.add(module)
                 changed = True
     # what such a module defines may use the names (`RetrievalDataset(entries, reader)`)

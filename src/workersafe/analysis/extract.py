@@ -286,12 +286,9 @@ def _qualified_reads(reads: set[str], walker: FactWalker) -> set[str]:
     scope = walker.state.module_scope
     for read in reads:
         head, dot, attr = read.partition(".")
-        if not dot:
-            found.add(read)
-            continue
-        imported = scope.lookup(head)
-        if imported is not None and not imported.startswith(walker.own):
-            found.add(f"{imported}.{attr}")
+        qualified = walker.imported_attr(scope, head, attr) if dot else read
+        if qualified is not None:
+            found.add(qualified)
     return found
 
 

@@ -18,7 +18,7 @@ from ..records import record
 from ..registry import Registry
 from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
 from .loader_args import read_candidate_loader, read_framework_loader, read_loader
-from .names import annotated_class, bind_import, bind_import_from, imported_by_call
+from .names import Scope, annotated_class, bind_import, bind_import_from, imported_by_call
 from .positions import Positions
 from .state import (
     ClassState, Env, Frame, FunctionState, Handle, MethodState, State,
@@ -103,7 +103,7 @@ class FactWalker:
                  positions: Positions) -> None:
         self.path = path
         self.module_name = module_name
-        self.own = f"{module_name}."  # this module's own definitions, qualified
+        self._own = f"{module_name}."  # this module's own definitions, qualified
         self.is_package = is_package
         self.state = State(module_name, registry)
         self.ev = Evaluator(self.state, positions)
@@ -556,11 +556,9 @@ class FactWalker:
                 if sink is not None:
                     sink.add(value.id)
                     if id(node) not in self.store_nodes:
-                        imported = self.state.scope.lookup(value.id)
-                        if imported is not None and not imported.startswith(self.own):
-                            # `clients.SESSION`, `zio.get_zip(p)`: what an imported module
-                            # holds, read as one name, qualified (the linker resolves it)
-                            sink.add(f"{imported}.{node.attr}")
+                        read_attr = self.imported_attr(self.state.scope, value.id, node.attr)
+                        if read_attr is not None:
+                            sink.add(read_attr)
             return
         if type(value) is syntax.Attribute:
             attr = self_attr(value)
@@ -586,6 +584,15 @@ class FactWalker:
         sink = self._sink if self._sink_valid else self._new_sink()
         if sink is not None:
             sink.add(node.id)
+
+    def imported_attr(self, scope: Scope, head: str, attr: str) -> Optional[str]:
+        """`head.attr` qualified when `head` is a module (or a name) another module's import
+        binds in `scope`: `clients.SESSION`, `zio.get_zip` → "utils.io.get_zip", a name read
+        beside `head` (the linker resolves it); None for this module's own or a local's."""
+        imported = scope.lookup(head)
+        if imported is None or imported.startswith(self._own):
+            return None
+        return f"{imported}.{attr}"
 
     def _read_names(self, names: "tuple[str, ...] | list[str]") -> None:
         sink = self._sink if self._sink_valid else self._new_sink()

@@ -401,10 +401,14 @@ def importer_plan(module: cst.Module, source_module: str, name: str,
                 continue
             for alias in small.names:
                 if isinstance(alias.name, cst.Name) and alias.name.value == name:
-                    asname = alias.asname.name if alias.asname else None
-                    local = asname.value if isinstance(asname, cst.Name) else name
-                    return statement, local
+                    return statement, _bound(alias, name)
     return None
+
+
+def _bound(alias: cst.ImportAlias, name: str) -> str:
+    """The name an import binds: its `as` name, else `name` (what it binds without one)."""
+    asname = alias.asname.name if alias.asname else None
+    return asname.value if isinstance(asname, cst.Name) else name
 
 
 def rewrite_importer(module: cst.Module, statement: cst.SimpleStatementLine, name: str,
@@ -442,9 +446,7 @@ def module_readers(module: cst.Module, source_module: str, name: str,
             if isinstance(small, cst.Import):
                 for alias in small.names:
                     if dotted(alias.name) == source_module:
-                        asname = alias.asname.name if alias.asname else None
-                        bases.append(asname.value if isinstance(asname, cst.Name)
-                                     else source_module)
+                        bases.append(_bound(alias, source_module))
             elif isinstance(small, cst.ImportFrom) \
                     and not isinstance(small.names, cst.ImportStar):
                 base = module_of_import(small)
@@ -452,9 +454,7 @@ def module_readers(module: cst.Module, source_module: str, name: str,
                     if isinstance(alias.name, cst.Name) and \
                             (f"{base}.{alias.name.value}" if base else alias.name.value) \
                             == source_module:
-                        asname = alias.asname.name if alias.asname else None
-                        bases.append(asname.value if isinstance(asname, cst.Name)
-                                     else alias.name.value)
+                        bases.append(_bound(alias, alias.name.value))
     readers = [f"{base}.{name}" for base in bases]
     if readers:
         code = set_up(module, lambda node: isinstance(node, cst.Attribute)

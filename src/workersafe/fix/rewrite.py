@@ -434,17 +434,18 @@ class Rewriter:
         # (file, local name, the module it takes NAME from): this module, or one passing it on
         # (`from clients import SESSION` in tools.py, then `from tools import SESSION`)
         importers: list[tuple[str, str, str]] = []
+        taken: set[str] = set()  # the files in `importers`
         sources = [home_module]
         while not plan.factory:  # (callers of a factory already call it: they stay as they are)
             passed_on = len(sources)
             for other, source in self.result.sources.items():
-                if other == path or other in {i[0] for i in importers} \
-                        or not mentions(source.text, name):
+                if other == path or other in taken or not mentions(source.text, name):
                     continue
                 found = self._importer_of(other, source.text, name, sources)
                 if found is None:
                     continue
                 importers.append(found)
+                taken.add(other)
                 other_facts = self.result.facts.get(other)
                 other_module = other_facts.module if other_facts else ""
                 if found[1] == name and other_module and other_module not in sources:
