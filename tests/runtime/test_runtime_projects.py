@@ -14,7 +14,12 @@ fixtures/runtime/project_reopen holds the shapes whose statements cannot leave `
 local set with the archive read after an if/else, an LMDB environment used through a local for
 other work, a connection made from a local rebound later, a reader object whose own class
 opens the environment, built in an if): `worker-init` reopens what the parent opened, with
-the same arguments, and the same configurations must pass."""
+the same arguments, and the same configurations must pass.
+
+fixtures/runtime/project_module_handle opens a zip archive at import in store.py; one dataset
+reads it as `store.ARCHIVE`, the other imports it from a helper module that passes it on
+(`from store import ARCHIVE` in tools.py). Forked workers share the archive's offset. The
+default fix rewrites every spelling to the accessor (`store.get_archive()`), along the chain."""
 
 from __future__ import annotations
 
@@ -29,12 +34,16 @@ from runtime_harness import PROGRAMS, ZIP_FAILURES, Config, Target, run_program,
 
 pytestmark = pytest.mark.runtime
 
+# The files whose findings the fix must report fixed, with the code of each.
 PROJECTS = {
-    "project_three_datasets": ("frames.py", "labels.py", "captions.py"),
-    "project_reopen": ("images.py", "shards.py", "tables.py", "features.py"),
+    "project_three_datasets": {"frames.py": "WS101", "labels.py": "WS101",
+                               "captions.py": "WS101"},
+    "project_reopen": {"images.py": "WS101", "shards.py": "WS101", "tables.py": "WS101",
+                       "features.py": "WS101"},
+    "project_module_handle": {"store.py": "WS102"},
 }
 RUNS = [("project_three_datasets", "worker-init"), ("project_three_datasets", "lazy"),
-        ("project_reopen", "worker-init")]
+        ("project_reopen", "worker-init"), ("project_module_handle", "default")]
 TIMEOUT = 600.0
 # The bug as these projects show it: a handle spawn cannot pickle, or an archive whose offset
 # forked workers share (the fork configurations run first, and that one is a race).
@@ -65,9 +74,11 @@ def test_fixed_project_works_everywhere(tmp_path: Path, project: str, strategy: 
     if command is None:
         pytest.skip("workersafe is not installed")
     root = _copy(tmp_path, project)
-    fixed = run_workersafe(command, ["fix", "--no-cache", "--strategy", strategy, "."], root)
-    for dataset in PROJECTS[project]:
-        assert f"{dataset}:" in fixed.stdout and "WS101 fixed" in fixed.stdout, fixed.stdout
+    chosen = [] if strategy == "default" else ["--strategy", strategy]
+    fixed = run_workersafe(command, ["fix", "--no-cache", *chosen, "."], root)
+    for path, code in PROJECTS[project].items():
+        assert re.search(rf"^{re.escape(path)}:\S+ {code} fixed", fixed.stdout, re.M), \
+            fixed.stdout
     assert " 0 left" in fixed.stdout, fixed.stdout
     if strategy == "worker-init":  # no fallback: every loader of both scripts is wired
         assert "lazy" not in fixed.stdout, fixed.stdout
