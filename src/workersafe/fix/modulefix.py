@@ -420,7 +420,7 @@ def rewrite_importer(module: cst.Module, statement: cst.SimpleStatementLine, nam
         return alias
 
     new_statement = statement.with_changes(body=[
-        s.with_changes(names=[rename_alias(a) for a in s.names])
+        s.with_changes(names=in_order(s.names, [rename_alias(a) for a in s.names]))
         if isinstance(s, cst.ImportFrom) and not isinstance(s.names, cst.ImportStar) else s
         for s in statement.body
     ])
@@ -428,6 +428,37 @@ def rewrite_importer(module: cst.Module, statement: cst.SimpleStatementLine, nam
     body = [new_statement if s is statement else transform(s, _ReadsToCall(local, call))
             for s in module.body]
     return module.with_changes(body=body)
+
+
+def _imported_name(alias: cst.ImportAlias) -> str:
+    return alias.name.value if isinstance(alias.name, cst.Name) else dotted(alias.name)
+
+
+# The orders an import's names are kept in: isort's and ruff's default (constants, classes,
+# then the rest), and plain alphabetical, each case-sensitive or not.
+_NAME_ORDERS: tuple[Callable[[str], tuple[int, str]], ...] = (
+    lambda n: (0 if n.isupper() and len(n) > 1 else 1 if n[:1].isupper() else 2, n),
+    lambda n: (0 if n.isupper() and len(n) > 1 else 1 if n[:1].isupper() else 2, n.lower()),
+    lambda n: (0, n),
+    lambda n: (0, n.lower()),
+)
+
+
+def in_order(before: Sequence[cst.ImportAlias], after: list[cst.ImportAlias]
+             ) -> list[cst.ImportAlias]:
+    """`after` (the names of an import, one renamed) in the order `before` kept: `from tools
+    import ARCHIVE, decode` → `from tools import decode, get_archive`, as isort would. Each
+    name moves to another's place, that place's comma and spacing kept; not where a comment
+    sits among the names (it would move away from its name), nor when `before` was in no
+    order of `_NAME_ORDERS`."""
+    names = [_imported_name(a) for a in before]
+    key = next((k for k in _NAME_ORDERS if names == sorted(names, key=k)), None)
+    if key is None or len(after) < 2 or any(
+            isinstance(node, cst.Comment) for alias in before for node in walk(alias)):
+        return after
+    ordered = sorted(after, key=lambda a: key(_imported_name(a)))
+    return [slot.with_changes(name=alias.name, asname=alias.asname)
+            for slot, alias in zip(after, ordered)]
 
 
 def module_readers(module: cst.Module, source_module: str, name: str,
