@@ -72,13 +72,28 @@ def forget_paths() -> None:
     run, may change either between two runs)."""
     for cached in (_packages_of, _package_chain, _is_package_dir, _absolute):
         cached.cache_clear()
+    _ROOT_PACKAGES.clear()
+
+
+# The directories checked that are packages themselves (`repo/__init__.py`): their scripts,
+# run from there, import `repo/common.py` as `common` (`module_spellings`).
+_ROOT_PACKAGES: set[str] = set()
 
 
 def _source_root(directory: str) -> str:
     """Module names are relative to this: the directory, its `src/`, or above a package."""
     if os.path.isfile(os.path.join(directory, "__init__.py")):
+        _ROOT_PACKAGES.add(_absolute(directory))
         return _package_root(directory)
     return directory
+
+
+def _top_package(directory: str, depth: int) -> str:
+    """The topmost of `depth` nested packages ending at `directory` (absolute)."""
+    top = _absolute(directory)
+    for _ in range(depth - 1):
+        top = os.path.dirname(top)
+    return top
 
 
 def _package_root(directory: str) -> str:
@@ -124,7 +139,8 @@ def module_spellings(path: str, module: str) -> tuple[str, ...]:
       namespace directory or a package);
     - relative to the checked root when the root itself is a package (`repo/__init__.py`:
       `repo/baselines/data.py` is `repo.baselines.data`, and `baselines.data` for the scripts
-      run from the root)."""
+      run from the root; `repo/common.py` is `common` only when `repo/` is the directory
+      checked, not for any package's module below it)."""
     directory = os.path.dirname(path) or "."
     is_init = os.path.basename(path) == "__init__.py"
     out: list[str] = []
@@ -134,7 +150,8 @@ def module_spellings(path: str, module: str) -> tuple[str, ...]:
         names = packages if is_init else packages + (stem,)
         if all(n.isidentifier() for n in names):
             out.append(".".join(names))
-            if module == out[-1] and len(names) > 2:
+            if module == out[-1] and (len(names) > 2 or len(names) == 2 and _top_package(
+                    directory, len(packages)) in _ROOT_PACKAGES):
                 out.append(".".join(names[1:]))
     if "src" in path and module:
         base = directory if is_init else os.path.splitext(path)[0]

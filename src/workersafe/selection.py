@@ -1336,6 +1336,8 @@ def _dataset_files_importing_handles(dataset_only: set[str], handle_only: set[st
             if texts is not None and between is not None and between != path \
                     and os.path.basename(between) != "__init__.py":  # a package: below
                 taken = imported_names(path, imported) if imported_names else None
+                if taken is None:  # `import common as net`: what `net.X` spells, if so
+                    taken = _whole_module_attributes(texts[path], imported)
                 targets = {t for inner in imported_by(between)
                            if (t := _module_file(inner, handle_modules)) is not None
                            and (_keeps_instance_of(texts[between], texts[t], kept_by)
@@ -1365,6 +1367,20 @@ def _relays(taken: Optional[tuple[str, ...]], imported_names: Optional[ImportedN
         return False
     relayed = imported_names(between, inner)  # (None, any: `import clients` passes none on)
     return relayed is not None and not set(taken).isdisjoint(relayed)
+
+
+def _whole_module_attributes(text: str, module: str) -> Optional[tuple[str, ...]]:
+    """The names `text` spells on `module` imported whole, on a line of its own (`import
+    common as net`: each `net.X`; `import common`: each `common.X`); None when it imports it
+    no such way (then it may take any of them)."""
+    if module not in text:
+        return None
+    lines = re.finditer(rf"(?m)^[ \t]*import[ \t]+{re.escape(module)}(?:[ \t]+as[ \t]+(\w+))?"
+                        r"[ \t]*(?:#.*)?$", text)
+    found: Optional[list[str]] = None
+    for line in lines:
+        found = (found or []) + _attributes(text, line.group(1) or module)
+    return None if found is None else tuple(found)
 
 
 _CLASS_LINE = r"(?m)^class\s+(\w+)"  # (compiled by `re` when first used)

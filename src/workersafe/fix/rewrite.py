@@ -460,8 +460,11 @@ class Rewriter:
             for other, source in self.result.sources.items():
                 if other == path or not mentions(source.text, extra):
                     continue
-                imported = importer_plan(self._edit(other).located.module, home_module, extra,
-                                         self._import_resolver(other))
+                imported = next(
+                    (found for spelling in self._module_spellings(home_module)
+                     for found in [importer_plan(self._edit(other).located.module, spelling,
+                                                 extra, self._import_resolver(other))]
+                     if found is not None), None)
                 through = bool(home_module) \
                     and mentions(source.text, home_module.rsplit(".", 1)[-1]) \
                     and re.search(rf"\.{re.escape(extra)}\b", source.text) is not None
@@ -500,18 +503,34 @@ class Rewriter:
         the fix cannot rewrite."""
         edit = self._edit(other)
         resolver = self._import_resolver(other)
-        for source_module in sources:
-            found = importer_plan(edit.located.module, source_module, name, resolver)
+        for module in sources:
+            spellings = self._module_spellings(module)
+            found, source_module = None, module
+            for spelling in spellings:
+                found = importer_plan(edit.located.module, spelling, name, resolver)
+                if found is not None:
+                    source_module = spelling
+                    break
             readers: list[str] = []
-            if source_module and mentions(text, source_module.rsplit(".", 1)[-1]) \
-                    and re.search(rf"\.{re.escape(name)}\b", text):
+            if module and re.search(rf"\.{re.escape(name)}\b", text):
                 # `clients.SESSION` → `clients.get_session()`, when every `.SESSION` there is
-                # read through a module-level import of this module
-                try:
-                    readers = module_readers(edit.located.module, source_module, name, resolver)
-                except Unfixable as exc:
-                    raise Unfixable(f"{other}: {exc}") from None
-                if not readers or not only_reads(edit.located.module, name, readers):
+                # read through a module-level import of this module (by one of its spellings)
+                refused = False
+                for spelling in spellings:
+                    if not mentions(text, spelling.rsplit(".", 1)[-1]):
+                        continue
+                    try:
+                        readers = module_readers(edit.located.module, spelling, name, resolver)
+                    except Unfixable as exc:
+                        raise Unfixable(f"{other}: {exc}") from None
+                    if readers and only_reads(edit.located.module, name, readers):
+                        if found is not None and spelling != source_module:
+                            raise Unfixable(f"{other} imports {name} from two spellings of "
+                                            f"its module: rewrite that by hand")
+                        source_module = spelling
+                        break
+                    readers, refused = [], True
+                if refused and not readers:
                     raise Unfixable(f"{other} reads {name} through its module: rewrite that "
                                     f"by hand")
             if found is not None:
@@ -524,6 +543,13 @@ class Rewriter:
             if found is not None or readers:
                 return other, found[1] if found is not None else name, source_module
         return None
+
+    def _module_spellings(self, module: str) -> list[str]:
+        """`module` and the other names the project's files may import it by (`common` for
+        the root package's repo/common.py, run from the root; `mylib.ds`; `src.data`)."""
+        if not module:
+            return [module]
+        return [module, *sorted(a for a, m in self.project.aliases.items() if m == module)]
 
     def _import_resolver(self, path: str) -> Callable[[cst.ImportFrom], str]:
         facts = self.result.facts.get(path)
