@@ -287,6 +287,13 @@ PROGRAM_LIST += (
         (Before(SPAWN_2, LMDB_PICKLE),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # a holder the caller passes in (WS104): fixed in its own class, lazily
+        "holder_passed_h5py_store",
+        "WS104",
+        "h5py.File(",
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(
         "session_retry_adapter",
         "WS101",

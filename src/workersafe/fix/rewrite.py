@@ -71,6 +71,9 @@ class Group:
     base_strategy: str = ""  # a base class fixed in the same run: its strategy (one chain)
     wire_only: bool = False  # the class has its opener (an earlier run): wire new loaders
     reopens: list[ReopenPlan] = field(default_factory=list)  # reopened as made (fix/reopen)
+    # not a dataset: an object datasets keep, given it by their callers (or built by several),
+    # whose handle each process then opens for itself, lazily, in this class
+    holder: bool = False
 
 
 @dataclass(frozen=True)
@@ -189,7 +192,11 @@ class Rewriter:
             if plan.kind == "cache" and plan.cache is not None:
                 self.cache_findings.append(finding)
                 continue
-            if plan.kind not in ("instance", "class") and not (
+            holder = plan.kind == "holder" and not plan.via and self._lazy_holder(plan)
+            if holder:  # fixed in the holder's own class, as an instance handle there
+                finding = dataclasses.replace(finding, plan=dataclasses.replace(
+                    plan, kind="instance"))
+            elif plan.kind not in ("instance", "class") and not (
                     plan.kind in ("returned", "holder") and plan.via):
                 self.outcomes.append(Outcome(finding, "unfixable", _not_supported(plan.kind)))
                 continue
@@ -199,12 +206,35 @@ class Rewriter:
                 self.outcomes.append(Outcome(finding, "unfixable", "cannot find the class"))
                 continue
             group = groups.setdefault((home.path, cls.name), Group(
-                home.path, cls.name, home.module, [], qualname=cls.qualname))
+                home.path, cls.name, home.module, [], qualname=cls.qualname, holder=holder))
             group.findings.append(finding)
             if key not in seen:
                 seen.add(key)
                 group.loader_keys += [k for k in plan.loaders if k not in group.loader_keys]
         return groups
+
+    def _refuse_outside_assignments(self, group: Group) -> None:
+        """A holder's handle becomes a property without a setter: refused where code outside
+        its class may set it on an object (`store.file = None`, `self.store.file = f`)."""
+        for plan in group.plans:
+            for attr in plan.attrs:
+                setting = re.compile(rf"\b(?!self\b)\w+\s*\.\s*{re.escape(attr)}\s*"
+                                     rf"(?:=(?!=)|[-+*/|&]=)")
+                for path, source in self.result.sources.items():
+                    found = setting.search(source.text)
+                    if found is not None:
+                        line = source.text.count("\n", 0, found.start()) + 1
+                        raise Unfixable(f"{path}:{line} may set .{attr} on a "
+                                        f"{group.class_name} from outside it: a per-process "
+                                        "property could not take it, fix by hand")
+
+    def _lazy_holder(self, plan: FixPlan) -> bool:
+        """Whether a holder's handle can be opened per process in the holder's own class: a
+        plain class (not a dataset, which a loader may iterate itself) whose method makes
+        it."""
+        holder = self.project.classes.get(plan.class_qualname)
+        return holder is not None and bool(plan.method) and plan.call is None \
+            and not self.project.is_torch_dataset(holder)
 
     # --- process-global handle caches (WS102/WS103 "cache") ---------------------------------
 
@@ -688,6 +718,15 @@ class Rewriter:
                                 f"passes in, and {calls}: its workers would keep using the "
                                 "parent's; pass a path instead (see `workersafe rule WS104`)")
         group.strategy = self.strategy
+        if group.holder:
+            if group.reopens:
+                raise Unfixable(f"{group.class_name} must reopen its handle as made: fix by "
+                                "hand (see `workersafe rule WS101`)")
+            self._refuse_outside_assignments(group)
+            group.strategy = "lazy"
+            group.note = (f"{group.class_name}, which the datasets keep, opens it per process "
+                          "on first use")
+            return
         if group.reopens:
             if group.plans:
                 raise Unfixable("some of the class's handles move into an opener, others "
