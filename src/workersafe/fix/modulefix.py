@@ -168,8 +168,8 @@ def _plan_at_fork(body: list[cst.BaseStatement], factory: cst.FunctionDef, handl
         if made is None or not made.mode_position:
             continue
         assert isinstance(node, cst.Call)
-        mode = _constant_mode(node, made.mode_position)
-        if mode is not None and (not mode.startswith("r") or "+" in mode):
+        mode = writing_mode(node, made.mode_position)
+        if mode is not None:
             raise Unfixable(f"{name}() opens {made.name} with mode {mode!r}: a forked worker "
                             "dropping the parent's would write to the file as it closes, fix "
                             "by hand")
@@ -179,7 +179,14 @@ def _plan_at_fork(body: list[cst.BaseStatement], factory: cst.FunctionDef, handl
     return ModulePlan(name, handle, [factory], name, "", "", factory=True, at_fork=True)
 
 
-def _constant_mode(node: cst.Call, position: int) -> Optional[str]:
+def writing_mode(node: cst.Call, position: int) -> Optional[str]:
+    """The mode a creating call passes as a string constant when it is not for reading only
+    (`"w"`, `"a"`, `"x"`, `"r+"`), else None (read only, none given, or not a constant)."""
+    mode = constant_mode(node, position) if position else None
+    return mode if mode is not None and (not mode.startswith("r") or "+" in mode) else None
+
+
+def constant_mode(node: cst.Call, position: int) -> Optional[str]:
     """The mode a creating call passes as a string constant (`mode=` or at `position`)."""
     positional = [a for a in node.args if a.keyword is None and not a.star]
     given = next((a.value for a in node.args

@@ -42,6 +42,7 @@ from .lazyguard import PICKLING, GuardedLazy, chained_getstate, guard_lazy_opens
 from .modulefix import (
     ModulePlan, importer_plan, is_functools_import, mentions, module_readers, only_reads,
     plan_module_handle, rewrite_importer, rewrite_module, rewrite_module_reads, set_up,
+    writing_mode,
 )
 from .nodememo import memo_scope
 from .outcome import Outcome
@@ -183,6 +184,10 @@ class Rewriter:
             if plan is None:  # no rewrite for it (the WS3xx remedies, for now)
                 self.outcomes.append(Outcome(finding, "unfixable", _no_rewrite(finding.code)))
                 continue
+            writing = self._written(finding, plan)
+            if writing:
+                self.outcomes.append(Outcome(finding, "unfixable", writing))
+                continue
             if plan.kind == "module":
                 self.module_findings.append(finding)
                 continue
@@ -227,6 +232,27 @@ class Rewriter:
                         raise Unfixable(f"{path}:{line} may set .{attr} on a "
                                         f"{group.class_name} from outside it: a per-process "
                                         "property could not take it, fix by hand")
+
+    def _written(self, finding: Finding, plan: FixPlan) -> str:
+        """Why a handle opened for writing is not opened again per process (a worker opening
+        `h5py.File(p, "w")` or `zipfile.ZipFile(p, "w")` again truncates what the parent
+        wrote; one opened to append or update takes the file's lock, or writes it as it
+        closes, in every worker), or "" for a handle opened to read (or not by a file mode).
+        The remedies (WS3xx) open per process already and are left to their own rewriter."""
+        htype = self.registry.lookup(plan.handle)
+        if htype is None or not htype.mode_position or plan.worker_init is not None \
+                or finding.path not in self.result.sources:
+            return ""
+        try:
+            call = self._edit(finding.path).located.call_at(finding.line, finding.col)
+        except Unfixable:
+            return ""
+        mode = writing_mode(call, htype.mode_position) if call is not None else None
+        if mode is None:
+            return ""
+        return (f"{plan.handle} is opened with mode {mode!r}: opened again in each process it "
+                "would truncate or write the file there; open it for reading in the workers, "
+                "by hand")
 
     def _lazy_holder(self, plan: FixPlan) -> bool:
         """Whether a holder's handle can be opened per process in the holder's own class: a
