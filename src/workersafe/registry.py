@@ -56,6 +56,12 @@ class HandleType:
     # as it closes (a zip's central directory, HDF5's metadata), a forked child's dropped copy
     # included: the fix does not drop one in a child
     mode_position: int = 0
+    # what the first argument (or `target_keyword`) names when the store lives only in the
+    # handle (sqlite3's ":memory:" and "" databases): opened again in another process, the
+    # handle starts empty, so the fix never reopens one (string literals; a URI's "mode=memory"
+    # counts as well)
+    in_memory_targets: tuple[str, ...] = ()
+    target_keyword: str = ""
     # Sorted tuples, not sets: a row's repr is part of the cache key, and must not depend on
     # the process's string hashing.
     closers: tuple[str, ...] = tuple(sorted(GENERIC_CLOSERS))  # methods that release it
@@ -235,7 +241,8 @@ def _rows() -> tuple[HandleType, ...]:
         _copied(grpc_channel, name="grpc.secure_channel"),
         # a file: dropped in a forked child, SQLite closes that process's descriptors only
         _copied(_DB, name="sqlite3.connect", runtime_types=("sqlite3.Connection",),
-                runtime_derived_types=("sqlite3.Cursor",), dropped_in_child=True),
+                runtime_derived_types=("sqlite3.Cursor",), dropped_in_child=True,
+                in_memory_targets=("", ":memory:"), target_keyword="database"),
         _copied(_DB, name="psycopg2.connect", runtime_types=("psycopg2.extensions.connection",),
                 runtime_derived_types=("psycopg2.extensions.cursor",)),
         _copied(_DB, name="psycopg.connect", runtime_types=("psycopg.Connection",),

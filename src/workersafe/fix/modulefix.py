@@ -186,6 +186,19 @@ def writing_mode(node: cst.Call, position: int) -> Optional[str]:
     return mode if mode is not None and (not mode.startswith("r") or "+" in mode) else None
 
 
+def in_memory_target(node: cst.Call, targets: Sequence[str], keyword: str) -> Optional[str]:
+    """The string constant a creating call names its store by (first, or by `keyword`) when
+    that store lives only in the handle (one of `targets`, or a URI with "mode=memory")."""
+    given = next((a.value for a in node.args if a.keyword is not None
+                  and a.keyword.value == keyword), None) if keyword else None
+    if given is None and node.args and node.args[0].keyword is None and not node.args[0].star:
+        given = node.args[0].value
+    value = given.evaluated_value if isinstance(given, cst.SimpleString) else None
+    if not isinstance(value, str):
+        return None
+    return value if value in targets or "mode=memory" in value else None
+
+
 def constant_mode(node: cst.Call, position: int) -> Optional[str]:
     """The mode a creating call passes as a string constant (`mode=` or at `position`)."""
     positional = [a for a in node.args if a.keyword is None and not a.star]

@@ -42,7 +42,7 @@ from .lazyguard import PICKLING, GuardedLazy, chained_getstate, guard_lazy_opens
 from .modulefix import (
     ModulePlan, importer_plan, is_functools_import, mentions, module_readers, only_reads,
     plan_module_handle, rewrite_importer, rewrite_module, rewrite_module_reads, set_up,
-    writing_mode,
+    in_memory_target, writing_mode,
 )
 from .nodememo import memo_scope
 from .outcome import Outcome
@@ -184,7 +184,7 @@ class Rewriter:
             if plan is None:  # no rewrite for it (the WS3xx remedies, for now)
                 self.outcomes.append(Outcome(finding, "unfixable", _no_rewrite(finding.code)))
                 continue
-            writing = self._written(finding, plan)
+            writing = self._not_reopenable(finding, plan)
             if writing:
                 self.outcomes.append(Outcome(finding, "unfixable", writing))
                 continue
@@ -233,21 +233,30 @@ class Rewriter:
                                         f"{group.class_name} from outside it: a per-process "
                                         "property could not take it, fix by hand")
 
-    def _written(self, finding: Finding, plan: FixPlan) -> str:
-        """Why a handle opened for writing is not opened again per process (a worker opening
-        `h5py.File(p, "w")` or `zipfile.ZipFile(p, "w")` again truncates what the parent
-        wrote; one opened to append or update takes the file's lock, or writes it as it
-        closes, in every worker), or "" for a handle opened to read (or not by a file mode).
-        The remedies (WS3xx) open per process already and are left to their own rewriter."""
+    def _not_reopenable(self, finding: Finding, plan: FixPlan) -> str:
+        """Why a handle is not to be opened again per process, or "": one opened for writing
+        (a worker opening `h5py.File(p, "w")` or `zipfile.ZipFile(p, "w")` again truncates
+        what the parent wrote; one opened to append or update takes the file's lock, or
+        writes it as it closes, in every worker), or one whose store lives in the handle
+        (`sqlite3.connect(":memory:")`: another process's starts empty). The remedies (WS3xx)
+        open per process already and are left to their own rewriter."""
         htype = self.registry.lookup(plan.handle)
-        if htype is None or not htype.mode_position or plan.worker_init is not None \
-                or finding.path not in self.result.sources:
+        if htype is None or not (htype.mode_position or htype.in_memory_targets) \
+                or plan.worker_init is not None or finding.path not in self.result.sources:
             return ""
         try:
             call = self._edit(finding.path).located.call_at(finding.line, finding.col)
         except Unfixable:
             return ""
-        mode = writing_mode(call, htype.mode_position) if call is not None else None
+        if call is None:
+            return ""
+        memory = in_memory_target(call, htype.in_memory_targets, htype.target_keyword) \
+            if htype.in_memory_targets else None
+        if memory is not None:
+            return (f"{plan.handle}({memory!r}) keeps its data in the handle itself: opened "
+                    "again in each process it would start empty; give the workers a file to "
+                    "open, by hand")
+        mode = writing_mode(call, htype.mode_position)
         if mode is None:
             return ""
         return (f"{plan.handle} is opened with mode {mode!r}: opened again in each process it "
