@@ -19,7 +19,12 @@ the same arguments, and the same configurations must pass.
 fixtures/runtime/project_module_handle opens a zip archive at import in store.py; one dataset
 reads it as `store.ARCHIVE`, the other imports it from a helper module that passes it on
 (`from store import ARCHIVE` in tools.py). Forked workers share the archive's offset. The
-default fix rewrites every spelling to the accessor (`store.get_archive()`), along the chain."""
+default fix rewrites every spelling to the accessor (`store.get_archive()`), along the chain.
+
+fixtures/runtime/project_root_package is a repository whose root is a package (`__init__.py`),
+run from the root: shared/store.py opens the archive at import, the root's common.py passes
+it on, and the dataset imports it as `from common import ARCHIVE`. Linked only once a module
+of the root is known by its own name (`common`); the fix rewrites common.py and the dataset."""
 
 from __future__ import annotations
 
@@ -41,9 +46,11 @@ PROJECTS = {
     "project_reopen": {"images.py": "WS101", "shards.py": "WS101", "tables.py": "WS101",
                        "features.py": "WS101"},
     "project_module_handle": {"store.py": "WS102"},
+    "project_root_package": {"shared/store.py": "WS102"},
 }
 RUNS = [("project_three_datasets", "worker-init"), ("project_three_datasets", "lazy"),
-        ("project_reopen", "worker-init"), ("project_module_handle", "default")]
+        ("project_reopen", "worker-init"), ("project_module_handle", "default"),
+        ("project_root_package", "default")]
 TIMEOUT = 600.0
 # The bug as these projects show it: a handle spawn cannot pickle, or an archive whose offset
 # forked workers share (the fork configurations run first, and that one is a race).
