@@ -22,6 +22,11 @@ GENERIC_CONFIG_CALLS = frozenset({
 })
 # A statement in one of these prefixes only sets up the connection it runs on (`sql_config_calls`).
 CONFIGURING_SQL = ("PRAGMA",)
+# Calls returning an open file object: a handle built on one (`zipfile.ZipFile(f)`,
+# `tarfile.open(fileobj=f)`) reads through its descriptor and offset, which a reopen of the
+# handle alone would leave shared (the fix opens both again or neither).
+FILE_OBJECT_OPENERS = ("open", "builtins.open", "io.open", "gzip.open", "bz2.open", "lzma.open",
+                       "codecs.open", "os.fdopen", "io.FileIO")
 
 
 @record(frozen=True)

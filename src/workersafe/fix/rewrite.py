@@ -19,6 +19,7 @@ from ..facts import ClassFacts, Span
 from ..findings import CacheFill, Finding, FixPlan
 from ..frameworks import LOADER_OWNER_BASE_WORDS
 from ..link import Project
+from ..registry import FILE_OBJECT_OPENERS
 from ..rules import evaluate
 from ..ruletable import UNREADABLE
 from .annotate import Typed, checks_annotations, class_annotated, module_annotated
@@ -241,8 +242,8 @@ class Rewriter:
         (`sqlite3.connect(":memory:")`: another process's starts empty). The remedies (WS3xx)
         open per process already and are left to their own rewriter."""
         htype = self.registry.lookup(plan.handle)
-        if htype is None or not (htype.mode_position or htype.in_memory_targets) \
-                or plan.worker_init is not None or finding.path not in self.result.sources:
+        if htype is None or plan.worker_init is not None \
+                or finding.path not in self.result.sources:
             return ""
         try:
             call = self._edit(finding.path).located.call_at(finding.line, finding.col)
@@ -256,12 +257,33 @@ class Rewriter:
             return (f"{plan.handle}({memory!r}) keeps its data in the handle itself: opened "
                     "again in each process it would start empty; give the workers a file to "
                     "open, by hand")
+        opened = self._file_object_argument(finding.path, call)
+        if opened:
+            return (f"{plan.handle} reads through the file object `{opened}`, opened before it "
+                    "and kept: a worker's own would share its descriptor and offset still; "
+                    "open the file where the handle is made (`ZipFile(open(path, \"rb\"))`, "
+                    "or its path), by hand")
         mode = writing_mode(call, htype.mode_position)
         if mode is None:
             return ""
         return (f"{plan.handle} is opened with mode {mode!r}: opened again in each process it "
                 "would truncate or write the file there; open it for reading in the workers, "
                 "by hand")
+
+    def _file_object_argument(self, path: str, call: cst.Call) -> str:
+        """The argument of `call` (a name, `self.x`) that its file bound to an open file
+        object (`raw = open(p, "rb")`, then `ZipFile(raw)`), or ""."""
+        given = {dotted(a.value) for a in call.args} - {""}
+        if not given:
+            return ""
+        for node in walk(self._edit(path).located.module):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
+                    and dotted(node.value.func) in FILE_OBJECT_OPENERS:
+                for target in node.targets:
+                    name = dotted(target.target)
+                    if name in given:
+                        return name
+        return ""
 
     def _lazy_holder(self, plan: FixPlan) -> bool:
         """Whether a holder's handle can be opened per process in the holder's own class: a
