@@ -22,6 +22,15 @@ GENERIC_CONFIG_CALLS = frozenset({
 })
 # A statement in one of these prefixes only sets up the connection it runs on (`sql_config_calls`).
 CONFIGURING_SQL = ("PRAGMA",)
+# Calls whose value differs from one call (or process) to the next: a creation reading one
+# (`h5py.File(random.choice(paths))`) made again in a worker would open another file than the
+# parent's. A name ending in "." is a module: any of its functions.
+VARYING_CALLS = ("random.", "numpy.random.", "np.random.", "secrets.", "uuid.uuid1", "uuid.uuid4",
+                 "time.time", "time.time_ns", "time.monotonic", "time.perf_counter",
+                 "datetime.now", "datetime.datetime.now", "datetime.utcnow",
+                 "datetime.datetime.utcnow", "os.urandom", "os.getpid", "torch.rand",
+                 "torch.randn", "torch.randint", "torch.randperm", "tempfile.mkstemp",
+                 "tempfile.mkdtemp", "tempfile.mktemp")
 # Calls returning an open file object: a handle built on one (`zipfile.ZipFile(f)`,
 # `tarfile.open(fileobj=f)`) reads through its descriptor and offset, which a reopen of the
 # handle alone would leave shared (the fix opens both again or neither).

@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from ..findings import FixPlan
+from ..registry import VARYING_CALLS
 from .cstutil import (
     BUILTIN_NAMES, Located, bound_names, dotted, function_params, loaded_names,
     root_self_attr, self_attr, single, small_statements, target_names, walk,
@@ -36,6 +37,9 @@ from .setstate import reopening
 _CONTAINERS = ("list", "dict", "set")
 # The refusal of a creation that may keep the handle a caller passes in (`self.h5 = source`).
 KEPT_PARAMETER = "may keep a handle its caller passes in"
+# (a creation reading a value that differs from call to call: the worker-init fix reopens what
+# the parent opened, with the value the parent got)
+VARYING = "differs in each process"
 
 
 def find_method(cls: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
@@ -68,6 +72,9 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
     mover.pull_locals()
     mover.check()
     moved = [body[i] for i in sorted(mover.moved)]
+    varying = varying_call(moved)
+    if varying:
+        raise Unfixable(f"the creation calls {varying}(), whose value {VARYING}: fix by hand")
     htype = names.registry.lookup(fix.handle)
     attrs = sorted(mover.attrs, key=lambda a: _first_assignment(moved, a))
     if not attrs:  # `self.blobs = list(client.list_blobs(...))`: each blob keeps the client
@@ -548,6 +555,19 @@ def _check_names(plan: AttrPlan, module: cst.Module, before: list[cst.BaseStatem
         else:
             raise Unfixable(f"the creation reads {name!r}, a local of {method.name.value} that "
                             "changes after it is first set: fix by hand")
+
+
+def varying_call(statements: Sequence[cst.BaseStatement]) -> str:
+    """The first call among `statements` whose value differs from call to call (registry
+    `VARYING_CALLS`: `random.choice`, `uuid.uuid4`, `time.time`), or ""."""
+    for statement in statements:
+        for node in walk(statement):
+            if isinstance(node, cst.Call):
+                name = dotted(node.func)
+                if name and any(name.startswith(v) if v.endswith(".") else name == v
+                                for v in VARYING_CALLS):
+                    return name
+    return ""
 
 
 def _used_outside(method: cst.FunctionDef, statement: cst.BaseStatement,

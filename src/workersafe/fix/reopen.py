@@ -20,7 +20,7 @@ from .cstutil import (
 )
 from .handles import HandleNames
 from .classfix import _names_in_use, drop_statements
-from .initplan import find_method
+from .initplan import VARYING, find_method, varying_call
 from .plan import Unfixable
 from .templates import BLANK, OPENER_NAME, getstate_method, open_method
 
@@ -154,6 +154,10 @@ def plan_reopen(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int, co
                         f"`self.{fix.attr} = {local or '...'}` or an object derived from it")
     if plan.marker in used:
         raise Unfixable(f"the class already uses self.{plan.marker}")
+    varying = varying_call([plan.creation, *plan.rerun])
+    if varying:
+        raise Unfixable(f"the creation calls {varying}(), whose value {VARYING}: made again, "
+                        "it would differ from the parent's")
     return plan
 
 

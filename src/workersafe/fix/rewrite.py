@@ -37,7 +37,7 @@ from ..source import SourceError
 from .factories import Factories
 from .foldopener import self_call_statements
 from .handles import HandleNames
-from .initplan import KEPT_PARAMETER, find_method, plan_attr
+from .initplan import KEPT_PARAMETER, VARYING, find_method, plan_attr, varying_call
 from .kwargs import opaque_star
 from .lazyguard import PICKLING, GuardedLazy, chained_getstate, guard_lazy_opens
 from .modulefix import (
@@ -516,6 +516,10 @@ class Rewriter:
     def _plan_module_fix(self, path: str, name: str, handle: str) -> ModulePlan:
         edit = self._edit(path)
         plan = plan_module_handle(edit.located.module, name, handle, self.registry)
+        varying = varying_call(plan.statements) if not plan.at_fork else ""
+        if varying:
+            raise Unfixable(f"{name} is made with {varying}(), whose value {VARYING}: each "
+                            "process's accessor would make another, fix by hand")
         facts = self.result.facts.get(path)
         home_module = facts.module if facts else ""
         # (file, local name, the module it takes NAME from): this module, or one passing it on
