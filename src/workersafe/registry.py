@@ -20,8 +20,10 @@ GENERIC_CONFIG_ATTRS = frozenset({"close", "timeout"})
 GENERIC_CONFIG_CALLS = frozenset({
     "update", "setdefault", "set", "add", "append", "extend", "register", "load",
 })
-# A statement in one of these prefixes only sets up the connection it runs on (`sql_config_calls`).
-CONFIGURING_SQL = ("PRAGMA",)
+# A statement in one of these prefixes only sets up the connection it runs on (`sql_config_calls`):
+# settings, an attached database, a temporary table or view (they live in the connection, so a
+# connection opened again must run them again). Upper case, single spaces.
+CONFIGURING_SQL = ("PRAGMA", "ATTACH", "CREATE TEMP ", "CREATE TEMPORARY ")
 # Calls whose value differs from one call (or process) to the next: a creation reading one
 # (`h5py.File(random.choice(paths))`) made again in a worker would open another file than the
 # parent's. A name ending in "." is a module: any of its functions.

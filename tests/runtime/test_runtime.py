@@ -287,6 +287,13 @@ PROGRAM_LIST += (
         (Before(SPAWN_2, LMDB_PICKLE),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # a temporary table made in __init__: made again by each worker's connection
+        "sqlite_temp_table",
+        "WS101",
+        "sqlite3.connect(",
+        (Before(SPAWN_2, SQLITE_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # a holder the caller passes in (WS104): fixed in its own class, lazily
         "holder_passed_h5py_store",
         "WS104",

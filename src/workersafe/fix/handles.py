@@ -145,7 +145,7 @@ def _configuring_sql(call: cst.Call) -> bool:
         return False
     text = call.args[0].value.evaluated_value
     text = text.decode("latin-1") if isinstance(text, bytes) else text
-    return text.lstrip().upper().startswith(CONFIGURING_SQL)
+    return (" ".join(text.split()) + " ").upper().startswith(CONFIGURING_SQL)
 
 
 def import_map(module: cst.CSTNode, top_level: bool = False) -> dict[str, str]:
