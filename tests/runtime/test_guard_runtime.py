@@ -268,8 +268,8 @@ def test_the_guard_agrees_with_the_linter_on_every_runtime_program(
         runtime_target: Target, tmp_path: Path) -> None:
     """Every program of the runtime proof (fixtures/runtime/) under fork, before and after
     `workersafe fix`: the guard catches, naming the attribute, exactly the programs the linter
-    gives WS101/WS102/WS103/WS303 (with the same code), but those of GUARD_BLIND, and is
-    silent on all of them once fixed."""
+    gives WS101/WS102/WS103/WS303 (with the same code; WS104 is WS101 to the guard), but
+    those of GUARD_BLIND, and is silent on all of them once fixed."""
     fixed = tmp_path / "fixed"
     shutil.copytree(PROGRAMS_DIR, fixed)
     done = run_workersafe([sys.executable, "-m", "workersafe"], ["fix", "--no-cache", "."],
@@ -282,7 +282,10 @@ def test_the_guard_agrees_with_the_linter_on_every_runtime_program(
         lint = run_workersafe([sys.executable, "-m", "workersafe"],
                               ["check", "--no-cache", "--format", "json", program.name],
                               cwd=PROGRAMS_DIR)
-        static = {f["code"] for f in json.loads(lint.stdout)} & RUNTIME_CODES
+        # a handle the caller made and passed in (WS104) is, to the guard, the dataset's
+        # attribute holding a live handle: WS101 (docs/guard.md)
+        static = {"WS101" if f["code"] == "WS104" else f["code"]
+                  for f in json.loads(lint.stdout)} & RUNTIME_CODES
         for stage, folder in (("unfixed", PROGRAMS_DIR), ("fixed", fixed)):
             out = tmp_path / f"{stage}-{program.stem}.jsonl"
             subprocess.run([sys.executable, "-m", "workersafe", "guard", "--output", str(out),
