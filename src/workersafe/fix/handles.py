@@ -28,7 +28,7 @@ class HandleNames:
         as the handle it keeps; see fix/factories.py)."""
         self.registry = registry
         self.factories = dict(factories or {})
-        self.imports = dict(_module_imports(module))
+        self.imports = dict(module_imports(module))
         types = [t for t in (registry.lookup(h) for h in handles) if t is not None] \
             or list(registry.types.values())
         derived, configuring = set(GENERIC_DERIVED_METHODS), set(GENERIC_CONFIG_CALLS)
@@ -176,7 +176,14 @@ def import_map(module: cst.CSTNode, top_level: bool = False) -> dict[str, str]:
     return found
 
 
-_module_imports = NodeMemo(import_map)  # one walk per module, however many findings it has
+module_imports = NodeMemo(import_map)  # one walk per module, however many findings it has
+
+
+def in_full(name: str, imports: Mapping[str, str]) -> str:
+    """A dotted `name` (`choice`, `rnd.random`, `gopen`) as the module's imports (`import_map`)
+    spell it in full (`random.choice`, `random.random`, `gzip.open`)."""
+    head, dot, rest = name.partition(".")
+    return imports[head] + dot + rest if head in imports else name
 
 
 # Expressions that compute a member's name (`f[name]`, `f[self.opt["mode"]]`,

@@ -18,7 +18,7 @@ project's code or `self.<method>()`, consumes an iterator."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import libcst as cst
 
@@ -28,7 +28,7 @@ from .cstutil import (
     BUILTIN_NAMES, Located, bound_names, dotted, function_params, loaded_names,
     root_self_attr, self_attr, single, small_statements, target_names, walk,
 )
-from .handles import HandleNames
+from .handles import HandleNames, in_full
 from .nodememo import NodeMemo
 from .plan import AttrPlan, Unfixable
 from .rerun import MUTATING, RerunCheck
@@ -72,7 +72,7 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
     mover.pull_locals()
     mover.check()
     moved = [body[i] for i in sorted(mover.moved)]
-    varying = varying_call(moved)
+    varying = varying_call(moved, names.imports)
     if varying:
         raise Unfixable(f"the creation calls {varying}(), whose value {VARYING}: fix by hand")
     htype = names.registry.lookup(fix.handle)
@@ -557,15 +557,19 @@ def _check_names(plan: AttrPlan, module: cst.Module, before: list[cst.BaseStatem
                             "changes after it is first set: fix by hand")
 
 
-def varying_call(statements: Sequence[cst.BaseStatement]) -> str:
+def varying_call(statements: Sequence[cst.BaseStatement],
+                 imports: Mapping[str, str]) -> str:
     """The first call among `statements` whose value differs from call to call (registry
-    `VARYING_CALLS`: `random.choice`, `uuid.uuid4`, `time.time`), or ""."""
+    `VARYING_CALLS`: `random.choice`, `uuid.uuid4`, `time.time`), or "". `imports`: the
+    module's local names → what they import (`import_map`), so that `choice(paths)` after
+    `from random import choice`, or `rnd.random()` after `import random as rnd`, is one."""
     for statement in statements:
         for node in walk(statement):
             if isinstance(node, cst.Call):
                 name = dotted(node.func)
-                if name and any(name.startswith(v) if v.endswith(".") else name == v
-                                for v in VARYING_CALLS):
+                spelled = (name, in_full(name, imports))
+                if name and any(n.startswith(v) if v.endswith(".") else n == v
+                                for n in spelled for v in VARYING_CALLS):
                     return name
     return ""
 

@@ -154,7 +154,7 @@ def plan_reopen(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int, co
                         f"`self.{fix.attr} = {local or '...'}` or an object derived from it")
     if plan.marker in used:
         raise Unfixable(f"the class already uses self.{plan.marker}")
-    varying = varying_call([plan.creation, *plan.rerun])
+    varying = varying_call([plan.creation, *plan.rerun], names.imports)
     if varying:
         raise Unfixable(f"the creation calls {varying}(), whose value {VARYING}: made again, "
                         "it would differ from the parent's")

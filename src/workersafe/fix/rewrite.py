@@ -36,7 +36,7 @@ from ..reading import read_source
 from ..source import SourceError
 from .factories import Factories
 from .foldopener import self_call_statements
-from .handles import HandleNames
+from .handles import HandleNames, in_full, module_imports
 from .initplan import KEPT_PARAMETER, VARYING, find_method, plan_attr, varying_call
 from .kwargs import opaque_star
 from .lazyguard import PICKLING, GuardedLazy, chained_getstate, guard_lazy_opens
@@ -185,9 +185,9 @@ class Rewriter:
             if plan is None:  # no rewrite for it (the WS3xx remedies, for now)
                 self.outcomes.append(Outcome(finding, "unfixable", _no_rewrite(finding.code)))
                 continue
-            writing = self._not_reopenable(finding, plan)
-            if writing:
-                self.outcomes.append(Outcome(finding, "unfixable", writing))
+            refused = self._not_reopenable(finding, plan)
+            if refused:
+                self.outcomes.append(Outcome(finding, "unfixable", refused))
                 continue
             if plan.kind == "module":
                 self.module_findings.append(finding)
@@ -276,9 +276,11 @@ class Rewriter:
         given = {dotted(a.value) for a in call.args} - {""}
         if not given:
             return ""
-        for node in walk(self._edit(path).located.module):
+        module = self._edit(path).located.module
+        imports = module_imports(module)
+        for node in walk(module):
             if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
-                    and dotted(node.value.func) in FILE_OBJECT_OPENERS:
+                    and in_full(dotted(node.value.func), imports) in FILE_OBJECT_OPENERS:
                 for target in node.targets:
                     name = dotted(target.target)
                     if name in given:
@@ -516,7 +518,8 @@ class Rewriter:
     def _plan_module_fix(self, path: str, name: str, handle: str) -> ModulePlan:
         edit = self._edit(path)
         plan = plan_module_handle(edit.located.module, name, handle, self.registry)
-        varying = varying_call(plan.statements) if not plan.at_fork else ""
+        varying = varying_call(plan.statements, module_imports(edit.located.module)) \
+            if not plan.at_fork else ""
         if varying:
             raise Unfixable(f"{name} is made with {varying}(), whose value {VARYING}: each "
                             "process's accessor would make another, fix by hand")
