@@ -44,7 +44,8 @@ class Prefilter:
             imports = import_lines(text, names=False)
         roots = {name.split(".", 1)[0] for level, name, _ in imports if not level and name}
         roots |= _reexported_names(text)  # one scan for every root, not one per root
-        return any(root in roots and any(short in text for short in shorts)
+        return any(root in roots and any(short in text and spells_word(text, short)
+                                         for short in shorts)
                    for root, shorts in self._pairs)
 
     @cached_property
