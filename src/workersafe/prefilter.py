@@ -44,9 +44,18 @@ class Prefilter:
             imports = import_lines(text, names=False)
         roots = {name.split(".", 1)[0] for level, name, _ in imports if not level and name}
         roots |= _reexported_names(text)  # one scan for every root, not one per root
-        return any(root in roots and any(short in text and spells_word(text, short)
-                                         for short in shorts)
-                   for root, shorts in self._pairs)
+        bare: Optional[frozenset[str]] = None  # `_from_imported`, found when first needed
+        for root, shorts in self._pairs:
+            if root not in roots:
+                continue
+            for short in shorts:
+                if short not in text:
+                    continue
+                if bare is None:
+                    bare = _from_imported(text)
+                if _named_in_code(text, short, short in bare or "*" in bare):
+                    return True
+        return False
 
     @cached_property
     def _words_without_data(self) -> tuple[str, ...]:
@@ -297,6 +306,58 @@ def word_starts(text: str, name: str) -> Iterator[int]:
         if not start or not is_word_char(text[start - 1]):
             yield start
         start = text.find(name, start + 1)
+
+
+def _named_in_code(text: str, name: str, bare: bool) -> bool:
+    """`name` (a handle's constructor) where code can name it: a whole word, spelled on its
+    module (`fsspec.filesystem`: a dot before it) or, when a `from` import lists it (`bare`),
+    alone; on a line that is not a comment nor a doctest example (`>>> sqlite3.connect(p)`,
+    which only a string can hold). Prose in a docstring ("saved to a filesystem") is neither."""
+    end = len(name)
+    for start in word_starts(text, name):
+        if is_word_char(text[start + end:start + end + 1]):
+            continue
+        if not bare:
+            before = start - 1
+            while before >= 0 and text[before] in " \t\r\n\\":
+                before -= 1
+            if before < 0 or text[before] != ".":
+                continue
+        line = text[text.rfind("\n", 0, start) + 1:start].lstrip()
+        if not line.startswith(("#", ">>>")):
+            return True
+    return False
+
+
+# `from a.b import`, then what it lists: in parentheses (over lines), or to the line's end
+_FROM_IMPORT = r"(?<![\w.])from\s+\.*[\w.]*\s+import\b[ \t]*(\()?"
+
+
+def _from_imported(text: str) -> frozenset[str]:
+    """Every word the `from` imports of `text` list (their aliases too, and `*` for a star
+    import), comments left out: a handle's constructor named alone (`File(path)`) must be
+    one of them. Found in prose too (more words: never fewer)."""
+    words: set[str] = set()
+    for match in _from_import_pattern().finditer(text):
+        start = match.end()
+        if match.group(1):
+            end = text.find(")", start)
+        else:
+            end = text.find("\n", start)
+            while end != -1 and text[start:end].rstrip().endswith("\\"):
+                end = text.find("\n", end + 1)
+        listed = text[start:len(text) if end == -1 else end]
+        if "#" in listed:
+            listed = "\n".join(line.split("#", 1)[0] for line in listed.split("\n"))
+        words.update(_WORD.findall(listed))
+        if "*" in listed:
+            words.add("*")
+    return frozenset(words)
+
+
+@lru_cache(maxsize=1)
+def _from_import_pattern() -> "re.Pattern[str]":
+    return re.compile(_FROM_IMPORT)
 
 
 def spells_word(text: str, name: str) -> bool:
