@@ -44,18 +44,15 @@ class Prefilter:
             imports = import_lines(text, names=False)
         roots = {name.split(".", 1)[0] for level, name, _ in imports if not level and name}
         roots |= _reexported_names(text)  # one scan for every root, not one per root
-        bare: Optional[frozenset[str]] = None  # `_from_imported`, found when first needed
-        for root, shorts in self._pairs:
-            if root not in roots:
-                continue
-            for short in shorts:
-                if short not in text:
-                    continue
-                if bare is None:
-                    bare = _from_imported(text)
-                if _named_in_code(text, short, short in bare or "*" in bare):
-                    return True
-        return False
+        named = [short for root, shorts in self._pairs if root in roots
+                 for short in shorts if short in text]
+        if not named:
+            return False
+        if any(_named_in_code(text, short, bare=False) for short in named):
+            return True  # (most files: the imports' list is not needed)
+        listed = _from_imported(text)
+        return any(_named_in_code(text, short, bare=True) for short in named
+                   if short in listed or "*" in listed)
 
     @cached_property
     def _words_without_data(self) -> tuple[str, ...]:
@@ -330,7 +327,8 @@ def _named_in_code(text: str, name: str, bare: bool) -> bool:
 
 
 # `from a.b import`, then what it lists: in parentheses (over lines), or to the line's end
-_FROM_IMPORT = r"(?<![\w.])from\s+\.*[\w.]*\s+import\b[ \t]*(\()?"
+# (a literal first: `re` then jumps to each "from" rather than trying every position)
+_FROM_IMPORT = r"from\s+\.*[\w.]*\s+import\b[ \t]*(\()?"
 
 
 def _from_imported(text: str) -> frozenset[str]:
@@ -339,6 +337,8 @@ def _from_imported(text: str) -> frozenset[str]:
     one of them. Found in prose too (more words: never fewer)."""
     words: set[str] = set()
     for match in _from_import_pattern().finditer(text):
+        if match.start() and is_word_char(text[match.start() - 1]):
+            continue  # `datafrom x import`: not a `from`
         start = match.end()
         if match.group(1):
             end = text.find(")", start)
