@@ -147,7 +147,7 @@ def _checked(cells: dict[int, list[str]], masked: list[str], path: str) -> str:
         for number, lines in cells.items():
             error = _cell_error("".join(lines))
             if error is not None:
-                if _cell_error(_without_leading_indent(lines)) is None:
+                if _cell_error(_as_ipython_cleans(lines, masked)) is None:
                     error = None  # IPython runs it (below): left out, its columns would move
                 else:
                     errors[number] = error
@@ -169,14 +169,33 @@ def _joined(cells: Mapping[int, list[str]],
     return "".join(out)
 
 
-def _without_leading_indent(lines: list[str]) -> str:
-    """The cell as IPython runs it when its first line is indented (` x.shape`): that
-    indentation removed from every line starting with it (IPython's `leading_indent`)."""
-    first = lines[0] if lines else ""
+def _as_ipython_cleans(lines: list[str], masked: list[str]) -> str:
+    """The cell as IPython runs it after its clean-up transforms (`inputtransformer2`'s
+    `cleanup_transforms`), masked again: leading blank lines dropped; when the first line is
+    indented (` x.shape`), that indentation removed from every line starting with it
+    (`leading_indent`); then pasted prompts stripped, `>>> `/`... ` when the first line has
+    one (`classic_prompt`), `In [3]: `/`   ...: ` when the first or second line has one
+    (`ipython_prompt`). `lines`: the cell as masked (tokens of `masked`)."""
+    text = [_unmask(line, masked) for line in lines]
+    while text and text[0].isspace():
+        text = text[1:]
+    first = text[0] if text else ""
     space = first[: len(first) - len(first.lstrip(" \t"))]
-    if not space:
-        return "".join(lines)
-    return "".join(line[len(space):] if line.startswith(space) else line for line in lines)
+    if space:
+        text = [line[len(space):] if line.startswith(space) else line for line in text]
+    for initial, prompt in _PROMPTS:
+        if text and (initial.match(text[0]) or (len(text) > 1 and prompt.match(text[1]))):
+            text = [prompt.sub("", line, count=1) for line in text]
+    return "".join(_masked_lines(text, []))
+
+
+# IPython's `classic_prompt` and `ipython_prompt`: (the prompt that starts a pasted block, any
+# prompt); `...` alone is Python, so a block of `>>>` prompts starts only with `>>>`
+_PROMPTS = (
+    (re.compile(r"^>>>( |$)"), re.compile(r"^(>>>|\.\.\.)( |$)")),
+    (re.compile(r"^(((\[nav\]|\[ins\])? )?In \[\d+\]: |\s*\.{3,}: ?)"),
+     re.compile(r"^(((\[nav\]|\[ins\])? )?In \[\d+\]: |\s*\.{3,}: ?)")),
+)
 
 
 def _cell_error(text: str, keep_as: str = "") -> Optional[tuple[int, int, str]]:
@@ -298,12 +317,15 @@ def _masked_cell(text: str, masked: list[str]) -> list[str]:
     lines = physical_lines(text)
     if not lines:
         return []
-    first = lines[0].strip()
+    # IPython drops leading blank lines first (`leading_empty_lines`): `\n%%bash` is a cell magic
+    start = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    first = lines[start].strip()
     if first.startswith("%%"):
         name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
         if name not in _PYTHON_CELL_MAGICS:  # %%bash, %%html, %%writefile...: not Python
             return [_mask(line, masked, indent=False) for line in lines]
-        return [_mask(lines[0], masked)] + _masked_lines(lines[1:], masked)
+        return (lines[:start] + [_mask(lines[start], masked)]
+                + _masked_lines(lines[start + 1:], masked))
     if not _may_mask(text):
         return lines
     return _masked_lines(lines, masked)
@@ -427,7 +449,8 @@ def _mask_line(line: str, masked: list[str]) -> str:
     stripped = line.strip()
     if not stripped or stripped.startswith("#"):
         return line
-    help_query = stripped.endswith("?") and re.fullmatch(r"[\w.\[\]()]+\?\??", stripped)
+    # `obj?`, `obj.attr??`, `x[0]?`, and IPython's wildcard search `np.*load*?` (psearch)
+    help_query = stripped.endswith("?") and re.fullmatch(r"[\w.*\[\]()]+\?\??", stripped)
     if stripped[0] in "%!?" or help_query:
         return _mask(line, masked)
     if ("%" in stripped or "!" in stripped) and re.match(r"^[\w., ]+=\s*[%!]", stripped):
