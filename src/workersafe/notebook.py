@@ -321,6 +321,11 @@ def _masked_cell(text: str, masked: list[str]) -> list[str]:
     first = lines[start].strip()
     if first.startswith("%%"):
         name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
+        if _writes_python(first) and _parses("".join(lines[start + 1:])):
+            # the Python file the cell writes (`%%writefile train.py`, then `!torchrun
+            # train.py` or `from train import ...`): its body is analysed as written (no
+            # IPython syntax in a file); one that does not parse stays masked (the cell runs)
+            return lines[:start] + [_mask(lines[start], masked, indent=False)] + lines[start + 1:]
         if name not in _PYTHON_CELL_MAGICS:  # %%bash, %%html, %%writefile...: not Python
             return [_mask(line, masked, indent=False) for line in lines]
         return (lines[:start] + [_mask(lines[start], masked)]
@@ -328,6 +333,29 @@ def _masked_cell(text: str, masked: list[str]) -> list[str]:
     if not _may_mask(text):
         return lines
     return _masked_lines(lines, masked)
+
+
+def _writes_python(first: str) -> bool:
+    """Whether a cell's first line `%%writefile [-a] <file>.py` (or `%%file`) writes a Python
+    file (the cell's body is its code)."""
+    words = first[2:].split()
+    if not words or words[0] not in ("writefile", "file"):
+        return False
+    names = [word for word in words[1:] if not word.startswith("-")]
+    return len(names) == 1 and names[0].strip("'\"").endswith(".py")
+
+
+def _parses(text: str) -> bool:
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 # what `_mask_line` masks needs, in some line: `%`, `!` or `?` first (or a `?` at the end),
