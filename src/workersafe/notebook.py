@@ -147,7 +147,7 @@ def _checked(cells: dict[int, list[str]], masked: list[str], path: str) -> str:
         for number, lines in cells.items():
             error = _cell_error("".join(lines))
             if error is not None:
-                if _cell_error(_without_leading_indent(lines)) is None:
+                if _cell_error(_as_ipython_cleans(lines, masked)) is None:
                     error = None  # IPython runs it (below): left out, its columns would move
                 else:
                     errors[number] = error
@@ -169,14 +169,33 @@ def _joined(cells: Mapping[int, list[str]],
     return "".join(out)
 
 
-def _without_leading_indent(lines: list[str]) -> str:
-    """The cell as IPython runs it when its first line is indented (` x.shape`): that
-    indentation removed from every line starting with it (IPython's `leading_indent`)."""
-    first = lines[0] if lines else ""
+def _as_ipython_cleans(lines: list[str], masked: list[str]) -> str:
+    """The cell as IPython runs it after its clean-up transforms (`inputtransformer2`'s
+    `cleanup_transforms`), masked again: leading blank lines dropped; when the first line is
+    indented (` x.shape`), that indentation removed from every line starting with it
+    (`leading_indent`); then pasted prompts stripped, `>>> `/`... ` when the first line has
+    one (`classic_prompt`), `In [3]: `/`   ...: ` when the first or second line has one
+    (`ipython_prompt`). `lines`: the cell as masked (tokens of `masked`)."""
+    text = [_unmask(line, masked) for line in lines]
+    while text and text[0].isspace():
+        text = text[1:]
+    first = text[0] if text else ""
     space = first[: len(first) - len(first.lstrip(" \t"))]
-    if not space:
-        return "".join(lines)
-    return "".join(line[len(space):] if line.startswith(space) else line for line in lines)
+    if space:
+        text = [line[len(space):] if line.startswith(space) else line for line in text]
+    for initial, prompt in _PROMPTS:
+        if text and (initial.match(text[0]) or (len(text) > 1 and prompt.match(text[1]))):
+            text = [prompt.sub("", line, count=1) for line in text]
+    return "".join(_masked_lines(text, []))
+
+
+# IPython's `classic_prompt` and `ipython_prompt`: (the prompt that starts a pasted block, any
+# prompt); `...` alone is Python, so a block of `>>>` prompts starts only with `>>>`
+_PROMPTS = (
+    (re.compile(r"^>>>( |$)"), re.compile(r"^(>>>|\.\.\.)( |$)")),
+    (re.compile(r"^(((\[nav\]|\[ins\])? )?In \[\d+\]: |\s*\.{3,}: ?)"),
+     re.compile(r"^(((\[nav\]|\[ins\])? )?In \[\d+\]: |\s*\.{3,}: ?)")),
+)
 
 
 def _cell_error(text: str, keep_as: str = "") -> Optional[tuple[int, int, str]]:
@@ -223,13 +242,15 @@ def _check_shape(data: Any) -> None:
         raise SourceError("not a notebook (no list of cells)")
 
 
-_CELL_KEYS = {"code": ("metadata", "source", "outputs", "execution_count"),
-              "markdown": ("metadata", "source"), "raw": ("metadata", "source")}
+_CELL_TYPES = frozenset({"code", "markdown", "raw"})
 
 
 def _check_cells(data: dict[str, Any]) -> None:
     """nbformat 4's schema where it concerns what is read here: the notebook's metadata and
-    minor version, each cell's type, keys and source (a string or a list of strings)."""
+    minor version, each cell's type and source (a string or a list of strings). A cell
+    missing keys the analysis does not read (a code cell without `outputs`, as one of
+    MONAI's tutorials has) is read: Jupyter opens and runs such a notebook (nbformat's whole
+    schema is checked before `fix` rewrites one, `_validate`)."""
     if not isinstance(data.get("metadata"), dict):
         raise SourceError("not a valid notebook: 'metadata' is a required object")
     minor = data.get("nbformat_minor")
@@ -237,13 +258,10 @@ def _check_cells(data: dict[str, Any]) -> None:
         raise SourceError("not a valid notebook: 'nbformat_minor' is a required integer")
     for number, cell in enumerate(data["cells"], start=1):
         kind = cell.get("cell_type") if isinstance(cell, dict) else None
-        keys = _CELL_KEYS.get(kind) if isinstance(kind, str) else None
-        if keys is None:
+        if not isinstance(kind, str) or kind not in _CELL_TYPES:
             raise SourceError(f"not a valid notebook: cell {number} has no known cell_type")
-        missing = [key for key in keys if key not in cell]
-        if missing:
-            raise SourceError(f"not a valid notebook: cell {number} ({kind}) has no "
-                              f"{', '.join(repr(k) for k in missing)}")
+        if "source" not in cell:
+            raise SourceError(f"not a valid notebook: cell {number} ({kind}) has no 'source'")
         source = cell["source"]
         if not isinstance(source, str) and not (
                 isinstance(source, list) and all(isinstance(s, str) for s in source)):
@@ -298,15 +316,46 @@ def _masked_cell(text: str, masked: list[str]) -> list[str]:
     lines = physical_lines(text)
     if not lines:
         return []
-    first = lines[0].strip()
+    # IPython drops leading blank lines first (`leading_empty_lines`): `\n%%bash` is a cell magic
+    start = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    first = lines[start].strip()
     if first.startswith("%%"):
         name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
+        if _writes_python(first) and _parses("".join(lines[start + 1:])):
+            # the Python file the cell writes (`%%writefile train.py`, then `!torchrun
+            # train.py` or `from train import ...`): its body is analysed as written (no
+            # IPython syntax in a file); one that does not parse stays masked (the cell runs)
+            return lines[:start] + [_mask(lines[start], masked, indent=False)] + lines[start + 1:]
         if name not in _PYTHON_CELL_MAGICS:  # %%bash, %%html, %%writefile...: not Python
             return [_mask(line, masked, indent=False) for line in lines]
-        return [_mask(lines[0], masked)] + _masked_lines(lines[1:], masked)
+        return (lines[:start] + [_mask(lines[start], masked)]
+                + _masked_lines(lines[start + 1:], masked))
     if not _may_mask(text):
         return lines
     return _masked_lines(lines, masked)
+
+
+def _writes_python(first: str) -> bool:
+    """Whether a cell's first line `%%writefile [-a] <file>.py` (or `%%file`) writes a Python
+    file (the cell's body is its code)."""
+    words = first[2:].split()
+    if not words or words[0] not in ("writefile", "file"):
+        return False
+    names = [word for word in words[1:] if not word.startswith("-")]
+    return len(names) == 1 and names[0].strip("'\"").endswith(".py")
+
+
+def _parses(text: str) -> bool:
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 # what `_mask_line` masks needs, in some line: `%`, `!` or `?` first (or a `?` at the end),
@@ -427,7 +476,8 @@ def _mask_line(line: str, masked: list[str]) -> str:
     stripped = line.strip()
     if not stripped or stripped.startswith("#"):
         return line
-    help_query = stripped.endswith("?") and re.fullmatch(r"[\w.\[\]()]+\?\??", stripped)
+    # `obj?`, `obj.attr??`, `x[0]?`, and IPython's wildcard search `np.*load*?` (psearch)
+    help_query = stripped.endswith("?") and re.fullmatch(r"[\w.*\[\]()]+\?\??", stripped)
     if stripped[0] in "%!?" or help_query:
         return _mask(line, masked)
     if ("%" in stripped or "!" in stripped) and re.match(r"^[\w., ]+=\s*[%!]", stripped):

@@ -17,6 +17,7 @@ from .findings import Finding
 from .fixes import FixResult, atomic_write, render_diff, report_outcomes, rewrite, write_all
 from .notebook import NotebookWriteError, changed_cells, in_cells, is_notebook, load
 from .notebook import rewrite as rewrite_notebook
+from .source import SourceError
 
 
 def has_notebooks(engine: Engine, paths: list[str]) -> bool:
@@ -98,8 +99,15 @@ def _shown(finding: Finding) -> Finding:
 
 
 def _new_notebook(path: str, result: CheckResult, new_code: bytes) -> tuple[bytes, bytes]:
+    """The notebook on disk and as fixed; NotebookWriteError if it cannot be written back:
+    changed since it was read, or invalid by nbformat's whole schema, which `check` does not
+    ask of it (a code cell without `outputs`, say: Jupyter runs it, `fix` does not rewrite it)."""
     with open(path, "rb") as handle:
         raw = handle.read()
-    if load(raw).code != result.sources[path].text:
+    try:
+        code = load(raw).code
+    except SourceError as exc:
+        raise NotebookWriteError(str(exc)) from None
+    if code != result.sources[path].text:
         raise NotebookWriteError("the notebook changed on disk while fixing")
     return raw, rewrite_notebook(raw, new_code.decode("utf-8"))
