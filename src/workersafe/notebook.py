@@ -303,7 +303,8 @@ def _is_python(data: dict[str, Any]) -> bool:
         if isinstance(info, dict):
             language = info.get("language") if key == "kernelspec" else info.get("name")
             if isinstance(language, str) and language:
-                return language.lower() == "python"
+                # "python", and as some kernels spell it: "python3", "ipython", "IPython3"
+                return re.fullmatch(r"i?python\d?", language.strip().lower()) is not None
     return True
 
 
