@@ -255,8 +255,12 @@ def _rows() -> tuple[HandleType, ...]:
         _copied(gcs_client, name="google.cloud.storage.Client.create_anonymous_client"),
         _copied(grpc_channel, name="grpc.insecure_channel"),
         _copied(grpc_channel, name="grpc.secure_channel"),
-        # a file: dropped in a forked child, SQLite closes that process's descriptors only
+        # a file: dropped in a forked child, SQLite closes that process's descriptors only.
+        # `execute`, `executemany` and `executescript` return a cursor (the connection's new
+        # one, or the cursor they are called on), which keeps the connection: `self.rows =
+        # conn.execute("SELECT ...")` read with `self.rows.fetchone()` in a worker
         _copied(_DB, name="sqlite3.connect", runtime_types=("sqlite3.Connection",),
+                derived_methods=("cursor", "execute", "executemany", "executescript"),
                 runtime_derived_types=("sqlite3.Cursor",), dropped_in_child=True,
                 in_memory_targets=("", ":memory:"), target_keyword="database"),
         _copied(_DB, name="psycopg2.connect", runtime_types=("psycopg2.extensions.connection",),
