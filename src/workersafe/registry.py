@@ -307,7 +307,9 @@ def _rows() -> tuple[HandleType, ...]:
         _copied(azure, name="azure.storage.blob.ContainerClient",
                 runtime_types=("azure.storage.blob.ContainerClient",)),
         _copied(azure, name="azure.storage.blob.ContainerClient.from_connection_string"),
-        _copied(_H5, name="h5py.File", runtime_types=("h5py.File",),
+        # a file's or group's `values()` are its groups and datasets, each keeping the file
+        # (`list(f.values())`); its `keys()` are names
+        _copied(_H5, name="h5py.File", runtime_types=("h5py.File",), iterable_methods=("values",),
                 runtime_derived_types=("h5py.Dataset", "h5py.Group")),
         _copied(_HDF_READER, name="tables.open_file", derived_methods=("get_node",),
                 runtime_types=("tables.File",), runtime_derived_types=("tables.Node",)),
