@@ -255,8 +255,12 @@ def _rows() -> tuple[HandleType, ...]:
         _copied(gcs_client, name="google.cloud.storage.Client.create_anonymous_client"),
         _copied(grpc_channel, name="grpc.insecure_channel"),
         _copied(grpc_channel, name="grpc.secure_channel"),
-        # a file: dropped in a forked child, SQLite closes that process's descriptors only
+        # a file: dropped in a forked child, SQLite closes that process's descriptors only.
+        # `execute`, `executemany` and `executescript` return a cursor (the connection's new
+        # one, or the cursor they are called on), which keeps the connection: `self.rows =
+        # conn.execute("SELECT ...")` read with `self.rows.fetchone()` in a worker
         _copied(_DB, name="sqlite3.connect", runtime_types=("sqlite3.Connection",),
+                derived_methods=("cursor", "execute", "executemany", "executescript"),
                 runtime_derived_types=("sqlite3.Cursor",), dropped_in_child=True,
                 in_memory_targets=("", ":memory:"), target_keyword="database"),
         _copied(_DB, name="psycopg2.connect", runtime_types=("psycopg2.extensions.connection",),
@@ -303,7 +307,9 @@ def _rows() -> tuple[HandleType, ...]:
         _copied(azure, name="azure.storage.blob.ContainerClient",
                 runtime_types=("azure.storage.blob.ContainerClient",)),
         _copied(azure, name="azure.storage.blob.ContainerClient.from_connection_string"),
-        _copied(_H5, name="h5py.File", runtime_types=("h5py.File",),
+        # a file's or group's `values()` are its groups and datasets, each keeping the file
+        # (`list(f.values())`); its `keys()` are names
+        _copied(_H5, name="h5py.File", runtime_types=("h5py.File",), iterable_methods=("values",),
                 runtime_derived_types=("h5py.Dataset", "h5py.Group")),
         _copied(_HDF_READER, name="tables.open_file", derived_methods=("get_node",),
                 runtime_types=("tables.File",), runtime_derived_types=("tables.Node",)),

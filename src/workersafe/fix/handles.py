@@ -15,6 +15,10 @@ from .cstutil import dotted, root_self_attr, self_attr, single, walk
 from .nodememo import NodeMemo
 
 
+# Builtins whose result holds the elements of the iterable they are given (analysis/values.py)
+_KEEP_ELEMENTS = frozenset({"list", "tuple", "sorted"})
+
+
 class HandleNames:
     """Handle creation and derivation in one module, through the module's imports."""
 
@@ -33,11 +37,15 @@ class HandleNames:
             or list(registry.types.values())
         derived, configuring = set(GENERIC_DERIVED_METHODS), set(GENERIC_CONFIG_CALLS)
         sql: set[str] = set()
+        listing: set[str] = set()
         for htype in types:
             derived.update(htype.derived_methods)
+            listing.update(htype.iterable_methods)
             configuring.update(htype.config_calls)
             sql.update(htype.sql_config_calls)
         self.derived_methods = frozenset(derived)
+        # methods listing objects that each keep the handle (`f.values()`, `c.list_blobs()`)
+        self.iterable_methods = frozenset(listing)
         # methods that only configure the handle they are called on (`session.mount(...)`)
         self.config_calls = frozenset(configuring)
         self.sql_config_calls = frozenset(sql)  # `conn.execute("PRAGMA ...")`
@@ -68,6 +76,11 @@ class HandleNames:
         if self.creation(expr) is not None:
             return True
         if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            loop = expr.for_in
+            if isinstance(expr.elt, cst.Name) and isinstance(loop.target, cst.Name) \
+                    and expr.elt.value == loop.target.value and loop.inner_for_in is None \
+                    and self._lists(loop.iter, attrs, names):
+                return True  # `[g for g in f.values()]`: the objects the handle lists
             return self.derives(expr.elt, attrs, names)
         if isinstance(expr, cst.DictComp):
             return self.derives(expr.value, attrs, names)
@@ -83,6 +96,10 @@ class HandleNames:
             return attr in attrs
         if isinstance(expr, cst.Call):
             func = expr.func
+            if dotted(func) in _KEEP_ELEMENTS and len(expr.args) == 1 and not expr.args[0].star \
+                    and expr.args[0].keyword is None \
+                    and self._lists(expr.args[0].value, attrs, names):
+                return True  # `list(f.values())`: the same objects
             if isinstance(func, cst.Attribute) and func.attr.value in self.derived_methods:
                 return self.derives(func.value, attrs, names)
             callee = dotted(func).rsplit(".", 1)[-1]
@@ -93,6 +110,12 @@ class HandleNames:
             return all(isinstance(e.slice, cst.Index) and _is_key(e.slice.value)
                        for e in expr.slice) and self.derives(expr.value, attrs, names)
         return False
+
+    def _lists(self, expr: cst.BaseExpression, attrs: set[str], names: set[str]) -> bool:
+        """A call of a tracked handle's iterable method (`f.values()`, `c.list_blobs(b)`)."""
+        return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in self.iterable_methods \
+            and self.derives(expr.func.value, attrs, names)
 
     def configures(self, statement: cst.BaseStatement, attrs: set[str], names: set[str]
                    ) -> bool:
