@@ -98,7 +98,9 @@ class BuildNative(build_ext):
         lines = [f"group {GROUP}"]
         for source in compiled_sources():
             module = source[:-3].replace("/", ".")
-            lines.append(f"{module} {zlib.crc32((SRC / source).read_bytes()):08x}")
+            stat = (SRC / source).stat()  # (a source unchanged since: no checksum to take)
+            lines.append(f"{module} {zlib.crc32((SRC / source).read_bytes()):08x} "
+                         f"{stat.st_size} {stat.st_mtime_ns}")
         record.parent.mkdir(parents=True, exist_ok=True)
         record.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
