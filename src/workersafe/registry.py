@@ -147,6 +147,8 @@ _GRPC = HandleType(name="", fork_safe=False, picklable=False, dropped_in_child=F
 _DB = HandleType(name="", fork_safe=False, picklable=False, runtime_probe="dbapi",
                  derived_methods=("cursor",), config_calls=tuple(sorted(_DB_CONFIG_CALLS)),
                  sql_config_calls=("execute", "executescript"), dropped_in_child=False)
+# what a query returns, keeping the connection: a cursor (or the connection itself)
+_QUERY_RESULTS = ("cursor", "execute", "executemany")
 # archives: workers share one file descriptor and offset (wrong bytes, BadZipFile, crashes)
 _FILE = HandleType(name="", fork_safe=False, picklable=False, mode_position=1)
 # HDF5: workers share one file handle (corrupted reads, crashes). h5py returns the file a forked
@@ -260,13 +262,16 @@ def _rows() -> tuple[HandleType, ...]:
         # one, or the cursor they are called on), which keeps the connection: `self.rows =
         # conn.execute("SELECT ...")` read with `self.rows.fetchone()` in a worker
         _copied(_DB, name="sqlite3.connect", runtime_types=("sqlite3.Connection",),
-                derived_methods=("cursor", "execute", "executemany", "executescript"),
+                derived_methods=(*_QUERY_RESULTS, "executescript"),
                 runtime_derived_types=("sqlite3.Cursor",), dropped_in_child=True,
                 in_memory_targets=("", ":memory:"), target_keyword="database"),
         _copied(_DB, name="psycopg2.connect", runtime_types=("psycopg2.extensions.connection",),
                 runtime_derived_types=("psycopg2.extensions.cursor",)),
+        # psycopg 3, pyodbc, python-oracledb and cx_Oracle: a query's `execute` returns a cursor
+        # (duckdb's, the connection itself), which keeps the connection, as sqlite3's does;
+        # psycopg2's, pymysql's and MySQLdb's return None or a count
         _copied(_DB, name="psycopg.connect", runtime_types=("psycopg.Connection",),
-                runtime_derived_types=("psycopg.Cursor",)),
+                derived_methods=_QUERY_RESULTS, runtime_derived_types=("psycopg.Cursor",)),
         _copied(_DB, name="pymongo.MongoClient",
                 derived_methods=("get_database", "get_collection"), derived_subscript=True,
                 runtime_types=("pymongo.MongoClient",), runtime_probe="",
@@ -287,13 +292,13 @@ def _rows() -> tuple[HandleType, ...]:
         _copied(_DB, name="mysql.connector.connect",
                 runtime_types=("mysql.connector.connection.MySQLConnection",)),
         _copied(_DB, name="duckdb.connect", runtime_types=("duckdb.DuckDBPyConnection",),
-                runtime_probe=""),
+                derived_methods=_QUERY_RESULTS, runtime_probe=""),
         _copied(_DB, name="pyodbc.connect", runtime_types=("pyodbc.Connection",),
-                runtime_derived_types=("pyodbc.Cursor",)),
+                derived_methods=_QUERY_RESULTS, runtime_derived_types=("pyodbc.Cursor",)),
         _copied(_DB, name="oracledb.connect", runtime_types=("oracledb.Connection",),
-                runtime_derived_types=("oracledb.Cursor",)),
+                derived_methods=_QUERY_RESULTS, runtime_derived_types=("oracledb.Cursor",)),
         _copied(_DB, name="cx_Oracle.connect", runtime_types=("cx_Oracle.Connection",),
-                runtime_derived_types=("cx_Oracle.Cursor",)),
+                derived_methods=_QUERY_RESULTS, runtime_derived_types=("cx_Oracle.Cursor",)),
         _copied(_CLOUD, name="minio.Minio", runtime_types=("minio.Minio",)),
         _copied(fsspec_async, name="s3fs.S3FileSystem", runtime_types=("s3fs.S3FileSystem",)),
         _copied(fsspec_async, name="s3fs.core.S3FileSystem"),
