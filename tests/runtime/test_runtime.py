@@ -294,6 +294,29 @@ PROGRAM_LIST += (
         (Before(SPAWN_2, SQLITE_PICKLE),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # a cursor `execute` returned, kept: opened again with the connection
+        "sqlite_cursor_from_execute",
+        "WS101",
+        "sqlite3.connect(",
+        (Before(SPAWN_2, SQLITE_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(  # the file's datasets listed by values() and kept: listed again per worker
+        "h5py_values_listed",
+        "WS101",
+        "h5py.File(",
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(  # an archive over a file object opened inline: both made again per worker
+        "zip_over_inline_open",
+        "WS101",
+        "zipfile.ZipFile(",
+        (
+            Before(FORK_4, ZIP_FAILURES),
+            Before(SPAWN_2, (r"TypeError: cannot pickle '_io\.BufferedReader' object",)),
+        ),  # (no Subset in the program: the fixed configurations without one)
+    ),
     Program(  # a holder the caller passes in (WS104): fixed in its own class, lazily
         "holder_passed_h5py_store",
         "WS104",
