@@ -322,7 +322,7 @@ def _masked_cell(text: str, masked: list[str]) -> list[str]:
     first = lines[start].strip()
     if first.startswith("%%"):
         name = first[2:].split(None, 1)[0] if first[2:].strip() else ""
-        if _writes_python(first) and _parses("".join(lines[start + 1:])):
+        if _writes_python(first) and _cell_error("".join(lines[start + 1:])) is None:
             # the Python file the cell writes (`%%writefile train.py`, then `!torchrun
             # train.py` or `from train import ...`): its body is analysed as written (no
             # IPython syntax in a file); one that does not parse stays masked (the cell runs)
@@ -344,19 +344,6 @@ def _writes_python(first: str) -> bool:
         return False
     names = [word for word in words[1:] if not word.startswith("-")]
     return len(names) == 1 and names[0].strip("'\"").endswith(".py")
-
-
-def _parses(text: str) -> bool:
-    import ast
-    import warnings
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
 
 
 # what `_mask_line` masks needs, in some line: `%`, `!` or `?` first (or a `?` at the end),
