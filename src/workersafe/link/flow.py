@@ -34,6 +34,11 @@ Node = tuple[str, str, str]
 _Where = tuple[int, int, FileFacts, CallSite]
 # A factory's parameter tested against constants: the returns under each, the returns under none
 _Choice = tuple[dict[str, list[DatasetRef]], list[DatasetRef]]
+# what a dict or list of classes answers itself: never a method of the classes it holds
+_CONTAINER_METHODS = frozenset((
+    "get", "pop", "popitem", "setdefault", "items", "keys", "values", "copy", "update",
+    "fromkeys", "clear", "index", "count", "append", "extend", "insert", "remove", "reverse",
+    "sort"))
 
 
 @record(frozen=True)
@@ -153,6 +158,9 @@ class ValueFlow(Hierarchy):
             owner_name, _, method = target.rpartition(".")
             if owner_name in self.classes:  # `Frames.from_config(cfg)`, `self._build(s)`
                 return [_In(node=("method", owner_name, method))]
+            through = self._var_classes_method(owner_name, method)
+            if through:
+                return through
             return self._var_classes_called(ref, target, facts)
         if kind == "name":
             found = self._module_attr(self.resolve(ref.target, facts))
@@ -185,6 +193,27 @@ class ValueFlow(Hierarchy):
                 made = dataclasses.replace(ref, target=cls.qualname)
                 self._read_in(made, facts)
                 out.append(_In(item=(cls, made)))
+        return out
+
+    def _var_classes_method(self, owner: str, method: str) -> list[_In]:
+        """A method of a class another module's variable names (`classname_map[name]
+        .create_dataset(p)` with `classname_map = {"s3": S3Dataset}` imported; read in the
+        module defining it, the lookup is bound and named directly): that method of each class
+        the variable is bound to, one level, as `_var_classes_called` reads them. Never a
+        method of the container itself (`classname_map.get(name)`)."""
+        if method in _CONTAINER_METHODS:
+            return []
+        found = self._module_attr(owner)
+        if found is None:
+            return []
+        home, name = found
+        out: list[_In] = []
+        for each in dict(home.module_vars).get(name, ()):
+            self._work += 1
+            cls = self.classes.get(self.resolve(each.target, home)) \
+                if each.kind == "name" else None
+            if cls is not None:
+                out.append(_In(node=("method", cls.qualname, method)))
         return out
 
     def _classes_returned(self, ref: DatasetRef, target: str, facts: FileFacts) -> list[_In]:
