@@ -53,6 +53,9 @@ class HandleType:
     # of it or `[b for b in ...]` keeps it too (`client.list_blobs()`'s blobs; never an lmdb
     # cursor's or an h5py file's, whose elements are plain bytes and names)
     iterable_methods: tuple[str, ...] = ()
+    # methods whose result lists (name, object) pairs, each object keeping the handle, so
+    # `dict(...)` of it or `{k: g for k, g in ...}` keeps it too (an h5py file's `items()`)
+    pair_methods: tuple[str, ...] = ()
     # a subscript of a derived value may read data out of it (h5py: `f["x"][i]`); when False
     # every subscript keeps the handle (pymongo: `client[name][coll]` is a collection)
     subscript_reads: bool = True
@@ -313,8 +316,10 @@ def _rows() -> tuple[HandleType, ...]:
                 runtime_types=("azure.storage.blob.ContainerClient",)),
         _copied(azure, name="azure.storage.blob.ContainerClient.from_connection_string"),
         # a file's or group's `values()` are its groups and datasets, each keeping the file
-        # (`list(f.values())`); its `keys()` are names
+        # (`list(f.values())`), its `items()` the same paired with their names
+        # (`dict(f.items())`); its `keys()` are names
         _copied(_H5, name="h5py.File", runtime_types=("h5py.File",), iterable_methods=("values",),
+                pair_methods=("items",),
                 runtime_derived_types=("h5py.Dataset", "h5py.Group")),
         _copied(_HDF_READER, name="tables.open_file", derived_methods=("get_node",),
                 runtime_types=("tables.File",), runtime_derived_types=("tables.Node",)),
@@ -367,6 +372,12 @@ class Registry:
         """Methods whose result, called on a `handle`, lists objects each keeping it."""
         htype = self.lookup(handle)
         return htype.iterable_methods if htype else ()
+
+    def pair_methods(self, handle: str) -> tuple[str, ...]:
+        """Methods whose result, called on a `handle`, lists (name, object) pairs, each object
+        keeping it."""
+        htype = self.lookup(handle)
+        return htype.pair_methods if htype else ()
 
     def short_names(self) -> frozenset[str]:
         """The constructors' last name parts (`Session`, `open`): what a subclass's base ends in."""

@@ -26,6 +26,8 @@ assert not any("." in suffix for suffix in DERIVED_CALLABLE_SUFFIXES)
 # builtins whose result holds the very objects of their one argument (`list(it)`)
 _KEEP_ELEMENTS = frozenset({"list", "tuple", "sorted", "builtins.list", "builtins.tuple",
                             "builtins.sorted"})
+# builtins whose result holds the objects of the (name, object) pairs of their one argument
+_KEEP_PAIRS = frozenset({"dict", "builtins.dict"})
 _SEQUENCES = (ast.List, ast.Tuple, ast.Set)
 # `.items()` / `.values()` of a dict of datasets, `.copy()` of a list of them: the same datasets
 _SAME_ELEMENTS = frozenset({"items", "values", "copy"})
@@ -297,6 +299,15 @@ class Evaluator:
         return self.handle_of(expr.elt)
 
     def _handle_of_dictcomp(self, expr: ast.DictComp) -> Optional[Handle]:
+        # `{k: g for k, g in f.items()}`: the objects of the pairs the iterable lists
+        loop, value = expr.generators[0], expr.value
+        target = loop.target
+        if type(value) is syntax.Name and type(target) is syntax.Tuple \
+                and len(target.elts) == 2 and len(expr.generators) == 1:
+            name, obj = target.elts
+            if type(name) is syntax.Name and type(obj) is syntax.Name \
+                    and obj.id == value.id != name.id:
+                return self._paired(loop.iter)
         return self.handle_of(expr.value)
 
     def _handle_of_boolop(self, expr: ast.BoolOp) -> Optional[Handle]:
@@ -320,6 +331,8 @@ class Evaluator:
                 return base.as_derived()
         if name in _KEEP_ELEMENTS and len(call.args) == 1 and not call.keywords:
             return self._listed(call.args[0])  # `list(bucket.list_blobs())`: the same objects
+        if name in _KEEP_PAIRS and len(call.args) == 1 and not call.keywords:
+            return self._paired(call.args[0])  # `dict(f.items())`: the same objects, named
         if name is not None and name.endswith(DERIVED_CALLABLE_SUFFIXES):  # (its last part's)
             for arg in self.args(call):
                 base = self.handle_of(arg.value)
@@ -334,6 +347,16 @@ class Evaluator:
             return None
         base = self.handle_of(expr.func.value)
         if base is None or expr.func.attr not in self.registry.iterable_methods(base.handle):
+            return None
+        return base.as_derived()
+
+    def _paired(self, expr: ast.expr) -> Optional[Handle]:
+        """The handle the object of each (name, object) pair of `expr` keeps: a call of a
+        registry row's pair method (`f.items()`); None for other iterables."""
+        if type(expr) is not syntax.Call or type(expr.func) is not syntax.Attribute:
+            return None
+        base = self.handle_of(expr.func.value)
+        if base is None or expr.func.attr not in self.registry.pair_methods(base.handle):
             return None
         return base.as_derived()
 

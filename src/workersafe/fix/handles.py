@@ -17,6 +17,8 @@ from .nodememo import NodeMemo
 
 # Builtins whose result holds the elements of the iterable they are given (analysis/values.py)
 _KEEP_ELEMENTS = frozenset({"list", "tuple", "sorted"})
+# ... and those holding the objects of the (name, object) pairs they are given
+_KEEP_PAIRS = frozenset({"dict"})
 
 
 class HandleNames:
@@ -38,14 +40,18 @@ class HandleNames:
         derived, configuring = set(GENERIC_DERIVED_METHODS), set(GENERIC_CONFIG_CALLS)
         sql: set[str] = set()
         listing: set[str] = set()
+        pairing: set[str] = set()
         for htype in types:
             derived.update(htype.derived_methods)
             listing.update(htype.iterable_methods)
+            pairing.update(htype.pair_methods)
             configuring.update(htype.config_calls)
             sql.update(htype.sql_config_calls)
         self.derived_methods = frozenset(derived)
         # methods listing objects that each keep the handle (`f.values()`, `c.list_blobs()`)
         self.iterable_methods = frozenset(listing)
+        # methods listing (name, object) pairs, each object keeping the handle (`f.items()`)
+        self.pair_methods = frozenset(pairing)
         # methods that only configure the handle they are called on (`session.mount(...)`)
         self.config_calls = frozenset(configuring)
         self.sql_config_calls = frozenset(sql)  # `conn.execute("PRAGMA ...")`
@@ -83,6 +89,14 @@ class HandleNames:
                 return True  # `[g for g in f.values()]`: the objects the handle lists
             return self.derives(expr.elt, attrs, names)
         if isinstance(expr, cst.DictComp):
+            loop, target = expr.for_in, expr.for_in.target
+            if isinstance(expr.value, cst.Name) and isinstance(target, cst.Tuple) \
+                    and len(target.elements) == 2 and loop.inner_for_in is None:
+                name, obj = (e.value for e in target.elements)
+                if isinstance(name, cst.Name) and isinstance(obj, cst.Name) \
+                        and obj.value == expr.value.value != name.value \
+                        and self._pairs(loop.iter, attrs, names):
+                    return True  # `{k: g for k, g in f.items()}`: the objects the handle lists
             return self.derives(expr.value, attrs, names)
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)) and expr.elements:
             return any(self.derives(e.value, attrs, names) for e in expr.elements)
@@ -100,6 +114,10 @@ class HandleNames:
                     and expr.args[0].keyword is None \
                     and self._lists(expr.args[0].value, attrs, names):
                 return True  # `list(f.values())`: the same objects
+            if dotted(func) in _KEEP_PAIRS and len(expr.args) == 1 and not expr.args[0].star \
+                    and expr.args[0].keyword is None \
+                    and self._pairs(expr.args[0].value, attrs, names):
+                return True  # `dict(f.items())`: the same objects, named
             if isinstance(func, cst.Attribute) and func.attr.value in self.derived_methods:
                 return self.derives(func.value, attrs, names)
             callee = dotted(func).rsplit(".", 1)[-1]
@@ -115,6 +133,12 @@ class HandleNames:
         """A call of a tracked handle's iterable method (`f.values()`, `c.list_blobs(b)`)."""
         return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
             and expr.func.attr.value in self.iterable_methods \
+            and self.derives(expr.func.value, attrs, names)
+
+    def _pairs(self, expr: cst.BaseExpression, attrs: set[str], names: set[str]) -> bool:
+        """A call of a tracked handle's pair method (`f.items()`)."""
+        return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in self.pair_methods \
             and self.derives(expr.func.value, attrs, names)
 
     def configures(self, statement: cst.BaseStatement, attrs: set[str], names: set[str]

@@ -76,7 +76,9 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
     if varying:
         raise Unfixable(f"the creation calls {varying}(), whose value {VARYING}: fix by hand")
     htype = names.registry.lookup(fix.handle)
-    attrs = sorted(mover.attrs, key=lambda a: _first_assignment(moved, a))
+    order = _target_order(moved)  # (ties: `self.x, self.y = ...` in the order written)
+    attrs = sorted(mover.attrs, key=lambda a: (_first_assignment(moved, a),
+                                               order.get(a, len(order)), a))
     if not attrs:  # `self.blobs = list(client.list_blobs(...))`: each blob keeps the client
         raise Unfixable(f"{fix.attr} holds values made from the {fix.handle} (which keep it), "
                         "not the handle itself: list them in each worker by hand")
@@ -196,6 +198,18 @@ class _Mover:
             small = single(statement)
             target = _only_target(small)
             value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
+            pairs = _unpacked(target, value)
+            if pairs and value is not None and self._reads_tracked(value):
+                derived = [self.names.derives(v, self.attrs, self.locals) for _, v in pairs]
+                if any(derived):  # `self.x, self.y = f["x"], f["y"]`: each target its value
+                    self._add(index)
+                    for (element, _), kept in zip(pairs, derived):
+                        attr = self_attr(element)
+                        if attr is not None:
+                            (self.attrs if kept else self.results).add(attr)
+                        elif kept and isinstance(element, cst.Name):
+                            self.locals.add(element.value)
+                    continue
             if target is not None and value is not None and self._reads_tracked(value) \
                     and self.names.derives(value, self.attrs, self.locals):
                 self._add(index)
@@ -443,6 +457,24 @@ def _only_target(small: Optional[cst.BaseSmallStatement]) -> Optional[cst.BaseEx
     return None
 
 
+def _unpacked(target: Optional[cst.BaseExpression], value: Optional[cst.BaseExpression]
+              ) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+    """`self.x, self.y = f["x"], f["y"]`: each target (an attribute of self or a name) with
+    the value it gets; empty for any other assignment (one target, a starred element, a value
+    that is not a display of as many elements)."""
+    if not isinstance(target, (cst.Tuple, cst.List)) \
+            or not isinstance(value, (cst.Tuple, cst.List)) \
+            or len(target.elements) != len(value.elements) or len(target.elements) < 2:
+        return []
+    pairs = []
+    for left, right in zip(target.elements, value.elements):
+        if isinstance(left, cst.StarredElement) or isinstance(right, cst.StarredElement) \
+                or not (self_attr(left.value) is not None or isinstance(left.value, cst.Name)):
+            return []
+        pairs.append((left.value, right.value))
+    return pairs
+
+
 def _assigned_attrs(statement: cst.CSTNode) -> set[str]:
     """Attributes of self a statement (re)binds, anywhere inside it."""
     found: set[str] = set()
@@ -498,6 +530,23 @@ def _first_assignment(moved: list[cst.BaseStatement], attr: str) -> int:
         if attr in _assigned_attrs(statement) or attr in _filled_attrs(statement):
             return position
     return len(moved)
+
+
+def _target_order(moved: list[cst.BaseStatement]) -> dict[str, int]:
+    """The attributes of self the moved statements assign, in the order written (their
+    targets, a tuple's elements one by one)."""
+    order: dict[str, int] = {}
+    for statement in moved:
+        for small in small_statements(statement):
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
+            for target in targets:
+                elements = [e.value for e in target.elements] \
+                    if isinstance(target, (cst.Tuple, cst.List)) else [target]
+                for element in elements:
+                    attr = self_attr(element)
+                    if attr is not None:
+                        order.setdefault(attr, len(order))
+    return order
 
 
 def _annotates(statement: cst.BaseStatement, name: str) -> bool:
