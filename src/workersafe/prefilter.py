@@ -310,10 +310,7 @@ def _named_in_code(text: str, name: str, bare: bool) -> bool:
     module (`fsspec.filesystem`: a dot before it) or, when a `from` import lists it (`bare`),
     alone; on a line that is not a comment nor a doctest example (`>>> sqlite3.connect(p)`,
     which only a string can hold). Prose in a docstring ("saved to a filesystem") is neither."""
-    end = len(name)
-    for start in word_starts(text, name):
-        if is_word_char(text[start + end:start + end + 1]):
-            continue
+    for start in whole_words(text, name):
         if not bare:
             before = start - 1
             while before >= 0 and text[before] in " \t\r\n\\":
@@ -360,11 +357,16 @@ def _from_import_pattern() -> "re.Pattern[str]":
     return re.compile(_FROM_IMPORT)
 
 
-def spells_word(text: str, name: str) -> bool:
-    r"""Whether `name` is in `text` as a whole word (`(?<!\w)name(?!\w)`)."""
+def whole_words(text: str, name: str) -> Iterator[int]:
+    r"""Where `name` is in `text` as a whole word (`(?<!\w)name(?!\w)`)."""
     end = len(name)
-    return any(not is_word_char(text[start + end:start + end + 1])
-               for start in word_starts(text, name))
+    return (start for start in word_starts(text, name)
+            if not is_word_char(text[start + end:start + end + 1]))
+
+
+def spells_word(text: str, name: str) -> bool:
+    r"""Whether `name` is in `text` as a whole word."""
+    return any(True for _ in whole_words(text, name))
 
 
 # bytes other than ASCII letters, digits and `_` → a space: an ASCII text's `\w+` words are

@@ -14,6 +14,10 @@ from .records import record
 GENERIC_DERIVED_METHODS = frozenset({"cursor", "begin"})
 GENERIC_CLOSERS = frozenset({"close", "shutdown", "dispose", "terminate"})
 DERIVED_CALLABLE_SUFFIXES = ("Stub",)
+# Builtins whose result holds the objects of the one iterable they are given (`list(it)`), and
+# those holding the objects of the (name, object) pairs they are given (`dict(f.items())`)
+ELEMENT_KEEPERS = ("list", "tuple", "sorted")
+PAIR_KEEPERS = ("dict",)
 # Reading `handle.<attr>` with one of these does no I/O: it configures the handle.
 GENERIC_CONFIG_ATTRS = frozenset({"close", "timeout"})
 # A statement calling one of these on a handle only configures it (`s.headers.update(...)`).

@@ -12,7 +12,7 @@ from . import syntax
 from ..facts import (
     LOOKUP_VERBS, OWN_CLASS, ArgRef, AttrArg, DatasetRef, HandleArg, HandleSite, RefKind,
 )
-from ..registry import DERIVED_CALLABLE_SUFFIXES
+from ..registry import DERIVED_CALLABLE_SUFFIXES, ELEMENT_KEEPERS, PAIR_KEEPERS
 from ..torchnames import GET_CONTEXT, PARTIAL, PROCESS_IDENTITY, WRAPPERS
 from .nodes import child_nodes
 from .positions import Positions
@@ -24,10 +24,9 @@ _BUILTINS = frozenset({"list", "tuple", "dict", "set", "len", "range", "print", 
 # (no suffix holds a dot: a name ends in one exactly when its last part does)
 assert not any("." in suffix for suffix in DERIVED_CALLABLE_SUFFIXES)
 # builtins whose result holds the very objects of their one argument (`list(it)`)
-_KEEP_ELEMENTS = frozenset({"list", "tuple", "sorted", "builtins.list", "builtins.tuple",
-                            "builtins.sorted"})
+_KEEP_ELEMENTS = frozenset(ELEMENT_KEEPERS + tuple(f"builtins.{n}" for n in ELEMENT_KEEPERS))
 # builtins whose result holds the objects of the (name, object) pairs of their one argument
-_KEEP_PAIRS = frozenset({"dict", "builtins.dict"})
+_KEEP_PAIRS = frozenset(PAIR_KEEPERS + tuple(f"builtins.{n}" for n in PAIR_KEEPERS))
 _SEQUENCES = (ast.List, ast.Tuple, ast.Set)
 # `.items()` / `.values()` of a dict of datasets, `.copy()` of a list of them: the same datasets
 _SAME_ELEMENTS = frozenset({"items", "values", "copy"})

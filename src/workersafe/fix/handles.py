@@ -10,15 +10,11 @@ from typing import Iterable, Mapping, Optional
 import libcst as cst
 
 from ..registry import DERIVED_CALLABLE_SUFFIXES, GENERIC_CONFIG_CALLS, GENERIC_DERIVED_METHODS
-from ..registry import CONFIGURING_SQL, HandleType, Registry
+from ..registry import (
+    CONFIGURING_SQL, ELEMENT_KEEPERS, PAIR_KEEPERS, HandleType, Registry,
+)
 from .cstutil import dotted, root_self_attr, self_attr, single, walk
 from .nodememo import NodeMemo
-
-
-# Builtins whose result holds the elements of the iterable they are given (analysis/values.py)
-_KEEP_ELEMENTS = frozenset({"list", "tuple", "sorted"})
-# ... and those holding the objects of the (name, object) pairs they are given
-_KEEP_PAIRS = frozenset({"dict"})
 
 
 class HandleNames:
@@ -52,18 +48,16 @@ class HandleNames:
         self.iterable_methods = frozenset(listing)
         # methods listing (name, object) pairs, each object keeping the handle (`f.items()`)
         self.pair_methods = frozenset(pairing)
+        # a builtin keeping what it is given → the methods whose listings it then keeps
+        self._keepers = {**dict.fromkeys(ELEMENT_KEEPERS, self.iterable_methods),
+                         **dict.fromkeys(PAIR_KEEPERS, self.pair_methods)}
         # methods that only configure the handle they are called on (`session.mount(...)`)
         self.config_calls = frozenset(configuring)
         self.sql_config_calls = frozenset(sql)  # `conn.execute("PRAGMA ...")`
         self.subscript_types = any(t.derived_subscript for t in types)
 
     def qualified(self, func: cst.BaseExpression) -> str:
-        name = dotted(func)
-        if not name:
-            return ""
-        head, _, rest = name.partition(".")
-        base = self.imports.get(head, head)
-        return f"{base}.{rest}" if rest else base
+        return in_full(dotted(func), self.imports)
 
     def creation(self, node: cst.CSTNode) -> Optional[HandleType]:
         """The handle type a call creates (`sqlite3.connect(p)`), else None."""
@@ -85,7 +79,7 @@ class HandleNames:
             loop = expr.for_in
             if isinstance(expr.elt, cst.Name) and isinstance(loop.target, cst.Name) \
                     and expr.elt.value == loop.target.value and loop.inner_for_in is None \
-                    and self._lists(loop.iter, attrs, names):
+                    and self._listing(loop.iter, self.iterable_methods, attrs, names):
                 return True  # `[g for g in f.values()]`: the objects the handle lists
             return self.derives(expr.elt, attrs, names)
         if isinstance(expr, cst.DictComp):
@@ -95,7 +89,7 @@ class HandleNames:
                 name, obj = (e.value for e in target.elements)
                 if isinstance(name, cst.Name) and isinstance(obj, cst.Name) \
                         and obj.value == expr.value.value != name.value \
-                        and self._pairs(loop.iter, attrs, names):
+                        and self._listing(loop.iter, self.pair_methods, attrs, names):
                     return True  # `{k: g for k, g in f.items()}`: the objects the handle lists
             return self.derives(expr.value, attrs, names)
         if isinstance(expr, (cst.List, cst.Tuple, cst.Set)) and expr.elements:
@@ -110,14 +104,11 @@ class HandleNames:
             return attr in attrs
         if isinstance(expr, cst.Call):
             func = expr.func
-            if dotted(func) in _KEEP_ELEMENTS and len(expr.args) == 1 and not expr.args[0].star \
+            kept = self._keepers.get(dotted(func))
+            if kept is not None and len(expr.args) == 1 and not expr.args[0].star \
                     and expr.args[0].keyword is None \
-                    and self._lists(expr.args[0].value, attrs, names):
-                return True  # `list(f.values())`: the same objects
-            if dotted(func) in _KEEP_PAIRS and len(expr.args) == 1 and not expr.args[0].star \
-                    and expr.args[0].keyword is None \
-                    and self._pairs(expr.args[0].value, attrs, names):
-                return True  # `dict(f.items())`: the same objects, named
+                    and self._listing(expr.args[0].value, kept, attrs, names):
+                return True  # `list(f.values())`, `dict(f.items())`: the same objects
             if isinstance(func, cst.Attribute) and func.attr.value in self.derived_methods:
                 return self.derives(func.value, attrs, names)
             callee = dotted(func).rsplit(".", 1)[-1]
@@ -129,17 +120,12 @@ class HandleNames:
                        for e in expr.slice) and self.derives(expr.value, attrs, names)
         return False
 
-    def _lists(self, expr: cst.BaseExpression, attrs: set[str], names: set[str]) -> bool:
-        """A call of a tracked handle's iterable method (`f.values()`, `c.list_blobs(b)`)."""
+    def _listing(self, expr: cst.BaseExpression, methods: frozenset[str], attrs: set[str],
+                 names: set[str]) -> bool:
+        """A call of one of `methods` on a tracked handle: its iterable methods
+        (`f.values()`, `c.list_blobs(b)`) or its pair methods (`f.items()`)."""
         return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
-            and expr.func.attr.value in self.iterable_methods \
-            and self.derives(expr.func.value, attrs, names)
-
-    def _pairs(self, expr: cst.BaseExpression, attrs: set[str], names: set[str]) -> bool:
-        """A call of a tracked handle's pair method (`f.items()`)."""
-        return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
-            and expr.func.attr.value in self.pair_methods \
-            and self.derives(expr.func.value, attrs, names)
+            and expr.func.attr.value in methods and self.derives(expr.func.value, attrs, names)
 
     def configures(self, statement: cst.BaseStatement, attrs: set[str], names: set[str]
                    ) -> bool:

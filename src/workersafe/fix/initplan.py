@@ -616,9 +616,9 @@ def varying_call(statements: Sequence[cst.BaseStatement],
         for node in walk(statement):
             if isinstance(node, cst.Call):
                 name = dotted(node.func)
-                spelled = (name, in_full(name, imports))
-                if name and any(n.startswith(v) if v.endswith(".") else n == v
-                                for n in spelled for v in VARYING_CALLS):
+                full = in_full(name, imports)
+                if name and any(full.startswith(v) if v.endswith(".") else full == v
+                                for v in VARYING_CALLS):
                     return name
     return ""
 

@@ -45,7 +45,7 @@ from .modulefix import (
     plan_module_handle, rewrite_importer, rewrite_module, rewrite_module_reads, set_up,
     in_memory_target, writing_mode,
 )
-from .nodememo import memo_scope
+from .nodememo import NodeMemo, memo_scope
 from .outcome import Outcome
 from .plan import AttrPlan, Unfixable
 from .reopen import ReopenPlan, plan_reopen, rewrite_reopen
@@ -273,19 +273,8 @@ class Rewriter:
     def _file_object_argument(self, path: str, call: cst.Call) -> str:
         """The argument of `call` (a name, `self.x`) that its file bound to an open file
         object (`raw = open(p, "rb")`, then `ZipFile(raw)`), or ""."""
-        given = {dotted(a.value) for a in call.args} - {""}
-        if not given:
-            return ""
-        module = self._edit(path).located.module
-        imports = module_imports(module)
-        for node in walk(module):
-            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
-                    and in_full(dotted(node.value.func), imports) in FILE_OBJECT_OPENERS:
-                for target in node.targets:
-                    name = dotted(target.target)
-                    if name in given:
-                        return name
-        return ""
+        bound = _file_objects(self._edit(path).located.module)
+        return next((name for name in (dotted(a.value) for a in call.args) if name in bound), "")
 
     def _lazy_holder(self, plan: FixPlan) -> bool:
         """Whether a holder's handle can be opened per process in the holder's own class: a
@@ -1526,3 +1515,16 @@ def _is_docstring(node: cst.BaseStatement) -> bool:
     return isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 and isinstance(
         node.body[0], cst.Expr) and isinstance(
             node.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+
+
+def _bound_to_file_objects(module: cst.Module) -> frozenset[str]:
+    """The names and attributes (`raw`, `self.raw`) a module binds to an open file object
+    (`raw = open(p, "rb")`; registry `FILE_OBJECT_OPENERS`, however the module imports them)."""
+    imports = module_imports(module)
+    return frozenset(dotted(target.target) for node in walk(module)
+                     if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call)
+                     and in_full(dotted(node.value.func), imports) in FILE_OBJECT_OPENERS
+                     for target in node.targets) - {""}
+
+
+_file_objects = NodeMemo(_bound_to_file_objects)  # one walk per module, not one per finding
