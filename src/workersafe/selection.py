@@ -20,7 +20,7 @@ from .carry import Pending, offered
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
 from .facts import LOOKUP_VERBS, DatasetRef, FileFacts, LoaderCall
 from .prefilter import (ImportLines, Prefilter, class_bases, import_lines, is_word_char,
-                        spells_word, word_starts, words_pattern)
+                        spells_word, whole_words, word_starts, words_pattern)
 
 # The engine's parser: files → their facts (cached, maybe parallel).
 ParseMany = Callable[[list[SourceFile]], dict[str, FileFacts]]
@@ -81,6 +81,7 @@ class Selection:
         self._deferred_callers: set[str] = set()
         self._binds: dict[tuple[str, str], bool] = {}  # `_may_bind`
         self._froms: dict[str, list[tuple[str, tuple[str, ...]]]] = {}  # `_from_imports`
+        self._definitions: dict[str, tuple[FileFacts, frozenset[str]]] = {}  # `_defined`
 
     def first(self) -> list[str]:
         """The files parsed first: a handle and a dataset word in the same file."""
@@ -182,9 +183,7 @@ class Selection:
             return set()
         homes: dict[str, set[str]] = {}
         for path, f in facts.items():
-            defined = {c.name for c in f.classes} | {fn.name for fn in f.functions} \
-                | {name for name, _ in f.module_vars} | {h.name for h in f.module_handles}
-            for name in (defined & interesting) - anywhere:
+            for name in (self._defined(path, f) & interesting) - anywhere:
                 homes.setdefault(name, set()).add(path)
         found = set()
         for path in (self.dataset_files | self.handle_files) - facts.keys():
@@ -197,6 +196,17 @@ class Selection:
                     found.add(path)
                     break
         return found
+
+    def _defined(self, path: str, f: FileFacts) -> frozenset[str]:
+        """The names a parsed module defines (classes, functions, variables, handles), read
+        once per file: every round asks again of every parsed file."""
+        found = self._definitions.get(path)
+        if found is None or found[0] is not f:
+            names = frozenset({c.name for c in f.classes} | {fn.name for fn in f.functions}
+                              | {name for name, _ in f.module_vars}
+                              | {h.name for h in f.module_handles})
+            found = self._definitions[path] = (f, names)
+        return found[1]
 
     def _may_refer(self, path: str, name: str, home: str, by_module: dict[str, str]) -> bool:
         """Whether `path` may refer to the `name` that `home` defines: it imports the name
@@ -511,7 +521,7 @@ class Selection:
             local = next((n for n in names if f"{imported}.{n}" == module), None)
             if local is not None:  # `from a import b`: what `b.f` spells, unless renamed
                 text = self.texts[path]
-                if re.search(rf"\b{re.escape(local)}\s+as\b", text):
+                if _renamed(text, local):
                     return None
                 found += _attributes(text, local)
                 continue
@@ -590,6 +600,18 @@ def _attributes(text: str, local: str) -> list[str]:
 _WORD_AT = re.compile(r"\w+")
 
 
+def _renamed(text: str, name: str) -> bool:
+    r"""Whether `text` spells `name as` (`\bname\s+as\b`): each whole-word occurrence found
+    by `str.find` (a regex starting with `\b` tries every position of the text)."""
+    for start in whole_words(text, name):
+        after = at = start + len(name)
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at > after and text.startswith("as", at) and not is_word_char(text[at + 2:at + 3]):
+            return True
+    return False
+
+
 def _module_attribute(text: str, start: int, stem: str) -> bool:
     """Whether the word at `start` is an attribute of what may be a module named `stem`:
     `stem.name` (`import a.b.stem`, `from a.b import stem`), or of a name an import binds
@@ -608,8 +630,18 @@ def _module_attribute(text: str, start: int, stem: str) -> bool:
     qualifier = text[begin:end]
     if not qualifier:
         return False
-    return qualifier == stem or re.search(
-        rf"\bimport\b[^\n]*\bas[ \t]+{re.escape(qualifier)}\b", text) is not None
+    return qualifier == stem or _imported_as(text, qualifier)
+
+
+def _imported_as(text: str, name: str) -> bool:
+    r"""Whether an import line of `text` binds `name` with `as` (`\bimport\b[^\n]*\bas[ \t]+
+    name\b`): the rest of each line from a whole word `import` (found by `str.find`) searched."""
+    pattern = re.compile(rf"\bas[ \t]+{re.escape(name)}\b")
+    for start in whole_words(text, "import"):
+        end = text.find("\n", start)
+        if pattern.search(text, start + 6, len(text) if end == -1 else end):
+            return True
+    return False
 
 
 def _called(text: str, name: str) -> bool:
@@ -1056,9 +1088,10 @@ def _short(name: str) -> str:
     return name.rpartition(".")[2]
 
 
-def _short_reads(reads: tuple[str, ...]) -> set[str]:
+@lru_cache(maxsize=65536)  # each round asks again of every function's reads (the same tuple)
+def _short_reads(reads: tuple[str, ...]) -> frozenset[str]:
     """The names read, a module's attribute (`utils.io.get_zip`) by its own name."""
-    return {_short(read) for read in reads}
+    return frozenset(read.rpartition(".")[2] for read in reads)
 
 
 class _BaseWords:
