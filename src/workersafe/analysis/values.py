@@ -440,16 +440,25 @@ class Evaluator:
                 for r in looked if r.kind == "call" and r.texts and not r.result_called]
         if type(func) is syntax.Attribute and (type(func.value) is syntax.Subscript or (
                 type(func.value) is syntax.Name and self.state.env.refs(func.value.id))):
-            # `DATASETS[name].from_config(cfg)`: that method of each class it may be
+            # `DATASETS[name].from_config(cfg)`: that method of each class it may be; `cls =
+            # get_dataset_cls(name)` first: that method of each class the call returns
+            looked = self.refs_of(func.value)
             return [DatasetRef("call", f"{r.target}.{func.attr}")
-                    for r in self.refs_of(func.value) if r.kind == "name"]
+                    for r in looked if r.kind == "name"] + [
+                replace(r, arg_refs=tuple(self.arg_refs(call)), result_called=True,
+                        then=func.attr)
+                for r in looked if r.kind == "call" and not r.result_called]
         name = self._own_method(func) or self.state.q(func)
         if name is None:
             if type(func) is syntax.Call:  # `registry.get_task("x")(cfg)`: the class looked up
                 return [replace(r, handle_args=tuple(self._handle_args(call)),
                                 arg_refs=tuple(self.arg_refs(call)), result_called=True)
-                        for r in self._refs_of_call(func)
-                        if r.kind == "call" and not r.result_called]
+                        for r in self._classes_made(func)]
+            if type(func) is syntax.Attribute and type(func.value) is syntax.Call:
+                # `get_dataset_cls(name).from_config(cfg)`: that method of each class returned
+                return [replace(r, arg_refs=tuple(self.arg_refs(call)), result_called=True,
+                                then=func.attr)
+                        for r in self._classes_made(func.value)]
             return []
         callee = self._callees.get(name)
         if callee is None:
@@ -502,6 +511,16 @@ class Evaluator:
                            tuple([k.arg for k in call.keywords if k.arg]),
                            attr_args=attr_args, texts=tuple(texts),
                            key_params=self._key_params(call) if lookup else ())]
+
+    def _classes_made(self, call: ast.Call) -> list[DatasetRef]:
+        """The calls whose value `call` may be when that value is a class, then called or its
+        class method called: a function's or a lookup's (`get_dataset_cls(name)`), a method of
+        an object made there (`DatasetFactory().create(name)`: "<DatasetFactory>.create")."""
+        func = call.func
+        if type(func) is syntax.Attribute and type(func.value) is syntax.Call:
+            owner = self.state.q(func.value.func)
+            return [DatasetRef("call", f"{owner}.{func.attr}")] if owner else []
+        return [r for r in self._refs_of_call(call) if r.kind == "call" and not r.result_called]
 
     def _key_params(self, call: ast.Call) -> tuple[tuple[int, str, str], ...]:
         """The parameters a call passes on as they are: (position or -1, keyword, the
