@@ -341,11 +341,13 @@ class Evaluator:
 
     def _listed(self, expr: ast.expr) -> Optional[Handle]:
         """The handle each element of `expr` keeps: a call of a registry row's iterable
-        method (`client.list_blobs(b)`); None for other iterables (a cursor's rows)."""
+        method (`client.list_blobs(b)`), or of its pair method, each (name, object) pair
+        keeping its object (`list(f.items())`); None for other iterables (a cursor's rows)."""
         if type(expr) is not syntax.Call or type(expr.func) is not syntax.Attribute:
             return None
         base = self.handle_of(expr.func.value)
-        if base is None or expr.func.attr not in self.registry.iterable_methods(base.handle):
+        if base is None or (expr.func.attr not in self.registry.iterable_methods(base.handle)
+                            and expr.func.attr not in self.registry.pair_methods(base.handle)):
             return None
         return base.as_derived()
 
