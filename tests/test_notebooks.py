@@ -171,6 +171,28 @@ def test_fix_restores_magics_and_other_layouts(tmp_path: Path) -> None:
     nbformat.validate(nbformat.from_dict(fixed))
 
 
+def test_fix_keeps_time_magic_statements_on_one_line(tmp_path: Path) -> None:
+    """`%time <statement>` is analysed as the statement IPython runs: a loader it makes is
+    fixed, and written back as one `%time` line (the line magic takes one line); one the
+    fix cannot put back on one line (a comment of its own) is left unwritten, not broken."""
+    timed = LOADER_CELL.replace("loader = ", "%time loader = ")
+    path = write_notebook(tmp_path / "timed.ipynb", ["urls = ['u']", DATASET_CELL, timed])
+    done = workersafe("fix", "timed.ipynb", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    loader = read_valid(path).cells[3].source
+    assert loader.splitlines()[-1] == (
+        "%time loader = DataLoader(RemoteImages(urls), batch_size=2, num_workers=4, "
+        "worker_init_fn=open_worker_handles)"), loader
+    assert "workersafe-timed" not in path.read_text()
+
+    commented = write_notebook(tmp_path / "commented.ipynb",
+                               ["urls = ['u']", DATASET_CELL, timed + "  # training"])
+    before = commented.read_bytes()
+    done = workersafe("fix", "commented.ipynb", cwd=tmp_path)
+    assert done.returncode != 0 and "could not be restored" in done.stdout + done.stderr
+    assert commented.read_bytes() == before
+
+
 def test_fix_leaves_unfixable_and_invalid_notebooks_byte_identical(tmp_path: Path) -> None:
     bad = tmp_path / "broken.ipynb"
     bad.write_bytes(b'{"cells": [ {"cell_type": "code"')

@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
 from .records import record
 
-FACTS_VERSION = 37  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 40  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -223,6 +223,10 @@ class DatasetRef:
     # `build_from_cfg(cfg, DATASETS)` in `def build_dataset(cfg)`, which a caller's constant
     # then decides (`build_dataset(dict(type="X"))`)
     key_params: Tuple[Tuple[int, str, str], ...] = ()
+    # with `result_called`: the method called on each class the call returns, whose value it
+    # is (`get_dataset_cls(name).from_config(cfg)`: "from_config"; the outer call's arguments
+    # are that method's)
+    then: str = ""
 
 
 @record(frozen=True)

@@ -33,6 +33,12 @@ _BAD_MARKER = "# %% [workersafe cell {}] unparsed {}:{}: {}\n"
 _MARKER_RE = re.compile(r"^# %% \[workersafe cell (\d+)\]( unparsed (\d+):(\d+): (.*))?$")
 _MASK = "pass  # workersafe-magic-{}"
 _MASK_RE = re.compile(r"^([ \t]*)pass  # workersafe-magic-(\d+)$")
+# `%time <statement>`: IPython runs the statement in the notebook's namespace, so it stays, after
+# `pass;` in place of `%time` (its columns kept) and with a token ending the line
+_TIMED = re.compile(r"([ \t]*)%time[ \t]+(?=\S)")
+_TIMED_TOKEN = "  # workersafe-timed-{}"
+_TIMED_RE = re.compile(r"^([ \t]*)pass;(.*)  # workersafe-timed-(\d+)$")
+_TIMED_START = re.compile(r"^[ \t]*pass;")
 # Cell magics whose body is Python; any other `%%` cell (bash, html, writefile...) is not.
 _PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit"})
 # IPython's line magics, which automagic (on by default) runs without the `%` (`pip install
@@ -467,7 +473,7 @@ def _mask_line(line: str, masked: list[str]) -> str:
     # `obj?`, `obj.attr??`, `x[0]?`, and IPython's wildcard search `np.*load*?` (psearch)
     help_query = stripped.endswith("?") and re.fullmatch(r"[\w.*\[\]()]+\?\??", stripped)
     if stripped[0] in "%!?" or help_query:
-        return _mask(line, masked)
+        return _timed(line, masked) or _mask(line, masked)
     if ("%" in stripped or "!" in stripped) and re.match(r"^[\w., ]+=\s*[%!]", stripped):
         # `files = !ls`, `t = %timeit -o f()`
         return _mask(line, masked)
@@ -501,6 +507,30 @@ def _is_automagic(stripped: str) -> bool:
     except (RecursionError, MemoryError):
         return False
     return False
+
+
+def _timed(line: str, masked: list[str]) -> Optional[str]:
+    """`%time ds = Frames(p)` as the statement IPython runs (in the notebook's namespace, as
+    written: `ds` is bound), `pass;` in place of `%time` so every column stays, the line's
+    token at its end (`_unmask` restores it); None when the rest is no one-line statement
+    (`%timeit`, `%time` alone, an open bracket or `\\`: then masked whole)."""
+    head = _TIMED.match(line)
+    body = line.rstrip("\r\n")
+    if head is None or body.endswith("\\"):
+        return None
+    lead = head.group(1)
+    timed = f"pass;{body[len(lead) + len('%time'):]}"
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(timed)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    masked.append(line)
+    return f"{lead}{timed}{_TIMED_TOKEN.format(len(masked) - 1)}{line[len(body):]}"
 
 
 def _mask(line: str, masked: list[str], indent: bool = True) -> str:
@@ -566,7 +596,7 @@ def _split(new_code: str, notebook: Notebook) -> dict[int, str]:
     cells: dict[int, list[str]] = {}
     current: Optional[list[str]] = None
     preamble: list[str] = []
-    for line in physical_lines(new_code):
+    for line in _timed_rejoined(physical_lines(new_code)):
         match = _MARKER_RE.match(line.rstrip("\r\n"))
         if match:
             current = cells.setdefault(int(match.group(1)), [])
@@ -581,17 +611,58 @@ def _split(new_code: str, notebook: Notebook) -> dict[int, str]:
         first = min(cells)
         cells[first] = preamble + cells[first]
     texts = {n: "".join(lines) for n, lines in cells.items()}
-    if any(_MASK_RE.match(line.rstrip("\r\n")) for t in texts.values()
-           for line in physical_lines(t)):
+    if any(_MASK_RE.match(line.rstrip("\r\n")) or "# workersafe-timed-" in line
+           for t in texts.values() for line in physical_lines(t)):
         raise NotebookWriteError("a masked IPython line could not be restored")
     return texts
+
+
+def _timed_rejoined(lines: list[str]) -> list[str]:
+    """A `%time` statement the fix wrapped over lines (`worker_init_fn=` added to the loader
+    it makes) joined back into one line, which IPython's line magic takes; left as it is
+    (and then refused) when a comment is among its lines or the line joined does not parse."""
+    out: list[str] = []
+    for line in lines:
+        body = line.rstrip("\r\n")
+        token = body.find("  # workersafe-timed-")
+        if token < 0 or _TIMED_RE.match(body):
+            out.append(line)
+            continue
+        first = next((i for i in range(len(out) - 1, -1, -1)
+                      if _TIMED_START.match(out[i]) and "#" not in out[i]), None)
+        if first is None or any("#" in part for part in out[first + 1:]) \
+                or "#" in body[:token]:
+            out.append(line)
+            continue
+        parts = [out[first].rstrip("\r\n")] + [p.strip() for p in out[first + 1:]]
+        joined = " ".join(parts + [body[:token].strip()])
+        import ast
+
+        try:
+            ast.parse(joined.strip())
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            out.append(line)
+            continue
+        del out[first:]
+        out.append(joined + body[token:] + line[len(body):])
+    return out
 
 
 def _unmask(line: str, masked: list[str]) -> str:
     body = line.rstrip("\r\n")
     match = _MASK_RE.match(body)
     if match is None or int(match.group(2)) >= len(masked):
-        return line
+        timed = _TIMED_RE.match(body)
+        if timed is None or int(timed.group(3)) >= len(masked):
+            return line
+        # `%time` again before the statement, as the fix left it (the line as written when
+        # it did not change it)
+        written = masked[int(timed.group(3))]
+        lead, statement = timed.group(1), timed.group(2)
+        again = f"{lead}%time{statement}"
+        if again == written.rstrip("\r\n"):
+            return written
+        return again + line[len(body):]
     return masked[int(match.group(2))]
 
 

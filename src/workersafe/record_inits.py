@@ -224,7 +224,7 @@ def __init__(self, kind, refs, span, scope=None, member=None, via=None):
     _o['via'] = via
 CODES["def __init__(self, kind, refs, span, scope=_d_scope, member=_d_member, via=_d_via):\n    _o = self.__dict__\n    _o['kind'] = kind\n    _o['refs'] = refs\n    _o['span'] = span\n    _o['scope'] = scope\n    _o['member'] = member\n    _o['via'] = via\n"] = __init__.__code__
 
-def __init__(self, kind, target, handle_args=None, arg_refs=None, positional=None, keywords=None, attr_args=None, texts=None, result_called=None, key_params=None):
+def __init__(self, kind, target, handle_args=None, arg_refs=None, positional=None, keywords=None, attr_args=None, texts=None, result_called=None, key_params=None, then=None):
     _o = self.__dict__
     _o['kind'] = kind
     _o['target'] = target
@@ -236,7 +236,8 @@ def __init__(self, kind, target, handle_args=None, arg_refs=None, positional=Non
     _o['texts'] = texts
     _o['result_called'] = result_called
     _o['key_params'] = key_params
-CODES["def __init__(self, kind, target, handle_args=_d_handle_args, arg_refs=_d_arg_refs, positional=_d_positional, keywords=_d_keywords, attr_args=_d_attr_args, texts=_d_texts, result_called=_d_result_called, key_params=_d_key_params):\n    _o = self.__dict__\n    _o['kind'] = kind\n    _o['target'] = target\n    _o['handle_args'] = handle_args\n    _o['arg_refs'] = arg_refs\n    _o['positional'] = positional\n    _o['keywords'] = keywords\n    _o['attr_args'] = attr_args\n    _o['texts'] = texts\n    _o['result_called'] = result_called\n    _o['key_params'] = key_params\n"] = __init__.__code__
+    _o['then'] = then
+CODES["def __init__(self, kind, target, handle_args=_d_handle_args, arg_refs=_d_arg_refs, positional=_d_positional, keywords=_d_keywords, attr_args=_d_attr_args, texts=_d_texts, result_called=_d_result_called, key_params=_d_key_params, then=_d_then):\n    _o = self.__dict__\n    _o['kind'] = kind\n    _o['target'] = target\n    _o['handle_args'] = handle_args\n    _o['arg_refs'] = arg_refs\n    _o['positional'] = positional\n    _o['keywords'] = keywords\n    _o['attr_args'] = attr_args\n    _o['texts'] = texts\n    _o['result_called'] = result_called\n    _o['key_params'] = key_params\n    _o['then'] = then\n"] = __init__.__code__
 
 def __init__(self, line, col, end_line, end_col):
     _o = self.__dict__

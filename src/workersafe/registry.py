@@ -14,8 +14,9 @@ from .records import record
 GENERIC_DERIVED_METHODS = frozenset({"cursor", "begin"})
 GENERIC_CLOSERS = frozenset({"close", "shutdown", "dispose", "terminate"})
 DERIVED_CALLABLE_SUFFIXES = ("Stub",)
-# Builtins whose result holds the objects of the one iterable they are given (`list(it)`), and
-# those holding the objects of the (name, object) pairs they are given (`dict(f.items())`)
+# Builtins whose result holds the objects of the one iterable they are given (`list(it)`; the
+# pairs themselves of a pair method, `sorted(f.items())`), and those holding the objects of the
+# (name, object) pairs they are given (`dict(f.items())`)
 ELEMENT_KEEPERS = ("list", "tuple", "sorted")
 PAIR_KEEPERS = ("dict",)
 # Reading `handle.<attr>` with one of these does no I/O: it configures the handle.
@@ -58,7 +59,8 @@ class HandleType:
     # cursor's or an h5py file's, whose elements are plain bytes and names)
     iterable_methods: tuple[str, ...] = ()
     # methods whose result lists (name, object) pairs, each object keeping the handle, so
-    # `dict(...)` of it or `{k: g for k, g in ...}` keeps it too (an h5py file's `items()`)
+    # `dict(...)` of it or `{k: g for k, g in ...}` keeps it too, as `list(...)` or
+    # `sorted(...)` of the pairs does (an h5py file's `items()`)
     pair_methods: tuple[str, ...] = ()
     # a subscript of a derived value may read data out of it (h5py: `f["x"][i]`); when False
     # every subscript keeps the handle (pymongo: `client[name][coll]` is a collection)

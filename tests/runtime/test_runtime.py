@@ -315,6 +315,13 @@ PROGRAM_LIST += (
         (Before(SPAWN_2, H5PY_PICKLE),),
         fixed_configs=FULL_CONFIGS,
     ),
+    Program(  # the file's datasets kept as a list of pairs, sorted(f.items()): listed per worker
+        "h5py_items_listed",
+        "WS101",
+        "h5py.File(",
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # two datasets of a kept file taken by one tuple assignment: both reopened
         "h5py_tuple_unpacked",
         "WS101",

@@ -341,11 +341,13 @@ class Evaluator:
 
     def _listed(self, expr: ast.expr) -> Optional[Handle]:
         """The handle each element of `expr` keeps: a call of a registry row's iterable
-        method (`client.list_blobs(b)`); None for other iterables (a cursor's rows)."""
+        method (`client.list_blobs(b)`), or of its pair method, each (name, object) pair
+        keeping its object (`list(f.items())`); None for other iterables (a cursor's rows)."""
         if type(expr) is not syntax.Call or type(expr.func) is not syntax.Attribute:
             return None
         base = self.handle_of(expr.func.value)
-        if base is None or expr.func.attr not in self.registry.iterable_methods(base.handle):
+        if base is None or (expr.func.attr not in self.registry.iterable_methods(base.handle)
+                            and expr.func.attr not in self.registry.pair_methods(base.handle)):
             return None
         return base.as_derived()
 
@@ -440,16 +442,25 @@ class Evaluator:
                 for r in looked if r.kind == "call" and r.texts and not r.result_called]
         if type(func) is syntax.Attribute and (type(func.value) is syntax.Subscript or (
                 type(func.value) is syntax.Name and self.state.env.refs(func.value.id))):
-            # `DATASETS[name].from_config(cfg)`: that method of each class it may be
+            # `DATASETS[name].from_config(cfg)`: that method of each class it may be; `cls =
+            # get_dataset_cls(name)` first: that method of each class the call returns
+            looked = self.refs_of(func.value)
             return [DatasetRef("call", f"{r.target}.{func.attr}")
-                    for r in self.refs_of(func.value) if r.kind == "name"]
+                    for r in looked if r.kind == "name"] + [
+                replace(r, arg_refs=tuple(self.arg_refs(call)), result_called=True,
+                        then=func.attr)
+                for r in looked if r.kind == "call" and not r.result_called]
         name = self._own_method(func) or self.state.q(func)
         if name is None:
             if type(func) is syntax.Call:  # `registry.get_task("x")(cfg)`: the class looked up
                 return [replace(r, handle_args=tuple(self._handle_args(call)),
                                 arg_refs=tuple(self.arg_refs(call)), result_called=True)
-                        for r in self._refs_of_call(func)
-                        if r.kind == "call" and not r.result_called]
+                        for r in self._classes_made(func)]
+            if type(func) is syntax.Attribute and type(func.value) is syntax.Call:
+                # `get_dataset_cls(name).from_config(cfg)`: that method of each class returned
+                return [replace(r, arg_refs=tuple(self.arg_refs(call)), result_called=True,
+                                then=func.attr)
+                        for r in self._classes_made(func.value)]
             return []
         callee = self._callees.get(name)
         if callee is None:
@@ -502,6 +513,16 @@ class Evaluator:
                            tuple([k.arg for k in call.keywords if k.arg]),
                            attr_args=attr_args, texts=tuple(texts),
                            key_params=self._key_params(call) if lookup else ())]
+
+    def _classes_made(self, call: ast.Call) -> list[DatasetRef]:
+        """The calls whose value `call` may be when that value is a class, then called or its
+        class method called: a function's or a lookup's (`get_dataset_cls(name)`), a method of
+        an object made there (`DatasetFactory().create(name)`: "<DatasetFactory>.create")."""
+        func = call.func
+        if type(func) is syntax.Attribute and type(func.value) is syntax.Call:
+            owner = self.state.q(func.value.func)
+            return [DatasetRef("call", f"{owner}.{func.attr}")] if owner else []
+        return [r for r in self._refs_of_call(call) if r.kind == "call" and not r.result_called]
 
     def _key_params(self, call: ast.Call) -> tuple[tuple[int, str, str], ...]:
         """The parameters a call passes on as they are: (position or -1, keyword, the

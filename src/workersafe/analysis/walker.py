@@ -662,9 +662,10 @@ class FactWalker:
                     func.method.returns_handle = handle
                 func.method.returns_call = func.method.returns_call or callee
                 if handle is None:  # `return cls(root)`, `return self.train_set`: a factory
-                    func.method.returns.extend(  # or getter method
+                    func.method.returns.extend(  # or getter method; `return DATASETS[name]`
                         r for r in self.ev.refs_of(value) if r.kind in ("attr", "param")
-                        or (r.kind == "call" and r.target.partition(".")[0] not in _LIBRARY_ROOTS))
+                        or (r.kind in ("call", "name")
+                            and r.target.partition(".")[0] not in _LIBRARY_ROOTS))
             else:
                 refs = self.ev.refs_of(value)
                 if self._choice is not None:

@@ -49,8 +49,10 @@ class HandleNames:
         # methods listing (name, object) pairs, each object keeping the handle (`f.items()`)
         self.pair_methods = frozenset(pairing)
         # a builtin keeping what it is given → the methods whose listings it then keeps
-        self._keepers = {**dict.fromkeys(ELEMENT_KEEPERS, self.iterable_methods),
-                         **dict.fromkeys(PAIR_KEEPERS, self.pair_methods)}
+        # (a list of pairs keeps their objects too: `sorted(f.items())`)
+        self._keepers = {
+            **dict.fromkeys(ELEMENT_KEEPERS, self.iterable_methods | self.pair_methods),
+            **dict.fromkeys(PAIR_KEEPERS, self.pair_methods)}
         # methods that only configure the handle they are called on (`session.mount(...)`)
         self.config_calls = frozenset(configuring)
         self.sql_config_calls = frozenset(sql)  # `conn.execute("PRAGMA ...")`
@@ -79,7 +81,7 @@ class HandleNames:
             loop = expr.for_in
             if isinstance(expr.elt, cst.Name) and isinstance(loop.target, cst.Name) \
                     and expr.elt.value == loop.target.value and loop.inner_for_in is None \
-                    and self._listing(loop.iter, self.iterable_methods, attrs, names):
+                    and self._listing(loop.iter, self._keepers["list"], attrs, names):
                 return True  # `[g for g in f.values()]`: the objects the handle lists
             return self.derives(expr.elt, attrs, names)
         if isinstance(expr, cst.DictComp):

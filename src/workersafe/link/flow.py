@@ -130,7 +130,7 @@ class ValueFlow(Hierarchy):
             cls = self.classes.get(target)
             if cls is None or ref.result_called:
                 looked = self._looked_up(ref, target, facts)
-                if looked is None and ref.result_called and target in self.functions:
+                if looked is None and ref.result_called:
                     looked = self._classes_returned(ref, target, facts)
                 if looked is not None or ref.result_called:
                     return looked or []
@@ -216,24 +216,46 @@ class ValueFlow(Hierarchy):
                 out.append(_In(node=("method", cls.qualname, method)))
         return out
 
-    def _classes_returned(self, ref: DatasetRef, target: str, facts: FileFacts) -> list[_In]:
-        """A project function returning classes, its result called (`get_dataset(name)(root)`
-        for `return LmdbImages`, or `return DATASETS[name]` with a module dict of classes): each
-        class it may return (those a constant argument chooses, `get_dataset("lmdb")(root)`),
-        built with the outer call's arguments."""
-        function = self.functions[target]
-        home = self.by_module.get(target.rpartition(".")[0], facts)
-        chosen = self._chosen(function, ref)
+    def _classes_returned(self, ref: DatasetRef, target: str, facts: FileFacts
+                          ) -> Optional[list[_In]]:
+        """A project function or method returning classes, its result called
+        (`get_dataset(name)(root)` for `return LmdbImages`, or `return DATASETS[name]` with a
+        module dict of classes; `DatasetFactory().create(name)(root)`): each class it may return
+        (those a constant argument chooses, `get_dataset("lmdb")(root)`), built with the outer
+        call's arguments, or the value of the class method called on each
+        (`get_dataset_cls(name).from_config(cfg)`). None: no project function or method."""
+        function = self.functions.get(target)
+        returns: tuple[DatasetRef, ...] | list[DatasetRef]
+        if function is not None:
+            home = self.by_module.get(target.rpartition(".")[0], facts)
+            chosen = self._chosen(function, ref)
+            returns = function.returns if chosen is None else chosen
+        else:
+            owner_name, _, name = target.rpartition(".")
+            owner = self.classes.get(owner_name)
+            found = next(((m, member) for member in self.mro(owner)
+                          for m in [member.method(name)] if m is not None), None) \
+                if owner is not None else None
+            if found is None:
+                return None
+            returns = found[0].returns
+            home = self.class_file[found[1].qualname]
+        if ref.then in _CONTAINER_METHODS:
+            return []
         out: list[_In] = []
-        for each in function.returns if chosen is None else chosen:
+        for each in returns:
             self._work += 1
             cls = self.classes.get(self.resolve(each.target, home)) \
                 if each.kind == "name" else None
-            if cls is not None:
-                made = DatasetRef("call", cls.qualname, ref.handle_args, ref.arg_refs,
-                                  ref.positional, ref.keywords)
-                self._read_in(made, facts)
-                out.append(_In(item=(cls, made)))
+            if cls is None:
+                continue
+            if ref.then:
+                out.append(_In(node=("method", cls.qualname, ref.then)))
+                continue
+            made = DatasetRef("call", cls.qualname, ref.handle_args, ref.arg_refs,
+                              ref.positional, ref.keywords)
+            self._read_in(made, facts)
+            out.append(_In(item=(cls, made)))
         return out
 
     def _chosen(self, function: FunctionFacts, ref: DatasetRef
@@ -320,6 +342,9 @@ class ValueFlow(Hierarchy):
         out = []
         for cls in registry.by_name.get(key, ()):
             self._work += 1
+            if ref.then:  # `DATASETS.get("x").from_config(cfg)`
+                out.append(_In(node=("method", cls.qualname, ref.then)))
+                continue
             made = DatasetRef("call", cls.qualname, ref.handle_args, ref.arg_refs,
                               ref.positional, ref.keywords) if ref.result_called \
                 else DatasetRef("call", cls.qualname)
