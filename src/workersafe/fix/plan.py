@@ -25,6 +25,8 @@ class AttrPlan:
     imports: list[cst.BaseStatement] = field(default_factory=list)  # function-local imports
     renames: dict[str, str] = field(default_factory=dict)  # `__init__` local → self attribute
     class_statement: Optional[cst.BaseStatement] = None  # a class attribute (WS103) instead
+    # the class body's statements configuring it after the creation (moved with it)
+    class_configures: list[cst.BaseStatement] = field(default_factory=list)
     keeps: dict[str, str] = field(default_factory=dict)  # local → new self attribute to store
     # drop the old handle first: the library opens a file once per process (lmdb, h5py)
     close_first: bool = False
