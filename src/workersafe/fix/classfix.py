@@ -129,6 +129,10 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
             raise Unfixable("the class already defines __setstate__, which does more than "
                             "restore __dict__ and reopen the handles: merge by hand")
     if strategy == "lazy":
+        nulled = next((n for p in plans for n in p.nulled), "")
+        if nulled:
+            raise Unfixable(f"{nulled}, which a lazy property cannot take (the worker-init "
+                            "strategy keeps it as written): fix by hand")
         attrs = [a for p in plans for a in p.attrs]
         probed = probed_attrs(cls, attrs)
         if probed:

@@ -46,6 +46,9 @@ class AttrPlan:
     # (`self.name = cfg.name` between `c = Client()` and `self.b = c.bucket(self.name)`):
     # they run before the opener, in their order
     hoisted: list[cst.BaseStatement] = field(default_factory=list)
+    # other methods' `self.<attr> = None` (method: statement), left as they are by the
+    # worker-init opener; the lazy strategy refuses them (its property has no setter)
+    nulled: list[str] = field(default_factory=list)
 
     @property
     def opener(self) -> str:
