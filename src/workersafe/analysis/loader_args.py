@@ -30,7 +30,8 @@ def read_loader(call: ast.Call, ev: Evaluator, function: str = "", star_name: st
     args = loader_arguments(call, ev)
     dataset = args.get("dataset")
     refs = ev.refs_of(dataset) if dataset is not None else []
-    return _loader_call(call, args, refs, read_num_workers(args.get("num_workers"), ev),
+    workers = _unpacked(call, args.get("num_workers"), ev)
+    return _loader_call(call, args, refs, workers,
                         args.get("num_workers"), ev, function=function, star_name=star_name,
                         via=via, every_arg=every_arg)
 
@@ -54,7 +55,7 @@ def read_framework_loader(call: ast.Call, row: FrameworkLoader, ev: Evaluator,
             if param in row.datasets or param.startswith("*#")
             for ref in ev.refs_of(node)]
     node = args.get(row.workers)
-    workers = read_num_workers(node, ev) if node is not None \
+    workers = _unpacked(call, node, ev) if node is not None \
         else (row.default_workers, row.default_text)
     return _loader_call(call, args, refs, workers, node, ev, framework=row.name,
                         function=function)
@@ -133,6 +134,15 @@ def _kwargs_of(expr: ast.expr, ev: Evaluator, workers: str) -> dict[str, ast.exp
         if bound is not None:
             return bound
     return {workers: expr}  # unknown **kwargs: may set num_workers
+
+
+def _unpacked(call: ast.Call, node: Optional[ast.expr], ev: Evaluator
+              ) -> tuple[Optional[int], str]:
+    """`read_num_workers`, its text spelled as unpacked when the workers come from the call's
+    own `*args`/`**kwargs` (`**cfg["train"]`, not `cfg["train"]`)."""
+    value, text = read_num_workers(node, ev)
+    star = next((arg.star for arg in ev.args(call) if arg.star and arg.value is node), "")
+    return value, f"{star}{text}"
 
 
 def read_num_workers(node: Optional[ast.expr], ev: Evaluator) -> tuple[Optional[int], str]:

@@ -17,6 +17,7 @@ import libcst as cst
 
 from .annotate import Typed
 from .foldopener import NamedOnly, fold_emptied
+from .handles import HandleNames
 from .cstutil import (
     BUILTIN_NAMES, RenameSelfAttrs, ReplaceNames, bound_names, dotted, leading_lines,
     loaded_names, realigned, self_attr, single, statements, transform, walk,
@@ -43,11 +44,18 @@ def find_class(module: cst.Module, name: str) -> Optional[cst.ClassDef]:
     return None
 
 
-def plan_class_attr(module: cst.Module, cls: cst.ClassDef, attr: str, handle: str) -> AttrPlan:
-    """A class attribute handle: it becomes a lazily created per-process instance attribute."""
-    statement = next((s for s in statements(cls.body.body) if assigns_name(s, attr)), None)
+def plan_class_attr(module: cst.Module, cls: cst.ClassDef, attr: str, handle: str,
+                    handles: HandleNames) -> AttrPlan:
+    """A class attribute handle: it becomes a lazily created per-process instance attribute.
+    The class body's statements configuring it after the creation
+    (`session.headers.update(...)`) move with it, as `self.<attr>`; any other use of the
+    bare name in the class body is refused."""
+    body = statements(cls.body.body)
+    statement = next((s for s in body if assigns_name(s, attr)), None)
     if statement is None:
         raise Unfixable(f"{cls.name.value}.{attr} is not a plain `{attr} = ...` class attribute")
+    configures = _class_body_configures(module, body[body.index(statement) + 1:], attr,
+                                        handles)
     for node in walk(module):
         if isinstance(node, cst.Attribute) and node.attr.value == attr and isinstance(
                 node.value, (cst.Name, cst.Call)) and self_attr(node) is None:
@@ -62,9 +70,35 @@ def plan_class_attr(module: cst.Module, cls: cst.ClassDef, attr: str, handle: st
     unknown = sorted(names - bound_names(list(module.body)))
     if unknown:
         raise Unfixable(f"the creation reads {unknown[0]!r}, a name of the class body")
+    as_self = ReplaceNames({attr: cst.Attribute(cst.Name("self"), cst.Name(attr))})
+    moved: list[cst.BaseStatement] = [created]
+    moved += [realigned(s, transform(s, as_self)) for s in configures]
     method = cst.FunctionDef(cst.Name("__class_body__"), cst.Parameters(),
-                             cst.IndentedBlock([created]))
-    return AttrPlan(attr, handle, method, [created], [attr], class_statement=statement)
+                             cst.IndentedBlock(moved))
+    return AttrPlan(attr, handle, method, moved, [attr], class_statement=statement,
+                    class_configures=configures)
+
+
+def _class_body_configures(module: cst.Module, later: list[cst.BaseStatement], attr: str,
+                           names: HandleNames) -> list[cst.BaseStatement]:
+    """The class body's statements after the creation reading the bare name: each must only
+    configure the handle (and read nothing else of the class body), else the fix refuses
+    (the name is gone from the class body once the handle is per process)."""
+    configures: list[cst.BaseStatement] = []
+    module_names = bound_names(list(module.body))
+    for statement in later:
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            continue  # a bare name in a method is a global, not the class attribute
+        read = loaded_names(statement)
+        if attr not in read and attr not in bound_names([statement]):
+            continue
+        others = sorted(read - BUILTIN_NAMES - module_names - {attr})
+        if not names.configures(statement, set(), {attr}) or others:
+            line = cst.Module([]).code_for_node(statement).strip().splitlines()[0]
+            raise Unfixable(f"the class body uses {attr} after creating it (`{line}`), "
+                            "which a per-instance handle cannot serve: fix by hand")
+        configures.append(statement)
+    return configures
 
 
 # --- rewriting ------------------------------------------------------------------------------
@@ -95,6 +129,10 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
             raise Unfixable("the class already defines __setstate__, which does more than "
                             "restore __dict__ and reopen the handles: merge by hand")
     if strategy == "lazy":
+        nulled = next((n for p in plans for n in p.nulled), "")
+        if nulled:
+            raise Unfixable(f"{nulled}, which a lazy property cannot take (the worker-init "
+                            "strategy keeps it as written): fix by hand")
         attrs = [a for p in plans for a in p.attrs]
         probed = probed_attrs(cls, attrs)
         if probed:
@@ -159,7 +197,8 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
         else:
             dropped += plan.attrs
         if plan.class_statement is not None:
-            body = _remove_class_statement(body, plan.class_statement)
+            for removed in (*reversed(plan.class_configures), plan.class_statement):
+                body = _remove_class_statement(body, removed)
         elif not merged:
             body = _replace_in_method(body, plan, strategy)
     if merged:

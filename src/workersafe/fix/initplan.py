@@ -25,7 +25,7 @@ import libcst as cst
 from ..findings import FixPlan
 from ..registry import VARYING_CALLS
 from .cstutil import (
-    BUILTIN_NAMES, Located, bound_names, dotted, function_params, loaded_names,
+    BUILTIN_NAMES, Located, bound_names, dotted, function_params, is_none, loaded_names,
     root_self_attr, self_attr, single, small_statements, target_names, walk,
 )
 from .handles import HandleNames, in_full
@@ -96,7 +96,7 @@ def plan_attr(located: Located, cls: cst.ClassDef, fix: FixPlan, line: int,
                         "`workersafe rule WS104`)")
     first = min(mover.moved)
     _check_names(plan, located.module, body[:first], cls, mover.inner_names())
-    _check_other_assignments(cls, method, attrs)
+    plan.nulled = _check_other_assignments(cls, method, attrs, nulled=not mover.block)
     return plan
 
 
@@ -696,20 +696,42 @@ def _not_rebound(method: cst.FunctionDef, name: str) -> bool:
     return count == 0
 
 
-def _check_other_assignments(cls: cst.ClassDef, method: cst.FunctionDef, attrs: list[str]
-                             ) -> None:
+def _check_other_assignments(cls: cst.ClassDef, method: cst.FunctionDef, attrs: list[str],
+                             nulled: bool = False) -> list[str]:
+    """Refuses another method's assignment of a moved attribute. With `nulled` (the creation
+    is not inside a block of its method, such as a lazy accessor's `if self.zf is None:`,
+    whose own remedy is a process check), but for `self.env = None` (`__init__` setting it
+    before calling the creating method, `close()` after closing it): the methods setting it
+    to None, which the worker-init opener leaves as they are (the lazy strategy's property
+    has no setter: it refuses them, `classfix.rewrite_class`)."""
+    allow_none = nulled
+    nulled_in: list[str] = []
     for statement in cls.body.body:
         if not isinstance(statement, cst.FunctionDef) or statement is method:
             continue
         if statement.name.value == "__setstate__" and reopening(statement, attrs) is not None:
             continue  # the remedy reopening them after unpickling: it calls the opener now
         for node in walk(statement):
-            if isinstance(node, cst.AssignTarget) and self_attr(node.target) in attrs:
+            if allow_none and isinstance(node, cst.Assign) and is_none(node.value) \
+                    and statement.name.value != "__setstate__":
+                nulled_in += [f"self.{a} = None in {statement.name.value}" for a in
+                              (self_attr(t.target) for t in node.targets) if a in attrs]
+                continue
+            if isinstance(node, cst.AssignTarget) and self_attr(node.target) in attrs \
+                    and not (allow_none and _nulling(statement, node)):
                 why = ", which does more than restore __dict__ and reopen the handles: merge " \
                     "by hand" if statement.name.value == "__setstate__" else \
                     ": the rewrite cannot follow it"
                 raise Unfixable(f"self.{self_attr(node.target)} is also assigned in "
                                 f"{statement.name.value}{why}")
+    return nulled_in
+
+
+def _nulling(method: cst.FunctionDef, target: cst.AssignTarget) -> bool:
+    """The target of a `self.x = None` assignment of the method (accepted above)."""
+    return method.name.value != "__setstate__" and any(
+        isinstance(node, cst.Assign) and is_none(node.value)
+        and any(t is target for t in node.targets) for node in walk(method))
 
 
 def _kept_parameter(plan: AttrPlan) -> str:

@@ -22,9 +22,15 @@ _KEY = "worker_init_fn"
 
 
 def opaque_star(located: Located, call: cst.Call) -> bool:
-    """The call takes `*args`, or a `**` mapping that is not provably free of the key."""
+    """The call takes `*args`, or a `**` mapping that is not provably free of the key. One
+    naming `worker_init_fn=` itself is free of it: Python refuses a second value for it
+    (`DataLoader(ds, worker_init_fn=seed_worker, **cfg.loader)`; the fix chains the named
+    function)."""
     stars = [arg for arg in call.args if arg.star]
     if not stars:
+        return False
+    if any(arg.keyword is not None and arg.keyword.value == _KEY
+           for arg in call.args):
         return False
     if any(arg.star == "*" or not isinstance(arg.value, cst.Name) for arg in stars):
         return True

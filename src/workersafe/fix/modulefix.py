@@ -18,6 +18,7 @@ from .cstutil import (
 )
 from .handles import HandleNames
 from .plan import Unfixable
+from .wrap import wrapped
 from .templates import BLANK, fork_cache_clear, module_accessor, module_drop
 
 
@@ -272,8 +273,11 @@ def rewrite_module(module: cst.Module, plan: ModulePlan, typed: Optional[Typed] 
     new_body: list[cst.BaseStatement] = []
     for statement in module.body:
         if id(statement) not in moved_ids:
-            new_body.append(statement if plan.factory
-                            else transform(statement, _ReadsToCall(plan.name, call)))
+            read = statement if plan.factory \
+                else transform(statement, _ReadsToCall(plan.name, call))
+            if read is not statement and isinstance(read, cst.SimpleStatementLine):
+                read = wrapped(read, 0)  # `get_tar()` for `TAR` may pass the line length
+            new_body.append(read)
             continue
         if statement is not plan.statements[0]:
             continue

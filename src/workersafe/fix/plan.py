@@ -25,6 +25,8 @@ class AttrPlan:
     imports: list[cst.BaseStatement] = field(default_factory=list)  # function-local imports
     renames: dict[str, str] = field(default_factory=dict)  # `__init__` local → self attribute
     class_statement: Optional[cst.BaseStatement] = None  # a class attribute (WS103) instead
+    # the class body's statements configuring it after the creation (moved with it)
+    class_configures: list[cst.BaseStatement] = field(default_factory=list)
     keeps: dict[str, str] = field(default_factory=dict)  # local → new self attribute to store
     # drop the old handle first: the library opens a file once per process (lmdb, h5py)
     close_first: bool = False
@@ -44,6 +46,9 @@ class AttrPlan:
     # (`self.name = cfg.name` between `c = Client()` and `self.b = c.bucket(self.name)`):
     # they run before the opener, in their order
     hoisted: list[cst.BaseStatement] = field(default_factory=list)
+    # other methods' `self.<attr> = None` (method: statement), left as they are by the
+    # worker-init opener; the lazy strategy refuses them (its property has no setter)
+    nulled: list[str] = field(default_factory=list)
 
     @property
     def opener(self) -> str:

@@ -735,8 +735,9 @@ class Rewriter:
             if plan.attr in plans or any(plan.attr in p.attrs for p in plans.values()):
                 continue
             if plan.kind == "class":
-                plans[plan.attr] = plan_class_attr(edit.located.module, cls, plan.attr,
-                                                   plan.handle)
+                plans[plan.attr] = plan_class_attr(
+                    edit.located.module, cls, plan.attr, plan.handle,
+                    HandleNames(edit.located.module, self.registry, [plan.handle]))
                 continue
             made = self.factories.spellings(plan, edit.located) if plan.via else {}
             names = HandleNames(edit.located.module, self.registry, [plan.handle], made)
@@ -948,7 +949,8 @@ class Rewriter:
                 start, end = edit.located.lines_of(own)
                 allowed.update(range(start - len(leading_lines(own)), end + 1))
         for plan in group.plans:
-            moved_nodes = [plan.class_statement] if plan.class_statement else plan.statements
+            moved_nodes = [plan.class_statement, *plan.class_configures] \
+                if plan.class_statement else plan.statements
             for moved in [*moved_nodes, *plan.moved_imports, *plan.hoisted]:
                 start, end = edit.located.lines_of(moved)
                 allowed.update(range(start - len(leading_lines(moved)), end + 1))
