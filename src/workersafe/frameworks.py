@@ -67,6 +67,10 @@ class FrameworkLoader:
     # the identifier whose mention makes a file a candidate (the prefilter); "": the class
     # name (`DataBunch`). Not a word prose uses ("DataLoaders" in a docstring).
     word: str = ""
+    # its keywords past `positional` reach torch's DataLoader as given (`**kwargs`): a
+    # `worker_init_fn=` the fixer adds is torch's (PyG's loaders); else the framework may
+    # drop or replace it, and the fixer does not wire one
+    passes_keywords: bool = False
 
     @property
     def name(self) -> str:
@@ -95,6 +99,15 @@ _V2_TFMD = FrameworkLoader(  # `TfmdDL(dataset, bs=64, shuffle=False, num_worker
     datasets=("dataset",), default_workers=None, default_text="min(16, defaults.cpus)",
     star_sources=_V2_STARS)
 
+# PyG (`torch_geometric.loader`): `DataLoader(dataset, batch_size=1, shuffle=False,
+# follow_batch=None, exclude_keys=None, **kwargs)` subclasses torch's DataLoader and passes
+# `**kwargs` (`num_workers`, `worker_init_fn`, ...) on to it; `DenseDataLoader(dataset,
+# batch_size=1, shuffle=False, **kwargs)` the same; `torch_geometric.data.DataLoader` and
+# `.DenseDataLoader` are the same classes (deprecated aliases of PyG 2)
+_PYG = FrameworkLoader(module="torch_geometric.loader", attr="DataLoader",
+                       positional=("dataset", "batch_size", "shuffle"), datasets=("dataset",),
+                       passes_keywords=True)
+
 # One row per callable; a new framework function is a new row.
 FRAMEWORK_LOADERS: tuple[FrameworkLoader, ...] = (
     _V1_CREATE,
@@ -109,6 +122,12 @@ FRAMEWORK_LOADERS: tuple[FrameworkLoader, ...] = (
     FrameworkLoader(module="fastai.data.load", attr="DataLoader",
                     positional=("dataset", "bs", "num_workers"), datasets=("dataset",),
                     star_sources=_V2_STARS),
+    _PYG,
+    replace(_PYG, module="torch_geometric.loader.dataloader"),
+    replace(_PYG, module="torch_geometric.data"),
+    replace(_PYG, attr="DenseDataLoader"),
+    replace(_PYG, module="torch_geometric.loader.dense_data_loader", attr="DenseDataLoader"),
+    replace(_PYG, module="torch_geometric.data", attr="DenseDataLoader"),
 )
 
 _BY_NAME = {row.name: row for row in FRAMEWORK_LOADERS}
@@ -134,6 +153,13 @@ def framework_loader(name: str, star_modules: Iterable[str]) -> Optional[Framewo
                for module in modules for source, below in row.star_sources):
             return row
     return None
+
+
+def passes_keywords(name: str) -> bool:
+    """Whether the framework callable of that row name passes the loader keywords it is given
+    on to torch's DataLoader (a `worker_init_fn` included)."""
+    row = _BY_NAME.get(name)
+    return row is not None and row.passes_keywords
 
 
 def framework_loader_words() -> tuple[str, ...]:

@@ -261,7 +261,7 @@ def __init__(self, mode, names=None):
     _o['names'] = names
 CODES["def __init__(self, mode, names=_d_names):\n    _o = self.__dict__\n    _o['mode'] = mode\n    _o['names'] = names\n"] = __init__.__code__
 
-def __init__(self, module, attr, positional, datasets, variadic_datasets=None, workers=None, default_workers=None, default_text=None, star_sources=None, word=None):
+def __init__(self, module, attr, positional, datasets, variadic_datasets=None, workers=None, default_workers=None, default_text=None, star_sources=None, word=None, passes_keywords=None):
     _o = self.__dict__
     _o['module'] = module
     _o['attr'] = attr
@@ -273,7 +273,8 @@ def __init__(self, module, attr, positional, datasets, variadic_datasets=None, w
     _o['default_text'] = default_text
     _o['star_sources'] = star_sources
     _o['word'] = word
-CODES["def __init__(self, module, attr, positional, datasets, variadic_datasets=_d_variadic_datasets, workers=_d_workers, default_workers=_d_default_workers, default_text=_d_default_text, star_sources=_d_star_sources, word=_d_word):\n    _o = self.__dict__\n    _o['module'] = module\n    _o['attr'] = attr\n    _o['positional'] = positional\n    _o['datasets'] = datasets\n    _o['variadic_datasets'] = variadic_datasets\n    _o['workers'] = workers\n    _o['default_workers'] = default_workers\n    _o['default_text'] = default_text\n    _o['star_sources'] = star_sources\n    _o['word'] = word\n"] = __init__.__code__
+    _o['passes_keywords'] = passes_keywords
+CODES["def __init__(self, module, attr, positional, datasets, variadic_datasets=_d_variadic_datasets, workers=_d_workers, default_workers=_d_default_workers, default_text=_d_default_text, star_sources=_d_star_sources, word=_d_word, passes_keywords=_d_passes_keywords):\n    _o = self.__dict__\n    _o['module'] = module\n    _o['attr'] = attr\n    _o['positional'] = positional\n    _o['datasets'] = datasets\n    _o['variadic_datasets'] = variadic_datasets\n    _o['workers'] = workers\n    _o['default_workers'] = default_workers\n    _o['default_text'] = default_text\n    _o['star_sources'] = star_sources\n    _o['word'] = word\n    _o['passes_keywords'] = passes_keywords\n"] = __init__.__code__
 
 def __init__(self, name, attrs_read=None, attrs_used=None, self_calls=None, globals_read=None, guarded_attrs=None, guarded_calls=None, calls_super_init=None, effects=None, returns_handle=None, returns_call=None, returns=None, super_calls=None):
     _o = self.__dict__
@@ -292,7 +293,7 @@ def __init__(self, name, attrs_read=None, attrs_used=None, self_calls=None, glob
     _o['super_calls'] = super_calls
 CODES["def __init__(self, name, attrs_read=_d_attrs_read, attrs_used=_d_attrs_used, self_calls=_d_self_calls, globals_read=_d_globals_read, guarded_attrs=_d_guarded_attrs, guarded_calls=_d_guarded_calls, calls_super_init=_d_calls_super_init, effects=_d_effects, returns_handle=_d_returns_handle, returns_call=_d_returns_call, returns=_d_returns, super_calls=_d_super_calls):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['attrs_read'] = attrs_read\n    _o['attrs_used'] = attrs_used\n    _o['self_calls'] = self_calls\n    _o['globals_read'] = globals_read\n    _o['guarded_attrs'] = guarded_attrs\n    _o['guarded_calls'] = guarded_calls\n    _o['calls_super_init'] = calls_super_init\n    _o['effects'] = effects\n    _o['returns_handle'] = returns_handle\n    _o['returns_call'] = returns_call\n    _o['returns'] = returns\n    _o['super_calls'] = super_calls\n"] = __init__.__code__
 
-def __init__(self, name, fork_safe, picklable, derived_methods=None, derived_subscript=None, iterable_methods=None, pair_methods=None, subscript_reads=None, single_open=None, shares_open=None, dropped_in_child=None, mode_position=None, in_memory_targets=None, target_keyword=None, closers=None, config_attrs=None, config_calls=None, sql_config_calls=None, runtime_types=None, runtime_derived_types=None, runtime_probe=None, selector_values=None, selector_keyword=None):
+def __init__(self, name, fork_safe, picklable, derived_methods=None, derived_subscript=None, iterable_methods=None, pair_methods=None, subscript_reads=None, node_attrs=None, single_open=None, shares_open=None, dropped_in_child=None, mode_position=None, in_memory_targets=None, target_keyword=None, closers=None, config_attrs=None, config_calls=None, sql_config_calls=None, runtime_types=None, runtime_derived_types=None, runtime_probe=None, selector_values=None, selector_keyword=None):
     _o = self.__dict__
     _o['name'] = name
     _o['fork_safe'] = fork_safe
@@ -302,6 +303,7 @@ def __init__(self, name, fork_safe, picklable, derived_methods=None, derived_sub
     _o['iterable_methods'] = iterable_methods
     _o['pair_methods'] = pair_methods
     _o['subscript_reads'] = subscript_reads
+    _o['node_attrs'] = node_attrs
     _o['single_open'] = single_open
     _o['shares_open'] = shares_open
     _o['dropped_in_child'] = dropped_in_child
@@ -317,7 +319,7 @@ def __init__(self, name, fork_safe, picklable, derived_methods=None, derived_sub
     _o['runtime_probe'] = runtime_probe
     _o['selector_values'] = selector_values
     _o['selector_keyword'] = selector_keyword
-CODES["def __init__(self, name, fork_safe, picklable, derived_methods=_d_derived_methods, derived_subscript=_d_derived_subscript, iterable_methods=_d_iterable_methods, pair_methods=_d_pair_methods, subscript_reads=_d_subscript_reads, single_open=_d_single_open, shares_open=_d_shares_open, dropped_in_child=_d_dropped_in_child, mode_position=_d_mode_position, in_memory_targets=_d_in_memory_targets, target_keyword=_d_target_keyword, closers=_d_closers, config_attrs=_d_config_attrs, config_calls=_d_config_calls, sql_config_calls=_d_sql_config_calls, runtime_types=_d_runtime_types, runtime_derived_types=_d_runtime_derived_types, runtime_probe=_d_runtime_probe, selector_values=_d_selector_values, selector_keyword=_d_selector_keyword):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['fork_safe'] = fork_safe\n    _o['picklable'] = picklable\n    _o['derived_methods'] = derived_methods\n    _o['derived_subscript'] = derived_subscript\n    _o['iterable_methods'] = iterable_methods\n    _o['pair_methods'] = pair_methods\n    _o['subscript_reads'] = subscript_reads\n    _o['single_open'] = single_open\n    _o['shares_open'] = shares_open\n    _o['dropped_in_child'] = dropped_in_child\n    _o['mode_position'] = mode_position\n    _o['in_memory_targets'] = in_memory_targets\n    _o['target_keyword'] = target_keyword\n    _o['closers'] = closers\n    _o['config_attrs'] = config_attrs\n    _o['config_calls'] = config_calls\n    _o['sql_config_calls'] = sql_config_calls\n    _o['runtime_types'] = runtime_types\n    _o['runtime_derived_types'] = runtime_derived_types\n    _o['runtime_probe'] = runtime_probe\n    _o['selector_values'] = selector_values\n    _o['selector_keyword'] = selector_keyword\n"] = __init__.__code__
+CODES["def __init__(self, name, fork_safe, picklable, derived_methods=_d_derived_methods, derived_subscript=_d_derived_subscript, iterable_methods=_d_iterable_methods, pair_methods=_d_pair_methods, subscript_reads=_d_subscript_reads, node_attrs=_d_node_attrs, single_open=_d_single_open, shares_open=_d_shares_open, dropped_in_child=_d_dropped_in_child, mode_position=_d_mode_position, in_memory_targets=_d_in_memory_targets, target_keyword=_d_target_keyword, closers=_d_closers, config_attrs=_d_config_attrs, config_calls=_d_config_calls, sql_config_calls=_d_sql_config_calls, runtime_types=_d_runtime_types, runtime_derived_types=_d_runtime_derived_types, runtime_probe=_d_runtime_probe, selector_values=_d_selector_values, selector_keyword=_d_selector_keyword):\n    _o = self.__dict__\n    _o['name'] = name\n    _o['fork_safe'] = fork_safe\n    _o['picklable'] = picklable\n    _o['derived_methods'] = derived_methods\n    _o['derived_subscript'] = derived_subscript\n    _o['iterable_methods'] = iterable_methods\n    _o['pair_methods'] = pair_methods\n    _o['subscript_reads'] = subscript_reads\n    _o['node_attrs'] = node_attrs\n    _o['single_open'] = single_open\n    _o['shares_open'] = shares_open\n    _o['dropped_in_child'] = dropped_in_child\n    _o['mode_position'] = mode_position\n    _o['in_memory_targets'] = in_memory_targets\n    _o['target_keyword'] = target_keyword\n    _o['closers'] = closers\n    _o['config_attrs'] = config_attrs\n    _o['config_calls'] = config_calls\n    _o['sql_config_calls'] = sql_config_calls\n    _o['runtime_types'] = runtime_types\n    _o['runtime_derived_types'] = runtime_derived_types\n    _o['runtime_probe'] = runtime_probe\n    _o['selector_values'] = selector_values\n    _o['selector_keyword'] = selector_keyword\n"] = __init__.__code__
 
 def __init__(self, name, kinds=None, sets=None, calls=None, derived=None, walks=None, touched=None, splits=None):
     self.name = name

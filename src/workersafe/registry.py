@@ -65,6 +65,10 @@ class HandleType:
     # a subscript of a derived value may read data out of it (h5py: `f["x"][i]`); when False
     # every subscript keeps the handle (pymongo: `client[name][coll]` is a collection)
     subscript_reads: bool = True
+    # attributes naming the handle's root node (PyTables' `f.root`): it, a child named on it
+    # (`f.root.images`, natural naming: one attribute, not a `_v_`/`_f_` one) and a member
+    # taken from it by key (`f.root[name]`) are nodes, each keeping the file
+    node_attrs: tuple[str, ...] = ()
     single_open: bool = False  # a second open in the same process fails (lmdb)
     # a second open of the same file in one process returns the first, the one a forked
     # worker inherited included (h5py: same HDF5 file id, same descriptor)
@@ -328,6 +332,7 @@ def _rows() -> tuple[HandleType, ...]:
                 pair_methods=("items",),
                 runtime_derived_types=("h5py.Dataset", "h5py.Group")),
         _copied(_HDF_READER, name="tables.open_file", derived_methods=("get_node",),
+                node_attrs=("root",),
                 runtime_types=("tables.File",), runtime_derived_types=("tables.Node",)),
         _copied(_HDF_READER, name="netCDF4.Dataset", derived_subscript=True,
                 runtime_types=("netCDF4.Dataset",), runtime_derived_types=("netCDF4.Variable",)),
@@ -373,6 +378,11 @@ class Registry:
         """Methods whose result, called on a `handle` (a registry key), keeps it alive."""
         htype = self.lookup(handle)
         return GENERIC_DERIVED_METHODS.union(htype.derived_methods if htype else ())
+
+    def node_attrs(self, handle: str) -> tuple[str, ...]:
+        """Attributes of a `handle` naming its root node (`f.root`), whose children keep it."""
+        htype = self.lookup(handle)
+        return htype.node_attrs if htype else ()
 
     def iterable_methods(self, handle: str) -> tuple[str, ...]:
         """Methods whose result, called on a `handle`, lists objects each keeping it."""

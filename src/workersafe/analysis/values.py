@@ -268,6 +268,10 @@ class Evaluator:
         return how(self, expr) if how is not None else None
 
     def _handle_of_subscript(self, expr: ast.Subscript) -> Optional[Handle]:
+        root = self._root_of(expr.value)
+        if root is not None:  # `f.root[name]`: a member of the root node, by its name
+            keys = expr.slice.elts if type(expr.slice) is syntax.Tuple else [expr.slice]
+            return root.as_derived() if all(is_member_key(k) for k in keys) else None
         base = self.handle_of(expr.value)
         if base is None or not self._subscript_keeps_handle(base, expr):
             return None
@@ -275,11 +279,26 @@ class Evaluator:
 
     def _handle_of_attribute(self, expr: ast.Attribute) -> Optional[Handle]:
         if not is_self(expr.value):
-            return None
+            # `f.root`, and a child named on it (`f.root.images`): nodes keeping the file
+            root = self._root_of(expr)
+            if root is None and not expr.attr.startswith("_"):
+                root = self._root_of(expr.value)
+            return root.as_derived() if root is not None else None
         cls, method = self.state.cls, self.state.method
         if cls is not None and method is not None:
             return cls.held_in(method.name, expr.attr)
         return None
+
+    def _root_of(self, expr: ast.expr) -> Optional[Handle]:
+        """The handle (not a derived object) whose root node `expr` names (`f.root`, a
+        registry row's `node_attrs`), else None."""
+        if type(expr) is not syntax.Attribute:
+            return None
+        base = self.handle_of(expr.value)
+        if base is None or base.derived \
+                or expr.attr not in self.registry.node_attrs(base.handle):
+            return None
+        return base
 
     def _handle_of_sequence(self, expr: ast.List | ast.Tuple | ast.Set) -> Optional[Handle]:
         return _first_handle(self.handle_of(e) for e in expr.elts if type(e) is not syntax.Starred)

@@ -37,7 +37,9 @@ class HandleNames:
         sql: set[str] = set()
         listing: set[str] = set()
         pairing: set[str] = set()
+        nodes: set[str] = set()
         for htype in types:
+            nodes.update(htype.node_attrs)
             derived.update(htype.derived_methods)
             listing.update(htype.iterable_methods)
             pairing.update(htype.pair_methods)
@@ -57,6 +59,7 @@ class HandleNames:
         self.config_calls = frozenset(configuring)
         self.sql_config_calls = frozenset(sql)  # `conn.execute("PRAGMA ...")`
         self.subscript_types = any(t.derived_subscript for t in types)
+        self.node_attrs = frozenset(nodes)  # `f.root`: its children keep the file
 
     def qualified(self, func: cst.BaseExpression) -> str:
         return in_full(dotted(func), self.imports)
@@ -117,10 +120,22 @@ class HandleNames:
             if callee.endswith(DERIVED_CALLABLE_SUFFIXES):
                 return any(self.derives(arg.value, attrs, names) for arg in expr.args)
             return False
+        if isinstance(expr, cst.Attribute) and self.node_attrs:
+            # `f.root`, and a child named on it (`f.root.images`): nodes keeping the file
+            return self._root(expr, attrs, names) or not expr.attr.value.startswith("_") \
+                and self._root(expr.value, attrs, names)
+        if isinstance(expr, cst.Subscript) and self._root(expr.value, attrs, names):
+            return all(isinstance(e.slice, cst.Index) and _is_key(e.slice.value)
+                       for e in expr.slice)  # `f.root[name]`: a member of the root node
         if isinstance(expr, cst.Subscript) and self.subscript_types:
             return all(isinstance(e.slice, cst.Index) and _is_key(e.slice.value)
                        for e in expr.slice) and self.derives(expr.value, attrs, names)
         return False
+
+    def _root(self, expr: cst.BaseExpression, attrs: set[str], names: set[str]) -> bool:
+        """`f.root` of a tracked handle (a registry row's `node_attrs`)."""
+        return isinstance(expr, cst.Attribute) and expr.attr.value in self.node_attrs \
+            and self.derives(expr.value, attrs, names)
 
     def _listing(self, expr: cst.BaseExpression, methods: frozenset[str], attrs: set[str],
                  names: set[str]) -> bool:

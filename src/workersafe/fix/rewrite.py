@@ -17,7 +17,7 @@ from ..discovery import module_of_import
 from ..engine import CheckResult, Engine
 from ..facts import ClassFacts, Span
 from ..findings import CacheFill, Finding, FixPlan
-from ..frameworks import LOADER_OWNER_BASE_WORDS
+from ..frameworks import LOADER_OWNER_BASE_WORDS, passes_keywords
 from ..link import Project
 from ..registry import FILE_OBJECT_OPENERS
 from ..rules import evaluate
@@ -878,7 +878,8 @@ class Rewriter:
         facts = self.result.facts.get(path)
         loaders = self.project.file_loaders(facts) if facts is not None else ()
         return next((loader.framework for loader in loaders
-                     if (loader.span.line, loader.span.col) == (line, col)), "")
+                     if (loader.span.line, loader.span.col) == (line, col)
+                     and not passes_keywords(loader.framework)), "")
 
     def _unfollowed_loader(self, wired: list[tuple[str, int, int]]) -> str:
         """A DataLoader with workers whose dataset the analysis did not resolve: it may get
