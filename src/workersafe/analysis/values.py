@@ -209,6 +209,8 @@ class Evaluator:
         self.state = state
         self.registry = state.registry
         self._types = state.registry.types  # (`registry.lookup`, without the call)
+        # attributes naming a root node (`f.root`) of any row: most attribute reads name none
+        self._node_attrs = frozenset(a for t in self._types.values() for a in t.node_attrs)
         self._callees: dict[str, tuple[int, str, bool, bool]] = {}  # name → _callee_of(name)
         self.positions = positions
         # the file names a process identity at all (else no expression in it is one)
@@ -279,10 +281,14 @@ class Evaluator:
 
     def _handle_of_attribute(self, expr: ast.Attribute) -> Optional[Handle]:
         if not is_self(expr.value):
-            # `f.root`, and a child named on it (`f.root.images`): nodes keeping the file
-            root = self._root_of(expr)
-            if root is None and not expr.attr.startswith("_"):
+            # `f.root`, and a child named on it (`f.root.images`): nodes keeping the file (one
+            # step down a chain of attributes only when it passes a root's name)
+            if expr.attr in self._node_attrs:
+                root = self._root_of(expr)
+            elif not expr.attr.startswith("_"):
                 root = self._root_of(expr.value)
+            else:
+                root = None
             return root.as_derived() if root is not None else None
         cls, method = self.state.cls, self.state.method
         if cls is not None and method is not None:
@@ -292,7 +298,7 @@ class Evaluator:
     def _root_of(self, expr: ast.expr) -> Optional[Handle]:
         """The handle (not a derived object) whose root node `expr` names (`f.root`, a
         registry row's `node_attrs`), else None."""
-        if type(expr) is not syntax.Attribute:
+        if type(expr) is not syntax.Attribute or expr.attr not in self._node_attrs:
             return None
         base = self.handle_of(expr.value)
         if base is None or base.derived \
