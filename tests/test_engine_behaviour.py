@@ -114,6 +114,32 @@ def test_flake8_plugin_imports_only_what_one_file_needs(tmp_path: Path) -> None:
     assert proc.stdout.splitlines()[-1] == "1 []", proc.stdout + proc.stderr
 
 
+def test_flake8_plugin_freezes_what_it_keeps_once_after_the_first_candidate(
+        tmp_path: Path) -> None:
+    """The modules and tables a candidate loads live as long as flake8: they leave the cycle
+    collector's care once, after the first candidate (`gc.freeze`), and never for a run whose
+    files are all turned away by the prefilter (nothing of ours was loaded)."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.py").write_text("x = 1\n")
+    candidates = tmp_path / "candidates"
+    candidates.mkdir()
+    for name in ("one.py", "two.py"):
+        shutil.copy(FIXTURES / "lint" / "alias_from_import_as.py", candidates / name)
+    code = ("import gc, sys\ncalls = []\nfreeze = gc.freeze\n"
+            "gc.freeze = lambda: (calls.append(1), freeze())[1]\n"
+            "from flake8.main.cli import main\n"
+            "try:\n    main(['--isolated', '-j1', '--select=WS', sys.argv[1]])\n"
+            "except SystemExit:\n    pass\n"
+            "print(len(calls), gc.get_freeze_count() > 0)\n")
+    counts = []
+    for folder in (plain, candidates):
+        proc = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True,
+                              text=True, timeout=120)
+        counts.append(proc.stdout.splitlines()[-1] if proc.stdout else proc.stderr)
+    assert counts == ["0 False", "1 True"], counts
+
+
 def test_second_run_reads_facts_from_cache(tmp_path: Path) -> None:
     project = tmp_path / "p"
     shutil.copytree(PROJECTS / "dataset_and_train_split", project)
