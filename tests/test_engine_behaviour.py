@@ -213,6 +213,34 @@ def test_flake8_links_against_a_fresh_index(tmp_path: Path) -> None:
     assert "WS101" in rebuilt.stdout, rebuilt.stderr
 
 
+def test_flake8_never_trusts_or_rebuilds_an_index_above_the_project(tmp_path: Path) -> None:
+    """An index a run left in a folder above the project (`workersafe check` in a home or a
+    temporary directory) is not this project's: the plugin neither loads it nor rebuilds it
+    (that read everything below it), and `--workersafe-index` builds the project's own."""
+    outer = tmp_path / "outer"
+    shutil.copytree(EXAMPLE, outer / "other")
+    assert _run("check", ".", cwd=outer).returncode == 1
+    outer_index = outer / ".workersafe_cache" / "index.json"
+    before = outer_index.read_bytes()
+    project = outer / "proj"
+    shutil.copytree(EXAMPLE, project)
+    (project / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
+    code = ("import sys\nfrom flake8.main.cli import main\n"
+            "try:\n    main(['--isolated', '--select=WS', *sys.argv[1:], 'data.py'])\n"
+            "except SystemExit:\n    pass\n"
+            "print('workersafe.index' in sys.modules)\n")
+    plain = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True,
+                           text=True, timeout=120)
+    assert "WS111" in plain.stdout, plain.stdout + plain.stderr  # single-file knowledge
+    assert plain.stdout.splitlines()[-1] == "False", plain.stdout + plain.stderr
+    built = subprocess.run([sys.executable, "-c", code, "--workersafe-index"], cwd=project,
+                           capture_output=True, text=True, timeout=120)
+    assert "WS101" in built.stdout, built.stdout + built.stderr
+    assert outer_index.read_bytes() == before
+    own = json.loads((project / ".workersafe_cache" / "index.json").read_text())
+    assert own["stats"] and all(p.startswith(str(project)) for p in own["stats"]), own["stats"]
+
+
 def test_flake8_names_a_linked_loader_in_another_folder_as_check_does(tmp_path: Path) -> None:
     """A loader in a folder above the dataset's is named by its path from the project root in
     both front ends (flake8 links through the index, which holds absolute paths: it showed

@@ -17,7 +17,7 @@ from . import __version__
 from .config import (
     Config, ConfigError, find_pyproject, flake8_value, load_pyproject_data, with_requires_python,
 )
-from .paths import CACHE_DIR_NAME, ancestors, find_index_dir
+from .paths import CACHE_DIR_NAME, find_index_dir, project_root
 from .ruletable import DEFAULT_SELECT, UNREADABLE
 
 _OPTIONS = (
@@ -159,20 +159,24 @@ class WorkerSafeChecker:
             return None
         here = os.path.abspath(self.filename)
         cache_dir = find_index_dir(here)
-        if cache_dir is None and self.build_index:
-            cache_dir = os.path.join(_project_root(here), CACHE_DIR_NAME)
-        if cache_dir is None:
-            return None
-        from .index import load_index
+        if cache_dir is not None:
+            from .index import load_index
 
-        index = self._indexes.get(cache_dir)
-        if index is None:
-            index = load_index(cache_dir)
-        if index is not None and here in index.stats and index.fresh(except_path=here):
-            self._indexes[cache_dir] = index
-            return index
+            if cache_dir in self._indexes:
+                index = self._indexes[cache_dir]
+            else:
+                index = load_index(cache_dir)
+                self._indexes[cache_dir] = index  # loaded once per process, held or not
+            if index is not None and here in index.stats and index.fresh(except_path=here):
+                return index
         if not self.build_index:
             return None
+        # rebuilt where the index was found, unless that is above this file's project (a file
+        # in no project: only its own folder is its project, never a home or temporary one)
+        root = project_root(here)
+        if cache_dir is None or not here.startswith(os.path.dirname(cache_dir) + os.sep) \
+                or len(os.path.dirname(cache_dir)) < len(root):
+            cache_dir = os.path.join(root, CACHE_DIR_NAME)
         index = _build_index(cache_dir, self.config)
         self._indexes[cache_dir] = index
         return index if index is not None and here in index.stats else None
@@ -205,14 +209,6 @@ def _with_project_target(config: Config) -> Config:
         return with_requires_python(config, load_pyproject_data(path))
     except ConfigError:
         return config
-
-
-def _project_root(path: str) -> str:
-    for current in ancestors(os.path.dirname(path)):
-        if any(os.path.exists(os.path.join(current, m))
-               for m in ("pyproject.toml", "setup.cfg", "setup.py", ".git", "tox.ini")):
-            return current
-    return os.path.dirname(path)
 
 
 def _build_index(cache_dir: str, config: Config) -> Optional[Any]:

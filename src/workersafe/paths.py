@@ -22,11 +22,31 @@ def ancestors(path: str) -> Iterator[str]:
         current = parent
 
 
+# What marks a project's root directory (the flake8 plugin's index lives there).
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git", "tox.ini")
+
+
+def project_root(filename: str) -> str:
+    """The nearest directory above `filename` holding a project marker, else its own
+    directory."""
+    here = os.path.dirname(os.path.abspath(filename))
+    for current in ancestors(here):
+        if any(os.path.exists(os.path.join(current, m)) for m in PROJECT_MARKERS):
+            return current
+    return here
+
+
 def find_index_dir(filename: str) -> Optional[str]:
-    """The nearest `.workersafe_cache/index.json` above `filename` (here, not in `index.py`:
-    the flake8 plugin asks for every file, and imports the index only when there is one)."""
+    """The nearest `.workersafe_cache/index.json` above `filename`, no higher than the nearest
+    directory holding a project marker: an index a run left above the project (in a home or a
+    temporary directory) is another program's, and trusting it would make the plugin read, or
+    rebuild, everything below it. A file in no project looks all the way up. (Here, not in
+    `index.py`: the flake8 plugin asks for every file, and imports the index only when there
+    is one.)"""
     for directory in ancestors(os.path.dirname(os.path.abspath(filename))):
         candidate = os.path.join(directory, CACHE_DIR_NAME)
         if os.path.isfile(os.path.join(candidate, INDEX_FILE)):
             return candidate
+        if any(os.path.exists(os.path.join(directory, m)) for m in PROJECT_MARKERS):
+            return None
     return None
