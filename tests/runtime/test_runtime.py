@@ -637,6 +637,34 @@ PROGRAM_LIST += (
         strategies=("worker-init",),  # lazy refuses: `members` is read later in __init__
     ),
 )
+# Stop 38's fixes: the LMDB shape setting the environment to None before its opener runs, a
+# worker_init_fn named beside `**options` (chained), a class-body-configured session.
+PROGRAM_LIST += (
+    Program(
+        "lmdb_env_none_opener",
+        "WS101",
+        "lmdb.open(",
+        (Before(SPAWN_2, LMDB_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+        strategies=("worker-init",),  # lazy refuses: a property has no setter for the Nones
+    ),
+    Program(  # `__getitem__` in a worker fails unless the user's seed_worker ran there
+        "worker_init_beside_kwargs",
+        "WS101",
+        "h5py.File(",
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+        strategies=("worker-init",),  # the shape is the wiring; lazy leaves the loader alone
+    ),
+    Program(
+        "session_class_body_configured",
+        "WS103",
+        "requests.Session()",
+        (Before(FORK_4, REQUESTS_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+        strategies=("worker-init",),  # a class attribute: both strategies write the property
+    ),
+)
 PROGRAMS_BY_NAME = {program.name: program for program in PROGRAM_LIST}
 
 
