@@ -578,6 +578,8 @@ def _remove_class_statement(body: list[cst.BaseStatement], statement: cst.BaseSt
     if rest and leading_lines(statement):  # the comments above it stay where they were
         rest[0] = with_leading_lines(rest[0], [*leading_lines(statement),
                                                *leading_lines(rest[0])])
+    elif rest and index == 0:  # the class now opens with what followed: no blank line first
+        rest[0] = with_leading_lines(rest[0], _from_first_comment(leading_lines(rest[0])))
     out = body[:index] + rest
     return out or [cst.parse_statement("pass\n")]
 
