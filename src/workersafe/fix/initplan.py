@@ -427,11 +427,10 @@ class _Mover:
 def _comprehension_names(statements: list[cst.BaseStatement]) -> set[str]:
     """Names only comprehensions bind (their own scope: nothing outside sees them)."""
     comp = {n for s in statements for node in walk(s) if isinstance(node, cst.CompFor)
-            for n in bound_names([cst.SimpleStatementLine([cst.Expr(node.target)])])}
+            for n in target_names(node.target)}
     other = {n for s in statements for node in walk(s)
              if isinstance(node, (cst.AssignTarget, cst.For, cst.AsName, cst.NamedExpr))
-             for n in bound_names([cst.SimpleStatementLine([cst.Expr(
-                 node.name if isinstance(node, cst.AsName) else node.target)])])}
+             for n in target_names(node.name if isinstance(node, cst.AsName) else node.target)}
     return comp - other
 
 
