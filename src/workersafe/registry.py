@@ -80,6 +80,10 @@ class HandleType:
     # PQfinish sends Terminate, MySQL's COM_QUIT; a pool rolls back what it returns), gRPC's
     # core tears a channel down with threads a forked child does not have
     dropped_in_child: bool = True
+    # a forked child dropping one it inherited hangs: its finalizer waits for threads only the
+    # parent has (FFmpeg's decoding threads in a video reader). The fix, which opens a worker's
+    # own in place of the inherited one, is refused for it (`fix.rewrite._not_reopenable`)
+    hangs_when_dropped_in_child: bool = False
     # where the constructor takes its mode (`zipfile.ZipFile(path, "w")`, or `mode=`): the
     # positional index, 0 when it takes none. A file opened other than for reading is written
     # as it closes (a zip's central directory, HDF5's metadata), a forked child's dropped copy
@@ -189,6 +193,15 @@ _TABLE_READER = HandleType(name="", fork_safe=True, picklable=False)
 # redis-py resets its pool after fork, but a client does not pickle
 _REDIS = HandleType(name="", fork_safe=True, picklable=False,
                     derived_methods=("pipeline", "pubsub"))
+# video readers (FFmpeg underneath): a reader the parent opened and read from, read in 4 forked
+# workers, hung every run (the DataLoader's 60 s timeout; each worker opening its own: 1,200
+# right frames). Neither pickles (cv2: "cannot pickle 'cv2.VideoCapture' object"; decord:
+# "ctypes objects containing pointers cannot be pickled"): spawn and forkserver workers crash.
+# Measured with opencv-python-headless 5.1 and decord 0.6.
+# Dropping the inherited reader in a forked worker (a worker opening its own in its place) hung
+# as well: kept alive beside the worker's own, 600 right frames.
+_VIDEO = HandleType(name="", fork_safe=False, picklable=False, dropped_in_child=False,
+                    hangs_when_dropped_in_child=True)
 # sockets (plain and TLS): workers share one connection (interleaved bytes, broken TLS records)
 _SOCKET = HandleType(name="", fork_safe=False, picklable=False, runtime_probe="socket",
                      runtime_types=("socket.socket",))
@@ -348,6 +361,11 @@ def _rows() -> tuple[HandleType, ...]:
         _copied(tar, name="tarfile.open"),
         _copied(tar, name="tarfile.TarFile"),
         _copied(tar, name="tarfile.TarFile.open"),
+        _copied(_VIDEO, name="cv2.VideoCapture", runtime_types=("cv2.VideoCapture",),
+                closers=tuple(sorted(GENERIC_CLOSERS | {"release"}))),
+        _copied(_VIDEO, name="decord.VideoReader",
+                runtime_types=("decord.video_reader.VideoReader",)),
+        _copied(_VIDEO, name="decord.video_reader.VideoReader"),
         _copied(_SOCKET, name="socket.socket"),
         _copied(_SOCKET, name="socket.create_connection"),
     )

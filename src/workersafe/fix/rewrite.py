@@ -251,6 +251,10 @@ class Rewriter:
             return ""
         if call is None:
             return ""
+        if htype.hangs_when_dropped_in_child:
+            return (f"a forked worker hangs when it drops the parent's {plan.handle}, as a "
+                    "worker's own would replace it; open it on first use in `__getitem__`, "
+                    "never in the parent, by hand")
         memory = in_memory_target(call, htype.in_memory_targets, htype.target_keyword) \
             if htype.in_memory_targets else None
         if memory is not None:
