@@ -152,6 +152,9 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
     merged_body: list[cst.BaseStatement] = []
     shared: dict[str, str] = {}  # merged: an `__init__` local kept once for every handle
     dropped: list[str] = []
+    # lazy: the properties' own attributes (`self._h5` behind `h5`), never a kept argument's
+    backing = {_private(a) for plan in plans for a in plan.attrs} if strategy == "lazy" \
+        else set()
     for plan in plans:
         if plan.opener in names_in_use:
             raise Unfixable(f"the class already has a member named {plan.opener}")
@@ -161,6 +164,8 @@ def rewrite_class(cls: cst.ClassDef, plans: list[AttrPlan], strategy: str, base:
                     kept[local] = plan.renames[local] = shared[local]
                     continue
                 attr = f"_{local.lstrip('_')}"
+                if attr in backing:  # `def __init__(self, h5)`: the argument as `self._h5_arg`
+                    attr = f"{attr}_arg"
                 while attr in names_in_use:
                     attr = f"_ws{attr}"
                 kept[local] = attr
