@@ -44,7 +44,10 @@ def regenerate(case: Path) -> None:
         cmd = [sys.executable, "-m", "workersafe", "fix", "--no-cache", str(target)]
         if "strategy" in options:
             cmd += ["--strategy", options["strategy"]]
-        subprocess.run(cmd, capture_output=True, cwd=tmp, timeout=300)
+        # run from where the test runs it (tests/test_fix_fixtures._run_fix): a case folder is
+        # its own project root, so its modules import each other by their bare names
+        subprocess.run(cmd, capture_output=True, cwd=target if target.is_dir() else tmp,
+                       timeout=300)
         for path in files:
             copied = target if case.is_file() else target / path.relative_to(case)
             golden = path.with_name(path.name[:-3] + ".fixed.py")
