@@ -172,10 +172,10 @@ class WorkerSafeChecker:
         if not self.build_index:
             return None
         # rebuilt where the index was found, unless that is above this file's project (a file
-        # in no project: only its own folder is its project, never a home or temporary one)
+        # in no project: only its own folder is its project, never a home or temporary one);
+        # both are folders above the file, so the shorter path is the higher one
         root = project_root(here)
-        if cache_dir is None or not here.startswith(os.path.dirname(cache_dir) + os.sep) \
-                or len(os.path.dirname(cache_dir)) < len(root):
+        if cache_dir is None or len(os.path.dirname(cache_dir)) < len(root):
             cache_dir = os.path.join(root, CACHE_DIR_NAME)
         index = _build_index(cache_dir, self.config)
         self._indexes[cache_dir] = index

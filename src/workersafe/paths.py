@@ -26,14 +26,15 @@ def ancestors(path: str) -> Iterator[str]:
 PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git", "tox.ini")
 
 
+def _marks_project(directory: str) -> bool:
+    return any(os.path.exists(os.path.join(directory, m)) for m in PROJECT_MARKERS)
+
+
 def project_root(filename: str) -> str:
     """The nearest directory above `filename` holding a project marker, else its own
     directory."""
     here = os.path.dirname(os.path.abspath(filename))
-    for current in ancestors(here):
-        if any(os.path.exists(os.path.join(current, m)) for m in PROJECT_MARKERS):
-            return current
-    return here
+    return next((d for d in ancestors(here) if _marks_project(d)), here)
 
 
 def find_index_dir(filename: str) -> Optional[str]:
@@ -47,6 +48,6 @@ def find_index_dir(filename: str) -> Optional[str]:
         candidate = os.path.join(directory, CACHE_DIR_NAME)
         if os.path.isfile(os.path.join(candidate, INDEX_FILE)):
             return candidate
-        if any(os.path.exists(os.path.join(directory, m)) for m in PROJECT_MARKERS):
+        if _marks_project(directory):
             return None
     return None

@@ -80,9 +80,9 @@ class HandleType:
     # PQfinish sends Terminate, MySQL's COM_QUIT; a pool rolls back what it returns), gRPC's
     # core tears a channel down with threads a forked child does not have
     dropped_in_child: bool = True
-    # a forked child dropping one it inherited hangs: its finalizer waits for threads only the
-    # parent has (FFmpeg's decoding threads in a video reader). The fix, which opens a worker's
-    # own in place of the inherited one, is refused for it (`fix.rewrite._not_reopenable`)
+    # a forked child dropping one it inherited hangs (measured: the video readers, FFmpeg
+    # underneath). The fix, which opens a worker's own in place of the inherited one, is
+    # refused for it (`fix.rewrite._not_reopenable`)
     hangs_when_dropped_in_child: bool = False
     # where the constructor takes its mode (`zipfile.ZipFile(path, "w")`, or `mode=`): the
     # positional index, 0 when it takes none. A file opened other than for reading is written
