@@ -664,6 +664,23 @@ PROGRAM_LIST += (
         fixed_configs=FULL_CONFIGS,
         strategies=("worker-init",),  # a class attribute: both strategies write the property
     ),
+    # stop 39's fixes: a comprehension's variable named again later in `__init__`, and the
+    # lazy strategy on an argument named like the handle's attribute
+    Program(
+        "h5py_keyed_comprehension_reused",
+        "WS101",
+        "h5py.File(p",
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
+    Program(
+        "h5py_lazy_argument_named_like_handle",
+        "WS101",
+        "h5py.File(h5",
+        (Before(SPAWN_2, H5PY_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+        strategies=("lazy",),  # the shape is lazy's (worker-init names the argument anyway)
+    ),
 )
 PROGRAMS_BY_NAME = {program.name: program for program in PROGRAM_LIST}
 
