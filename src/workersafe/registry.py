@@ -203,13 +203,13 @@ _REDIS = HandleType(name="", fork_safe=True, picklable=False,
 _VIDEO = HandleType(name="", fork_safe=False, picklable=False, dropped_in_child=False,
                     hangs_when_dropped_in_child=True)
 # libsndfile's SoundFile: one the parent opened and read, read by 4 forked workers (seek, then
-# read 64 samples), gave wrong samples in every run (1 to 46 of 2,000 reads; a worker's own in
-# its place: none); it does not pickle (a cffi pointer). soundfile 0.14.
+# read 64 samples), gave wrong samples in 5 runs of 6 (1 to 46 of 2,000 reads, no exception; a
+# worker's own in its place: none); it does not pickle (a cffi pointer). soundfile 0.14.
 _AUDIO = HandleType(name="", fork_safe=False, picklable=False, mode_position=1)
 # PyAV containers: read in 4 forked workers after the parent, no wrong frame (4 runs of 200
 # seek-and-decode reads; a worker's own in its place: none either); they do not pickle ("no
 # default __reduce__ due to non-trivial __cinit__"): spawn and forkserver workers crash. av 18.1.
-# Measured by bench/soundfile_av_fork.py.
+# Measured by bench/media_readers_fork.py (the video readers above too).
 _AV = HandleType(name="", fork_safe=True, picklable=False, mode_position=1)
 # sockets (plain and TLS): workers share one connection (interleaved bytes, broken TLS records)
 _SOCKET = HandleType(name="", fork_safe=False, picklable=False, runtime_probe="socket",
