@@ -703,16 +703,23 @@ def test_unfixed_program_fails(program: Program, before: Before, runtime_target:
 def test_unfixed_plain_http_returns_wrong_items(
     http_server: ItemServer, runtime_target: Target
 ) -> None:
-    """Without TLS nothing detects the mix-up: items silently come back with other data."""
+    """Without TLS nothing detects the mix-up: items silently come back with other data.
+
+    Whether the workers' requests overlap on the shared connection is a race (measured with
+    the server answering in one write: wrong items in 17 runs of 20 idle, 20 of 20 beside two
+    busy cores), hence more tries than the TLS failures need."""
     target = replace(runtime_target, base_url=http_server.base_url)
     before = Before(FORK_4, failures=(), wrong_items_only=True)
-    observe_bug(PROGRAMS_BY_NAME["requests_init_warm"], target, before, stage="unfixed-http")
+    program = PROGRAMS_BY_NAME["requests_init_warm"]
+    observe_bug(program, target, before, stage="unfixed-http", tries=2 * MAX_TRIES)
 
 
-def observe_bug(program: Program, target: Target, before: Before, stage: str) -> None:
-    """Run until the bug shows (at most MAX_TRIES times); fail on any unexpected outcome."""
+def observe_bug(
+    program: Program, target: Target, before: Before, stage: str, tries: int = MAX_TRIES
+) -> None:
+    """Run until the bug shows (at most ``tries`` times); fail on any unexpected outcome."""
     outcomes: list[Outcome] = []
-    for _ in range(MAX_TRIES):
+    for _ in range(tries):
         outcome = run_program(program.path, program.target(target), before.config)
         outcomes.append(outcome)
         if before.shows_bug(outcome):
@@ -723,7 +730,7 @@ def observe_bug(program: Program, target: Target, before: Before, stage: str) ->
             pytest.fail(message, pytrace=False)
     record(program.name, stage, before.config, outcomes[-1], tries=len(outcomes))
     runs = "\n".join(outcome.describe() for outcome in outcomes)
-    pytest.fail(f"the bug never showed in {MAX_TRIES} runs:\n{runs}")
+    pytest.fail(f"the bug never showed in {tries} runs:\n{runs}")
 
 
 # --- 2. check: the finding -------------------------------------------------------------

@@ -70,8 +70,14 @@ class ItemHandler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        if self.server.tls is None:
+            # Plain HTTP: the whole answer in one write, so a worker reading the shared socket
+            # takes another's answer whole (a wrong item) rather than half of one (an error).
+            self._headers_buffer.append(b"\r\n" + data)
+            self.flush_headers()
+        else:
+            self.end_headers()
+            self.wfile.write(data)
         self.server.count_request()
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib name)
