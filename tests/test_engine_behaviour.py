@@ -58,6 +58,35 @@ def test_libcst_not_imported_without_candidates(tmp_path: Path) -> None:
     assert proc.stdout.split() == ["0", "False"], proc.stderr
 
 
+def test_a_refusal_the_registry_decides_loads_no_rewriter(tmp_path: Path) -> None:
+    """A finding whose handle's row refuses the fix (a video reader a forked worker hangs
+    dropping) is marked "not fixable" in `fix`'s own words without loading libcst; one the
+    rewriter decides loads it (the control)."""
+    reader = ("import cv2\nfrom torch.utils.data import DataLoader, Dataset\n\n"
+              "class Clips(Dataset):\n    def __init__(self, path):\n"
+              "        self.cap = cv2.VideoCapture(path)\n\n"
+              "    def __getitem__(self, i):\n        return self.cap.read()\n\n"
+              "loader = DataLoader(Clips('a.mp4'), num_workers=2)\n")
+    code = ("import sys\nfrom workersafe.cli import main\nrc = main(['check', '--no-cache', "
+            "'--strategy', '{strategy}', {path!r}])\nprint(rc, 'libcst' in sys.modules)\n")
+    for name, text, loaded in (("clips.py", reader, "False"),
+                               ("archive.py", reader.replace("cv2.VideoCapture", "zipfile.ZipFile")
+                                .replace("import cv2", "import zipfile"), "True")):
+        folder = tmp_path / name[:-3]
+        folder.mkdir()
+        (folder / name).write_text(text)
+        for strategy in ("worker-init", "lazy"):
+            proc = subprocess.run(
+                [sys.executable, "-c", code.format(strategy=strategy, path=str(folder))],
+                capture_output=True, text=True, timeout=120)
+            assert proc.stdout.split()[-2:] == ["1", loaded], proc.stdout + proc.stderr
+    checked = _run("check", "--no-cache", cwd=tmp_path / "clips").stdout.decode()
+    note = checked.partition("[not fixable: ")[2].rpartition("]")[0]
+    assert note.startswith("a forked worker hangs when it drops"), checked
+    fixed = _run("fix", "--diff", "--no-cache", cwd=tmp_path / "clips")
+    assert f"not fixed: {note}\n" in (fixed.stdout + fixed.stderr).decode()
+
+
 def test_cli_imports_no_linker_rules_or_noqa_when_no_file_is_a_candidate(tmp_path: Path) -> None:
     """`workersafe check` on a tree where no file names both a handle and a dataset parses
     nothing: the analysis, the linker, the rules and the `# noqa` reader stay unimported (the

@@ -311,6 +311,13 @@ def _mark_fixable(engine: Engine, result: CheckResult, config: Config) -> list[F
     """Say in each message whether `workersafe fix` can fix it (planning only, no writes)."""
     if not any(f.plan for f in result.findings):
         return result.findings
+    from .fix.refusals import known_refusal
+
+    refused = {id(f): known_refusal(f, engine.registry) for f in result.findings if f.plan}
+    if all(refused.values()):  # the registry says why for each: no rewriter to load
+        return [replace(f, message=f"{f.message} [not fixable: {refused[id(f)]}]",
+                        fixable=False) if f.plan and f.code != UNREADABLE
+                else replace(f, fixable=False) for f in result.findings]
     from .fix.remedyfix import make_rewriter
 
     try:

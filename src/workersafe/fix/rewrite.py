@@ -48,6 +48,7 @@ from .modulefix import (
 from .nodememo import NodeMemo, memo_scope
 from .outcome import Outcome
 from .plan import AttrPlan, Unfixable
+from .refusals import known_refusal
 from .reopen import ReopenPlan, plan_reopen, rewrite_reopen
 from .style import line_length, max_line
 from .templates import (
@@ -241,6 +242,9 @@ class Rewriter:
         writes it as it closes, in every worker), or one whose store lives in the handle
         (`sqlite3.connect(":memory:")`: another process's starts empty). The remedies (WS3xx)
         open per process already and are left to their own rewriter."""
+        known = known_refusal(finding, self.registry)  # what `check` says without a rewrite
+        if known:
+            return known
         htype = self.registry.lookup(plan.handle)
         if htype is None or plan.worker_init is not None \
                 or finding.path not in self.result.sources:
@@ -251,10 +255,6 @@ class Rewriter:
             return ""
         if call is None:
             return ""
-        if htype.hangs_when_dropped_in_child:
-            return (f"a forked worker hangs when it drops the parent's {plan.handle}, as a "
-                    "worker's own would replace it; open it on first use in `__getitem__`, "
-                    "never in the parent, by hand")
         memory = in_memory_target(call, htype.in_memory_targets, htype.target_keyword) \
             if htype.in_memory_targets else None
         if memory is not None:
