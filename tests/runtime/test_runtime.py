@@ -648,6 +648,13 @@ PROGRAM_LIST += (
         fixed_configs=FULL_CONFIGS,
         strategies=("worker-init",),  # lazy refuses: a property has no setter for the Nones
     ),
+    Program(  # the opener closes the environment it had before: not the one it opens
+        "lmdb_reopening_opener",
+        "WS101",
+        "lmdb.open(",
+        (Before(SPAWN_2, LMDB_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # `__getitem__` in a worker fails unless the user's seed_worker ran there
         "worker_init_beside_kwargs",
         "WS101",

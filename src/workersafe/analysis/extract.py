@@ -94,8 +94,9 @@ def _class_facts(cls: ClassState, walker: FactWalker, node: Optional[ast.ClassDe
     failing = _failing_closes(cls, node, walker.closers)
     held = tuple(
         HeldHandle(attr, site(h), method, h.derived,
-                   closed=(method, attr) in cls.closed and attr not in failing.get(method, ()))
-        for (method, attr, _), h in cls.held.items() if attr not in caches.containers
+                   closed=key in cls.closed_held and attr not in failing.get(method, ()))
+        for key, h in cls.held.items()
+        for method, attr, _ in (key,) if attr not in caches.containers
     )
     class_calls: dict[str, set[str]] = {}
     for caller, callee in caches.class_calls:  # `Frames._env(p)`: a call of its own method

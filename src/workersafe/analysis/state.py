@@ -188,6 +188,9 @@ class ClassState:
     methods: list[MethodState] = field(default_factory=list)
     held: dict[tuple[str, str, int], Handle] = field(default_factory=dict)  # (method, attr, call)
     closed: set[tuple[str, str]] = field(default_factory=set)  # (method, attr)
+    # the `held` keys a close in their method follows (`self.db.close()` before the method
+    # opens `self.db` again closes the one before: not this one)
+    closed_held: set[tuple[str, str, int]] = field(default_factory=set)
     class_held: dict[tuple[str, int], Handle] = field(default_factory=dict)
     attr_refs: dict[str, list[DatasetRef]] = field(default_factory=dict)
     init_params: tuple[str, ...] = ()

@@ -875,6 +875,8 @@ class FactWalker:
             attr = self.loop_items.get(receiver.id)
         if attr is not None and cls is not None and method is not None:
             cls.closed.add((method.name, attr))
+            cls.closed_held.update(key for key in cls.held
+                                   if key[0] == method.name and key[1] == attr)
             method.effects.append(f"close:{attr}")
 
     # --- assignment -------------------------------------------------------------------------
