@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
 from .records import record
 
-FACTS_VERSION = 43  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 44  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.

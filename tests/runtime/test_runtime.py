@@ -648,6 +648,13 @@ PROGRAM_LIST += (
         fixed_configs=FULL_CONFIGS,
         strategies=("worker-init",),  # lazy refuses: a property has no setter for the Nones
     ),
+    Program(  # the opener's environment bound to a local, then kept in a list
+        "lmdb_local_from_opener",
+        "WS101",
+        "self.connect_db(path)",
+        (Before(SPAWN_2, LMDB_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # the opener closes the environment it had before: not the one it opens
         "lmdb_reopening_opener",
         "WS101",

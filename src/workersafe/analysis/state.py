@@ -228,6 +228,9 @@ class FunctionState:
         self.globals_declared: set[str] = set()
         self.calls: set[str] = set()  # project functions called (or passed on)
         self.chosen: list[tuple[int, str, str]] = []  # FunctionFacts.chosen
+        # a local bound to a call that may return a handle (`env = self.connect_db(p)`), for
+        # the attribute or container it is kept in next (`self.envs.append(env)`)
+        self.call_locals: dict[str, ast.Call] = {}
 
 
 Frame = Union[ClassState, FunctionState, None]

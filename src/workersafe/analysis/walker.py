@@ -999,7 +999,10 @@ class FactWalker:
     def _held_call(self, cls: ClassState, method: MethodState, attr: str,
                    value: ast.expr) -> None:
         """`self.env = open_env(p)` / `self._connect(p)`: the linker looks up what it returns;
-        also each element of `[self.open_db(p) for p in paths]` (or a dict's values)."""
+        also each element of `[self.open_db(p) for p in paths]` (or a dict's values), and a
+        local bound to such a call (`env = self.connect_db(p)`, then `self.envs.append(env)`)."""
+        if type(value) is syntax.Name and self.state.function is not None:
+            value = self.state.function.call_locals.get(value.id, value)
         if isinstance(value, (syntax.ListComp, syntax.SetComp, syntax.GeneratorExp)):
             value = value.elt
         elif isinstance(value, syntax.DictComp):
@@ -1047,6 +1050,11 @@ class FactWalker:
         state = self.state
         handle = self.ev.handle_of(value)
         func = state.function
+        if func is not None:
+            if handle is None and type(value) is syntax.Call and self._callee(value):
+                func.call_locals[name] = value
+            else:
+                func.call_locals.pop(name, None)
         if handle is None and func is None and not state.frames:
             handle = self._module_alias(value)
         if handle is not None:
