@@ -209,8 +209,15 @@ _AUDIO = HandleType(name="", fork_safe=False, picklable=False, mode_position=1)
 # PyAV containers: read in 4 forked workers after the parent, no wrong frame (4 runs of 200
 # seek-and-decode reads; a worker's own in its place: none either); they do not pickle ("no
 # default __reduce__ due to non-trivial __cinit__"): spawn and forkserver workers crash. av 18.1.
-# Measured by bench/media_readers_fork.py (the video readers above too).
+# Measured by bench/readers_fork.py (the video readers above too).
 _AV = HandleType(name="", fork_safe=True, picklable=False, mode_position=1)
+# Sequence readers (genomics): a FASTA file the parent opened and read, read by 4 forked
+# workers (2,000 reads of 64 bases each, 3 runs; a worker's own in its place: the same), gave
+# no wrong base, pyfaidx's `Fasta` (a Python file: seek, then read) nor pysam's `FastaFile`
+# (htslib) alike; neither pickles (pyfaidx: "cannot pickle '_io.BufferedReader' object";
+# pysam, its `AlignmentFile` too: "no default __reduce__ due to non-trivial __cinit__"): spawn
+# and forkserver workers crash. pyfaidx 0.9, pysam 0.24; measured by bench/readers_fork.py.
+_SEQUENCE = HandleType(name="", fork_safe=True, picklable=False)
 # sockets (plain and TLS): workers share one connection (interleaved bytes, broken TLS records)
 _SOCKET = HandleType(name="", fork_safe=False, picklable=False, runtime_probe="socket",
                      runtime_types=("socket.socket",))
@@ -377,6 +384,14 @@ def _rows() -> tuple[HandleType, ...]:
         _copied(_VIDEO, name="decord.video_reader.VideoReader"),
         _copied(_AUDIO, name="soundfile.SoundFile", runtime_types=("soundfile.SoundFile",)),
         _copied(_AV, name="av.open", runtime_types=("av.container.Container",)),
+        # `fasta["chr1"]` is a record reading from the file; `fasta["chr1"][a:b]`, the bases
+        _copied(_SEQUENCE, name="pyfaidx.Fasta", derived_subscript=True,
+                runtime_types=("pyfaidx.Fasta",), runtime_derived_types=("pyfaidx.FastaRecord",)),
+        _copied(_SEQUENCE, name="pyfaidx.Faidx", runtime_types=("pyfaidx.Faidx",)),
+        _copied(_SEQUENCE, name="pysam.FastaFile", runtime_types=("pysam.FastaFile",)),
+        _copied(_SEQUENCE, name="pysam.Fastafile"),  # (pysam's older name for it)
+        _copied(_SEQUENCE, name="pysam.AlignmentFile", mode_position=1,
+                runtime_types=("pysam.AlignmentFile",)),
         _copied(_SOCKET, name="socket.socket"),
         _copied(_SOCKET, name="socket.create_connection"),
     )

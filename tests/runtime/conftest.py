@@ -15,6 +15,7 @@ from runtime_harness import (  # noqa: E402
     RUN_LOG,
     Target,
     format_run_log,
+    write_fasta,
     write_hdf5,
     write_lmdb_shards,
     write_sqlite,
@@ -76,11 +77,14 @@ def zip_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def data_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The HDF5 file, SQLite database and LMDB shards the file-backed programs read."""
+    """The HDF5 file, SQLite database, LMDB shards and FASTA file the file-backed programs
+    read."""
     pytest.importorskip("h5py")
     pytest.importorskip("lmdb")
+    pytest.importorskip("pyfaidx")
     root = tmp_path_factory.mktemp("files")
     return {
+        "WS_FASTA": str(write_fasta(root / "items.fa", ARCHIVE_ITEMS)),
         "WS_H5": str(write_hdf5(root / "items.h5", ARCHIVE_ITEMS)),
         "WS_SQLITE": str(write_sqlite(root / "items.db", ARCHIVE_ITEMS)),
         "WS_LMDB": str(write_lmdb_shards(root / "shards", ARCHIVE_ITEMS)),

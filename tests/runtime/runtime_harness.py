@@ -320,6 +320,20 @@ def write_hdf5(path: Path, items: int) -> Path:
     return path
 
 
+def write_fasta(path: Path, items: int) -> Path:
+    """The data file of ``pyfaidx_fasta.py``: record ``item<i>`` holds item i's payload, in
+    lines of 60 characters (a FASTA reader takes any letters), with its ``.fai`` index."""
+    with open(path, "w", encoding="ascii") as fasta:
+        for record in _records(items):
+            payload = record["payload"]
+            fasta.write(f">item{record['index']}\n")
+            fasta.writelines(payload[k:k + 60] + "\n" for k in range(0, len(payload), 60))
+    import pyfaidx
+
+    pyfaidx.Faidx(str(path)).close()  # writes the index
+    return path
+
+
 def write_sqlite(path: Path, items: int) -> Path:
     """The data file of ``sqlite_derived_cursor.py``: table ``items(id, payload)``."""
     import sqlite3

@@ -75,6 +75,7 @@ FULL_CONFIGS = (
 SQLITE_PICKLE = (r"TypeError: cannot pickle 'sqlite3\.(Connection|Cursor)' object",)
 H5PY_PICKLE = (r"h5py objects cannot be pickled",)
 LMDB_PICKLE = (r"TypeError: cannot pickle 'Environment' object",)
+FILE_PICKLE = (r"TypeError: cannot pickle '_io\.BufferedReader' object",)
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ PROGRAM_LIST: tuple[Program, ...] = (
         "zipfile.ZipFile(",
         (
             Before(FORK_4, ZIP_FAILURES),
-            Before(SPAWN_4, (r"TypeError: cannot pickle '_io\.BufferedReader' object",)),
+            Before(SPAWN_4, FILE_PICKLE),
         ),
     ),
     Program(  # the README's example: the dataset in data.py, the DataLoader in train.py
@@ -245,7 +246,7 @@ PROGRAM_LIST += (
         "zipfile.ZipFile(",
         (
             Before(FORK_4, ZIP_FAILURES),
-            Before(SPAWN_2, (r"TypeError: cannot pickle '_io\.BufferedReader' object",)),
+            Before(SPAWN_2, FILE_PICKLE),
         ),
         fixed_configs=FULL_CONFIGS,
     ),
@@ -255,7 +256,7 @@ PROGRAM_LIST += (
         "zipfile.ZipFile(",
         (
             Before(FORK_4, ZIP_FAILURES),
-            Before(SPAWN_2, (r"TypeError: cannot pickle '_io\.BufferedReader' object",)),
+            Before(SPAWN_2, FILE_PICKLE),
         ),
         fixed_configs=FULL_CONFIGS,
     ),
@@ -335,7 +336,7 @@ PROGRAM_LIST += (
         "zipfile.ZipFile(",
         (
             Before(FORK_4, ZIP_FAILURES),
-            Before(SPAWN_2, (r"TypeError: cannot pickle '_io\.BufferedReader' object",)),
+            Before(SPAWN_2, FILE_PICKLE),
         ),  # (no Subset in the program: the fixed configurations without one)
     ),
     Program(  # a holder the caller passes in (WS104): fixed in its own class, lazily
@@ -647,6 +648,14 @@ PROGRAM_LIST += (
         (Before(SPAWN_2, LMDB_PICKLE),),
         fixed_configs=FULL_CONFIGS,
         strategies=("worker-init",),  # lazy refuses: a property has no setter for the Nones
+    ),
+    Program(  # a FASTA reader: fork-safe (positioned reads), but it does not pickle
+        "pyfaidx_fasta",
+        "WS201",
+        "pyfaidx.Fasta(",
+        (Before(SPAWN_2, FILE_PICKLE),),
+        fixed_configs=FULL_CONFIGS,
+        project="macos/pyproject.toml",
     ),
     Program(  # the opener's environment bound to a local, then kept in a list
         "lmdb_local_from_opener",

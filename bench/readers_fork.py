@@ -1,4 +1,4 @@
-"""What the registry's rows for media readers claim, measured: a reader the parent opened and
+"""What the registry's rows for media and sequence readers claim, measured: a reader the parent opened and
 read, read by 4 forked DataLoader workers ("shared"); each worker opening its own in place of
 it, the inherited one dropped in the worker (the fix's shape, "replaced"); each worker opening
 its own beside it, the inherited one kept alive ("kept-beside"); and pickling one (what spawn
@@ -6,10 +6,12 @@ and forkserver workers need).
 
 Kinds: `cv` (`cv2.VideoCapture`), `decord` (`decord.VideoReader`), `av` (`av.open`), all on one
 60-frame MJPEG video whose frame i is filled with i * 4; `soundfile` (`soundfile.SoundFile`) on
-a WAV file whose sample i is i % 30000. Needs numpy, torch, opencv-python-headless (to write the
-video) and the library measured; none is a test dependency.
+a WAV file whose sample i is i % 30000; `pyfaidx` (`pyfaidx.Fasta`) and `pysam`
+(`pysam.FastaFile`) on an indexed FASTA file of four 100,000-base records, each item 64 bases
+at a position of its own. Needs numpy, torch, opencv-python-headless (to write the video) and
+the library measured; none is a test dependency.
 
-Usage: ``python bench/media_readers_fork.py KIND [RUNS]``; each way runs RUNS times (pickle
+Usage: ``python bench/readers_fork.py KIND [RUNS]``; each way runs RUNS times (pickle
 once), each in its own process with a 60 s DataLoader timeout. Measured (opencv 5.1, decord
 0.6, av 18.1, soundfile 0.14): cv and decord, shared and replaced time out, kept-beside all
 right; av, every way right (5 runs); soundfile, shared wrong in 5 runs of 6 (1 to 46 of 2,000
@@ -27,6 +29,13 @@ from typing import Any
 WAYS = ("shared", "replaced", "kept-beside", "pickle")
 FRAMES = 60
 SAMPLES = 48000 * 4
+RECORDS, BASES = 4, 100_000
+SEQUENCE_KINDS = ("pyfaidx", "pysam")
+
+
+def bases(record: int, start: int, end: int) -> str:
+    """The FASTA file's record `record`, bases start..end: no run of 64 repeats elsewhere."""
+    return "".join("ACGT"[(j * j + 7 * j + record) % 4] for j in range(start, end))
 
 
 def opened(kind: str, path: str) -> Any:
@@ -42,6 +51,14 @@ def opened(kind: str, path: str) -> Any:
         import av
 
         return av.open(path)
+    if kind == "pyfaidx":
+        import pyfaidx
+
+        return pyfaidx.Fasta(path)
+    if kind == "pysam":
+        import pysam
+
+        return pysam.FastaFile(path)
     import soundfile
 
     return soundfile.SoundFile(path)
@@ -49,6 +66,12 @@ def opened(kind: str, path: str) -> Any:
 
 def read_at(kind: str, handle: Any, i: int) -> tuple[int, int]:
     """(what the item should hold, what was read): within 3 of each other when right."""
+    if kind in SEQUENCE_KINDS:
+        record, start = i % RECORDS, (i * 7919) % (BASES - 64)
+        name = f"chr{record}"
+        read = handle[name][start:start + 64].seq if kind == "pyfaidx" \
+            else handle.fetch(name, start, start + 64)
+        return record, record if read == bases(record, start, start + 64) else -10
     if kind == "soundfile":
         start = (i * 97) % (SAMPLES - 64)
         handle.seek(start)
@@ -81,7 +104,7 @@ def one_way(kind: str, way: str, path: str) -> str:
             self.kept: list[Any] = []
 
         def __len__(self) -> int:
-            return 2000 if kind == "soundfile" else 600
+            return 2000 if kind == "soundfile" or kind in SEQUENCE_KINDS else 600
 
         def __getitem__(self, i: int) -> tuple[int, int]:
             return read_at(kind, self.handle, i)
@@ -115,6 +138,17 @@ def one_way(kind: str, way: str, path: str) -> str:
 def write_data(kind: str, folder: str) -> str:
     import numpy as np
 
+    if kind in SEQUENCE_KINDS:
+        path = os.path.join(folder, "genome.fa")
+        with open(path, "w", encoding="ascii") as fasta:
+            for record in range(RECORDS):
+                sequence = bases(record, 0, BASES)
+                fasta.write(f">chr{record}\n")
+                fasta.writelines(sequence[k:k + 60] + "\n" for k in range(0, BASES, 60))
+        import pysam
+
+        pysam.faidx(path)  # the index both read (pyfaidx's own format is the same .fai)
+        return path
     if kind == "soundfile":
         import soundfile
 
