@@ -1,8 +1,8 @@
-"""What the registry's rows for media and sequence readers claim, measured: a reader the parent opened and
-read, read by 4 forked DataLoader workers ("shared"); each worker opening its own in place of
-it, the inherited one dropped in the worker (the fix's shape, "replaced"); each worker opening
-its own beside it, the inherited one kept alive ("kept-beside"); and pickling one (what spawn
-and forkserver workers need).
+"""What the registry's rows for media and sequence readers claim, measured: a reader the
+parent opened and read, read by 4 forked DataLoader workers ("shared"); each worker opening
+its own in place of it, the inherited one dropped in the worker (the fix's shape,
+"replaced"); each worker opening its own beside it, the inherited one kept alive
+("kept-beside"); and pickling one (what spawn and forkserver workers need).
 
 Kinds: `cv` (`cv2.VideoCapture`), `decord` (`decord.VideoReader`), `av` (`av.open`), all on one
 60-frame MJPEG video whose frame i is filled with i * 4; `soundfile` (`soundfile.SoundFile`) on
