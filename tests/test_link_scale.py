@@ -10,6 +10,8 @@ linked to its loader (confirmed, WS101), however deep."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from workersafe.facts import FileFacts
@@ -182,3 +184,35 @@ def test_registries_factories_and_loops_link_in_linear_work() -> None:
         work.append(project.flow_work)
     for (small, big), (w_small, w_big) in zip(zip(sizes, sizes[1:]), zip(work, work[1:])):
         assert w_big <= 2.3 * w_small, (small, big, w_small, w_big, work)
+
+
+def _rewrapped_facts(depth: int) -> FileFacts:
+    found = file_facts(_rewrapped(depth), "chain.py", "chain", False, DEFAULT_REGISTRY)
+    assert not found.error, found.error
+    return found
+
+
+def test_shared_references_are_written_once_and_read_back_shared() -> None:
+    """The cache's JSON of a file whose last wrapper's reference nests every earlier one
+    (2**depth as a tree) grows as the file's facts do, and reads back as the same DAG (written
+    again, the same text); what the selection reads of it (`_nested_refs`) visits each object
+    once. Written out as a tree, depth 60 would take 2**60 steps."""
+    from workersafe.facts import from_jsonable, to_jsonable
+    from workersafe.selection import _nested_refs
+
+    sizes = []
+    for depth in (15, 30, 60):
+        facts = _rewrapped_facts(depth)
+        text = json.dumps(to_jsonable(facts))
+        again = from_jsonable(FileFacts, json.loads(text))
+        assert json.dumps(to_jsonable(again)) == text
+        passed = [r for call in again.calls for arg in call.args for r in arg.refs]
+        assert [r.target for r in passed] \
+            == [r.target for call in facts.calls for arg in call.args for r in arg.refs]
+        sizes.append((len(text), len(_nested_refs(passed))))
+    # each `wrapped` read may be any earlier one: the facts grow as depth**2 (doubling the
+    # depth, about 3x); as a tree they would grow as 2**depth
+    for small, big in zip(sizes, sizes[1:]):
+        assert big[0] <= 4 * small[0] and big[1] <= 4 * small[1], sizes
+    small = _rewrapped_facts(8)  # (equality compares the copy as a tree: a small one)
+    assert from_jsonable(FileFacts, json.loads(json.dumps(to_jsonable(small)))) == small

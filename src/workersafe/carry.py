@@ -126,8 +126,12 @@ def _passes_handle(facts: FileFacts, outside: set[str]) -> bool:
     args = [arg for call in facts.calls for arg in call.args]
     args += [arg for loader in loaders for arg in loader.args]
     refs += [ref for arg in args for ref in arg.refs]
+    seen: set[int] = set()  # each object once: stages of a pipeline are shared
     while refs:
         ref = refs.pop()
+        if id(ref) in seen:
+            continue
+        seen.add(id(ref))
         if (ref.handle_args or any(not _dunder(a.attr) for a in ref.attr_args)) and not (
                 ref.kind == "call" and _outside(ref.target, outside)
                 and ref.target.rpartition(".")[2] != "partial"):

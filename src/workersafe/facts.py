@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
 from .records import record
 
-FACTS_VERSION = 44  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 45  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -438,24 +438,38 @@ def to_jsonable(obj: Any) -> Any:
     """`obj` as JSON data: a dataclass as a dict of its fields (in order), a tuple as a list,
     anything else as it is. Each class's field names are read once (`dataclasses.fields` and
     `is_dataclass` per object and per value made this cost more than the analysis of the file:
-    ~39 ms of a 3,000-line file's facts, now a fifth)."""
+    ~39 ms of a 3,000-line file's facts, now a fifth). A `DatasetRef` met again (one object
+    shared: `apo = Normalize(ds)`, then `apo` given to ten more wrappers) is written once, then
+    as `{"$ref": n}`, n its place among the refs written so far (each counted once its own
+    arguments are written): a pipeline of wrappers written out in full doubled with each
+    level (Uni-Mol's tasks: 113 MB for one file)."""
+    return _to_jsonable(obj, {})
+
+
+def _to_jsonable(obj: Any, written: dict[int, int]) -> Any:
     kind = type(obj)
     if kind in _PLAIN:
         return obj
     names = _NAMES.get(kind)
     if names is not None:
+        if kind is DatasetRef:
+            seen = written.get(id(obj))
+            if seen is not None:
+                return {"$ref": seen}
         out = {}
         for name in names:
             value = getattr(obj, name)
-            out[name] = value if type(value) in _PLAIN else to_jsonable(value)
+            out[name] = value if type(value) in _PLAIN else _to_jsonable(value, written)
+        if kind is DatasetRef:
+            written[id(obj)] = len(written)
         return out
     if kind is tuple:
-        return [x if type(x) in _PLAIN else to_jsonable(x) for x in obj]
+        return [x if type(x) in _PLAIN else _to_jsonable(x, written) for x in obj]
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         _NAMES[kind] = tuple(f.name for f in dataclasses.fields(obj))
-        return to_jsonable(obj)
+        return _to_jsonable(obj, written)
     if isinstance(obj, tuple):
-        return [to_jsonable(x) for x in obj]
+        return [_to_jsonable(x, written) for x in obj]
     return obj
 
 
@@ -464,12 +478,32 @@ _NAMES: dict[type, tuple[str, ...]] = {}  # a dataclass → its field names
 
 
 def from_jsonable(cls: Any, data: Any) -> Any:
-    """Rebuild a facts dataclass from `to_jsonable` output; raises on a shape mismatch."""
+    """Rebuild a facts dataclass from `to_jsonable` output; raises on a shape mismatch. A
+    `{"$ref": n}` is the n-th `DatasetRef` rebuilt so far, the same object again."""
+    _READ.append([])
+    try:
+        return _from_jsonable(cls, data)
+    finally:
+        _READ.pop()
+
+
+# the DatasetRefs each `from_jsonable` in progress has rebuilt, in order (`$ref`'s numbering)
+_READ: list[list[Any]] = []
+
+
+def _from_jsonable(cls: Any, data: Any) -> Any:
+    if cls is DatasetRef:
+        seen = data.get("$ref")
+        if seen is not None:
+            return _READ[-1][seen]
     plain, converted = _fields_of(cls)
     values = {name: data[name] for name in plain}
     for name, convert in converted:
         values[name] = convert(data[name])
-    return cls(**values)
+    made = cls(**values)
+    if cls is DatasetRef:
+        _READ[-1].append(made)
+    return made
 
 
 Convert = Callable[[Any], Any]
@@ -498,7 +532,7 @@ def _converter(tp: Any) -> Convert:
     `_same` when it comes back as it is."""
     origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
-        return functools.partial(from_jsonable, tp)
+        return functools.partial(_from_jsonable, tp)
     if origin is tuple:
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:

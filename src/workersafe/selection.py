@@ -1034,22 +1034,21 @@ def _call_targets(refs: Iterable[DatasetRef]) -> tuple[str, ...]:
 
 def _attr_refs(refs: Iterable[DatasetRef]) -> frozenset[str]:
     """The attributes (`<class>.<attr>`) among `refs` and the arguments inside them."""
-    found: set[str] = set()
-    stack = list(refs)
-    while stack:
-        ref = stack.pop()
-        if ref.kind == "attr":
-            found.add(ref.target)
-        stack.extend(r for a in ref.arg_refs for r in a.refs)
-    return frozenset(found)
+    return frozenset(r.target for r in _nested_refs(refs) if r.kind == "attr")
 
 
 def _nested_refs(refs: Iterable[DatasetRef]) -> list[DatasetRef]:
-    """`refs` and the references inside their arguments, transitively."""
+    """`refs` and the references inside their arguments, transitively, each object once: a
+    pipeline of wrappers shares its stages (`apo = Normalize(ds)`, then `apo` given to ten
+    more), and reading every path through them doubled with each stage."""
     found: list[DatasetRef] = []
+    seen: set[int] = set()
     stack = list(refs)
     while stack:
         ref = stack.pop()
+        if id(ref) in seen:
+            continue
+        seen.add(id(ref))
         found.append(ref)
         stack.extend(r for a in ref.arg_refs for r in a.refs)
     return found
