@@ -62,8 +62,11 @@ def tls_server(local_ca: LocalCA) -> Iterator[ItemServer]:
 
 @pytest.fixture(scope="session")
 def http_server() -> Iterator[ItemServer]:
-    """Plain HTTP variant (a shared pool over plain HTTP hangs or returns wrong items)."""
-    server = ItemServer(None).start(lifetime=SERVER_LIFETIME)
+    """Plain HTTP variant (a shared pool over plain HTTP hangs or returns wrong items). Each
+    answer waits 20 ms, so that workers sharing the connection send before it comes: without
+    it, staggered workers could each read their own answer, then open connections of their
+    own (urllib3 reopens one it finds readable), and the race was won in 1 run of 5 at times."""
+    server = ItemServer(None, answer_delay=0.02).start(lifetime=SERVER_LIFETIME)
     try:
         yield server
     finally:

@@ -728,9 +728,10 @@ def test_unfixed_plain_http_returns_wrong_items(
 ) -> None:
     """Without TLS nothing detects the mix-up: items silently come back with other data.
 
-    Whether the workers' requests overlap on the shared connection is a race (measured with
-    the server answering in one write: wrong items in 17 runs of 20 idle, 20 of 20 beside two
-    busy cores), hence more tries than the TLS failures need."""
+    The server answers in one write, after 20 ms (`http_server`), so the workers' requests
+    overlap on the shared connection: wrong items in 20 runs of 20, idle and beside two busy
+    cores (without the wait, 17 and 20 of 20 here, and a CI run needed 5 tries); the tries
+    stay for a machine slower still."""
     target = replace(runtime_target, base_url=http_server.base_url)
     before = Before(FORK_4, failures=(), wrong_items_only=True)
     program = PROGRAMS_BY_NAME["requests_init_warm"]

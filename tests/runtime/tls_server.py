@@ -21,6 +21,7 @@ import re
 import socket
 import ssl
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -46,6 +47,7 @@ class ItemHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = CONNECTION_TIMEOUT  # StreamRequestHandler applies it to the socket
     server: ItemServer
+    _headers_buffer: list[bytes]  # (BaseHTTPRequestHandler's, untyped in typeshed)
 
     def do_GET(self) -> None:
         url = urlsplit(self.path)
@@ -67,6 +69,8 @@ class ItemHandler(BaseHTTPRequestHandler):
 
     def _send_json(self, status: int, body: Any) -> None:
         data = json.dumps(body).encode()
+        if self.server.answer_delay:
+            time.sleep(self.server.answer_delay)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -94,9 +98,11 @@ class ItemServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None, answer_delay: float = 0.0) -> None:
         super().__init__(("127.0.0.1", 0), ItemHandler)
         self.tls = tls
+        # seconds each answer waits: the requests of workers sharing a connection then overlap
+        self.answer_delay = answer_delay
         self.requests_served = 0
         self.connection_errors = 0
         self._lock = threading.Lock()
