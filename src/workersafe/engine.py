@@ -238,24 +238,31 @@ class Engine:
         # them again. The rules run first, on the project as fresh as `_rules` builds it (what
         # the linking caches depends on the order of the questions: the rules' are theirs).
         evaluated: list[tuple[int, list[Finding]]] = []
+        asked_every: list[int] = []  # the sizes at which every class was asked of
 
-        def may_find(parsed: dict[str, FileFacts], every_class: bool) -> bool:
+        def may_find(parsed: dict[str, FileFacts], every_class: bool
+                     ) -> Optional[frozenset[str]]:
             if len(parsed) in nothing:  # then neither can a dataset's
-                return False
+                return None
             if not any(not f.error for f in parsed.values()):
-                return False  # no file, no handle (and no linker to import)
+                return None  # no file, no handle (and no linker to import)
             from .link import Project
-            from .rules import evaluate
-            from .rules import may_find as may_find_in
+            from .rules import evaluate, finding_classes
 
             if not linked or linked[-1][0] != len(parsed):
                 good = [f for f in parsed.values() if not f.error]
                 linked[:] = [(len(parsed), Project(good, self.config.all_dataset_bases(),
                                                    self.config.start_methods(), self.registry))]
-                if not every_class:  # asked last: the end of the selection unless yes
+                # asked last, or of every class again (after the callers a first answer
+                # released): the end of the selection unless yes
+                if not every_class or asked_every:
                     evaluated[:] = [(len(parsed), evaluate(linked[-1][1], self.registry))]
-            found = may_find_in(linked[-1][1], self.registry, every_class)
-            if every_class and not found:
+            if every_class:
+                asked_every.append(len(parsed))
+            # (every class asked of: the callers' round follows those it names)
+            found = finding_classes(linked[-1][1], self.registry, every_class,
+                                    first=not every_class)
+            if every_class and found is None:
                 nothing.add(len(parsed))
             return found
 

@@ -113,24 +113,37 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
     return sorted(findings, key=Finding.sort_key)
 
 
+# In `finding_classes`' answer: the class of a finding is not known (a worker_init_fn's).
+ANY_CLASS = "*"
+
+
 def may_find(project: Project, registry: Registry, every_class: bool = False) -> bool:
-    """Whether these facts hold a handle a finding could be about, whatever start method the
+    """Whether these facts hold a handle a finding could be about (`finding_classes`)."""
+    return finding_classes(project, registry, every_class, first=True) is not None
+
+
+def finding_classes(project: Project, registry: Registry, every_class: bool = False,
+                    first: bool = False) -> Optional[frozenset[str]]:
+    """The classes (qualified) whose handles a finding could be about, whatever start method the
     loaders' workers get: a candidate of a class a loader reaches (with `every_class`, of any
     class: one more loader may reach it), a handle passed to one's constructor, or a remedy's
     pattern (a worker_init_fn setting or making something on the dataset, a lazy open of a
     handle).
-    False: neither the start methods nor more loaders' datasets need be searched for. (Without
+    None: neither the start methods nor more loaders' datasets need be searched for. (Without
     `every_class` it is the start methods' question, asked once the other rounds are done: a
     torch dataset no loader reaches is latent whatever start method any loader gets, unless
     it decides its pickle, so its handles alone do not send the selection after every entry
-    script and every importer of a loader, most of a library's tree.)"""
+    script and every importer of a loader, most of a library's tree.) `ANY_CLASS` in the
+    answer: a finding's class is not known; `first`: the answer may stop at one class."""
     if any(init.sets or init.calls for f in project.files for init in f.remedies.worker_inits):
-        return True  # WS301/WS302: a worker_init_fn giving the dataset an attribute
+        # WS301/WS302: a worker_init_fn giving the dataset an attribute (of any class)
+        return frozenset({ANY_CLASS})
     loaders_by_class = project.loaders_by_class()
     # WS102 of a module-level handle needs one in some file: else no class's worker methods
     # need following through the functions they call (the most of this question's work)
     modules = any(not h.filled_by and registry.lookup(h.site.handle) is not None
                   for f in project.files for h in f.module_handles)
+    found: set[str] = set()
     for cls in project.classes.values():
         uses = loaders_by_class.get(cls.qualname, [])
         if not uses and not every_class and not project.is_torch_dataset(cls):
@@ -142,13 +155,13 @@ def may_find(project: Project, registry: Registry, every_class: bool = False) ->
             # be built by name from a config, in a loader no parsed file names it in)
             continue
         if next(iter(_candidates_of(project, registry, view, modules)), None) is not None \
-                or opens_lazily(project, registry, view):
-            return True
-        if any(next(iter(_passed_candidates(project, view, registry, ref, facts)), None)
-               is not None
-               for facts, _, ref in uses):
-            return True
-    return False
+                or opens_lazily(project, registry, view) \
+                or any(next(iter(_passed_candidates(project, view, registry, ref, facts)), None)
+                       is not None for facts, _, ref in uses):
+            found.add(cls.qualname)
+            if first:
+                break
+    return frozenset(found) if found else None
 
 
 # --- the effective class ------------------------------------------------------------------
@@ -465,9 +478,15 @@ def _module_candidates(project: Project, registry: Registry, view: ClassView
                        ) -> Iterator[tuple[Candidate, bool, str, str]]:
     seen: set[tuple[str, str]] = set()
     own = frozenset(member.qualname for member in view.chain)
+
+    def known(handle: str) -> bool:
+        return registry.lookup(handle) is not None
+
     for name in sorted(view.worker_methods):
         owner, method = view.methods[name]
         owner_facts = project.class_file[owner.qualname]
+        if not project.reads_handle_reader(method.globals_read, owner_facts, known):
+            continue  # (what `calls_through` would follow reaches no module-level handle)
         # read directly, or inside the project functions it calls (`load(key)` reading BUCKET)
         for global_name, facts in project.calls_through(method.globals_read, owner_facts,
                                                         own)[0]:

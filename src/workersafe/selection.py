@@ -26,10 +26,11 @@ from .prefilter import (ImportLines, Prefilter, class_bases, import_lines, is_wo
 ParseMany = Callable[[list[SourceFile]], dict[str, FileFacts]]
 Demand = Callable[[Iterable[str], FileFacts], None]
 ImportedBy = Callable[[str], set[str]]
-# Whether the facts parsed so far hold a handle a finding could be about (the engine links
-# them to tell): until they do, no start method can change a finding.
-# `every_class`: a handle of any class counts (a loader found later may reach it).
-MayFind = Callable[[dict[str, FileFacts], bool], bool]
+# The classes (qualified) holding a handle a finding could be about in the facts parsed so far
+# (the engine links them to tell), None for none: until one does, no start method can change
+# a finding. `every_class`: a handle of any class counts (a loader found later may reach it).
+# `rules.ANY_CLASS` among them: a finding whose class is not known.
+MayFind = Callable[[dict[str, FileFacts], bool], Optional[frozenset[str]]]
 # A file's `class X(Base)` lines (`prefilter.class_bases`), and where the selection asks them.
 ClassBases = list[tuple[str, list[str]]]
 BasesOf = Callable[[str], ClassBases]
@@ -77,8 +78,26 @@ class Selection:
         self._runs: dict[str, tuple[set[str], set[str]]] = {}  # `_spellings`
         self._scoped_seen: set[str] = set()  # files setting a start method in a function
         self._verdicts: tuple[set[str], set[str]] = (set(), set())
-        # files the callers' round found before it was needed (`complete`)
+        # files the callers' round found that cannot lead to a finding yet (`_gate`)
         self._deferred_callers: set[str] = set()
+        # the names a file must spell, or be imported below a file spelling, for what it gives
+        # a loader to hold a handle a finding could be about (`_leading_names`): none until
+        # the linker tells one (None: any file may)
+        self._leading: Optional[frozenset[str]] = frozenset()
+        # what the linker said (`_release_callers`), and how many files were parsed then
+        self._candidates: Optional[frozenset[str]] = None
+        self._asked = -1
+        # `_may_lead`: whether a file spells one of the leading names (those names)
+        self._spells_lead: dict[str, bool] = {}
+        self._spells_lead_of: Optional[frozenset[str]] = frozenset()
+        self._not_led: set[str] = set()  # files `_may_lead` said no of (those names)
+        self._lead_read = -1  # how many files were read then (more: `_reachers` may grow)
+        self._by_module: dict[str, str] = {}  # the run's modules → files (`complete`)
+        self._imports_below: dict[str, list[str]] = {}  # `_imports_of`
+        self._subclass_index: tuple[int, dict[str, list[str]]] = (-1, {})  # `_subclasses`
+        self._reexports: dict[tuple[str, str], set[str]] = {}  # `_reexported`
+        # each parsed file's `_lead_edges`, read once
+        self._lead_edges: dict[str, tuple[FileFacts, list[tuple[str, frozenset[str]]]]] = {}
         self._binds: dict[tuple[str, str], bool] = {}  # `_may_bind`
         self._froms: dict[str, list[tuple[str, tuple[str, ...]]]] = {}  # `_from_imports`
         self._definitions: dict[str, tuple[FileFacts, frozenset[str]]] = {}  # `_defined`
@@ -100,10 +119,13 @@ class Selection:
         has been parsed. The start-method round (entry scripts, the files between them and the
         loaders, every importer of those: on a library most of the tree) runs only once the
         other rounds add nothing and `may_find` says a handle in what is parsed could make a
-        finding; from then on in every round. The callers' round likewise, once a handle of
-        any class could make one; until then it still adds the callers that name a handle (one
-        may pass it to a dataset's constructor)."""
-        starts_needed = callers_needed = may_find is None
+        finding; from then on in every round. The callers' round adds the callers that name a
+        handle (one may pass it to a dataset's constructor), and, once the handles of some
+        classes could make a finding, the callers that may give a loader one of their objects
+        (`_gate`): the linker is asked which classes whenever the other rounds add nothing."""
+        starts_needed = may_find is None
+        if may_find is None:
+            self._leading = None
         texts, handle_files, dataset_files = self.texts, self.handle_files, self.dataset_files
         words = self.prefilter.dataset_words
         bases_of = self._class_bases
@@ -119,6 +141,7 @@ class Selection:
         aliases = self._aliases()
         by_module.update((alias, by_module[module]) for alias, module in aliases.items()
                          if module in by_module)
+        self._by_module = by_module
         wanted = {p for p in handle_files - dataset_files
                   if any(set(bases) & dataset_names for _, bases in bases_of(p))}
         pending: Pending = {}
@@ -152,15 +175,14 @@ class Selection:
                 wanted |= self._reexporters(modules, exported, facts)
                 wanted |= self._quiet_builders(modules, interesting & dataset_names, facts)
             callers = self._callers(facts, dataset_names, loader_names) - set(facts)
-            wanted |= self._gate(callers, callers_needed, self._deferred_callers)
+            wanted |= self._gate(callers)
             if starts_needed:
                 wanted |= self._start_method_reach(facts, by_module)
             wanted -= set(facts)
             if not wanted and may_find is not None:
-                if not callers_needed and may_find(facts, True):
-                    callers_needed = True
-                    wanted = self._gate(set(), True, self._deferred_callers) - set(facts)
-                if not wanted and not starts_needed and may_find(facts, False):
+                if self._deferred_callers and self._leading is not None:
+                    wanted = self._release_callers(facts, by_module, may_find)
+                if not wanted and not starts_needed and may_find(facts, False) is not None:
                     starts_needed = True
                     # from every entry setting one, parsed already (by another round) or not
                     wanted = self._start_method_reach(facts, by_module,
@@ -301,15 +323,191 @@ class Selection:
         self._keeping = (len(facts), keeping)  # the callers' round asks again of these facts
         return callables | {_short(name) for name in keeping}
 
-    def _gate(self, found: set[str], needed: bool, deferred: set[str]) -> set[str]:
-        """What a gated round adds now: all it found (and had deferred) once needed, else only
-        the files naming a handle, the rest kept in `deferred` for when it is."""
-        if needed:
-            found = found | deferred
-            deferred.clear()
-            return found
+    def _gate(self, found: set[str]) -> set[str]:
+        """What the callers' round adds now: the files naming a handle (one may be passed to a
+        dataset's constructor), and those that may give a loader an object holding a handle a
+        finding could be about (`_may_lead`); the others are kept in `_deferred_callers` until
+        they may (on a library, most callers of its loader helpers pass other datasets)."""
+        deferred = self._deferred_callers
         deferred |= found - self.handle_files
-        return found & self.handle_files
+        released = self._may_lead(deferred)
+        deferred -= released
+        return (found & self.handle_files) | released
+
+    def _release_callers(self, facts: dict[str, FileFacts], by_module: dict[str, str],
+                         may_find: MayFind) -> set[str]:
+        """The deferred callers to parse now that the other rounds add nothing: those that may
+        lead to a class whose handles could make a finding. The names leading to the classes
+        the linker named are read again from the facts; the linker is asked again only when
+        files were parsed since and some callers stay deferred (at the end of the selection,
+        that project is the one the rules read: the engine links it once)."""
+        released: set[str] = set()
+        if self._asked == len(facts):
+            return released
+        if self._asked >= 0 and self._candidates is not None:
+            self._leading = self._leading_names(self._candidates, facts, by_module)
+            released = self._gate(set()) - set(facts)
+            if not self._deferred_callers:
+                return released
+        self._asked = len(facts)
+        self._candidates = may_find(facts, True)
+        if self._candidates is None:
+            return released
+        self._leading = self._leading_names(self._candidates, facts, by_module)
+        return released | (self._gate(set()) - set(facts))
+
+    def _leading_names(self, classes: frozenset[str], facts: dict[str, FileFacts],
+                       by_module: dict[str, str]) -> Optional[frozenset[str]]:
+        """The names whose call or mention may give code an object holding a handle of one of
+        `classes`: theirs and their subclasses' (by the `class X(Base)` lines of every file
+        read), the classes keeping such an object (an attribute built from one, a call's
+        result kept, an annotation), the functions and methods returning one, the module
+        variables bound to one, the lookups of a registry one is registered in by a
+        decorator (`registry.get_task(name)`, a `build_dataset` of the decorator's module);
+        transitively. None: any file may (a finding whose class is not known, or a registry
+        in a module not parsed)."""
+        from .rules import ANY_CLASS  # (the linker's side: imported only when it answered)
+
+        if ANY_CLASS in classes:
+            return None
+        subclasses = self._subclasses()
+        names = {_short(q) for q in classes}
+        modules = {f.module: f for f in facts.values()}
+        edges: list[tuple[str, frozenset[str]]] = []
+        registered: dict[str, list[str]] = {}
+        for path, f in facts.items():
+            found = self._lead_edges.get(path)
+            if found is None or found[0] is not f:
+                found = self._lead_edges[path] = (f, _lead_edges(f))
+            edges += found[1]
+            for cls in f.classes:
+                if cls.registered:
+                    registered.setdefault(cls.name, []).extend(c for c, _ in cls.registered)
+        while True:
+            todo = list(names)
+            while todo:  # their subclasses, by name
+                for sub in subclasses.get(todo.pop(), ()):
+                    if sub not in names:
+                        names.add(sub)
+                        todo.append(sub)
+            grown = {name for name, shorts in edges if name not in names and shorts & names}
+            for name in names & registered.keys():
+                for callee in registered.pop(name):
+                    lookups = _registry_lookups(callee, modules, by_module)
+                    if lookups is None:
+                        return None
+                    grown |= lookups - names
+            if not grown:
+                return frozenset(names)
+            names |= grown
+
+    def _subclasses(self) -> dict[str, list[str]]:
+        """A base's name → the classes naming it as a base, from the `class X(Base)` lines of
+        every file read (found again only when more were read)."""
+        if self._subclass_index[0] != len(self.texts):
+            index: dict[str, list[str]] = {}
+            for path in list(self.texts):
+                for name, bases in self._class_bases(path):
+                    for base in bases:
+                        index.setdefault(base, []).append(name)
+            self._subclass_index = (len(self.texts), index)
+        return self._subclass_index[1]
+
+    def _may_lead(self, paths: set[str]) -> set[str]:
+        """Those of `paths` (callers of a function or class that hands what it is given to a
+        loader) that may give it an object holding a handle a finding could be about: a file
+        spelling a name of `_leading` (it builds or fetches one), or one that a file spelling
+        one imports, directly or through other modules (`_imported_closure`: what it is
+        given may come from there, through its functions' parameters). The files spelling
+        one are looked for among those that may import it (`_reachers`)."""
+        leading = self._leading
+        if leading is None:
+            return set(paths)
+        pattern = words_pattern(leading) if leading else None
+        if pattern is None:
+            return set()
+        texts = self.texts
+
+        def spells(path: str) -> bool:  # (a warm run's quiet file, not read, does not)
+            found = self._spells_lead.get(path)
+            if found is None:
+                found = self._spells_lead[path] = path in texts \
+                    and pattern.search(texts[path]) is not None
+            return found
+
+        if self._spells_lead_of != leading or self._lead_read != len(texts):
+            self._spells_lead, self._spells_lead_of = {}, leading
+            self._lead_read, self._not_led = len(texts), set()
+        found = {p for p in paths if spells(p)}
+        rest = paths - found - self._not_led  # (those found not to, with these names)
+        if rest:
+            seeds = {r for p in rest for r in self._reachers(p) if spells(r)}
+            led = rest & self._imported_closure(seeds)
+            found |= led
+            self._not_led |= rest - led
+        return found
+
+    def _imported_closure(self, seeds: set[str]) -> set[str]:
+        """`seeds` and the modules they import, transitively (`_imports_of`)."""
+        closure = set(seeds)
+        frontier = [p for p in seeds if not self.by_path[p].is_package]
+        while frontier:
+            for found in self._imports_of(frontier.pop()):
+                if found not in closure:
+                    closure.add(found)
+                    if not self.by_path[found].is_package:
+                        frontier.append(found)
+        return closure
+
+    def _imports_of(self, path: str) -> list[str]:
+        """The files a module imports (found once per file). From a package's `__init__` only
+        the names imported are (`from pkg import run_eval`: the module its `from .runner
+        import run_eval` names): a package imported whole is not followed further (on a
+        library, the top package imports everything)."""
+        found = self._imports_below.get(path)
+        if found is not None:
+            return found
+        by_module = self._by_module
+        out: list[str] = []
+        file = self.by_path[path]
+        for level, name, names in self._import_lines(path):
+            module = module_of_import(file.module, file.is_package, level, name)
+            target = _module_file(module, by_module)
+            if target is None:
+                continue
+            out.append(target)
+            if not names or not self.by_path[target].is_package:
+                continue
+            for each in names:
+                below = by_module.get(f"{module}.{each}")
+                if below is not None:
+                    out.append(below)
+                else:
+                    out += self._reexported(target, each)
+        self._imports_below[path] = out
+        return out
+
+    def _reexported(self, package: str, name: str) -> set[str]:
+        """The files a package's `__init__` (`package`) imports `name` from, through the
+        packages it imports it from in turn (a star or a list not on one line may hold it)."""
+        key = (package, name)
+        found = self._reexports.get(key)
+        if found is not None:
+            return found
+        found = self._reexports[key] = set()
+        todo, seen = [package], {package}
+        while todo:
+            for module, names in self._from_imports(todo.pop()):
+                if names and name not in names and "*" not in names:
+                    continue
+                path = _module_file(module, self._by_module)
+                if path is None or path in seen:
+                    continue
+                seen.add(path)
+                found.add(path)
+                if self.by_path[path].is_package:
+                    todo.append(path)
+        return found
 
     def _start_method_reach(self, facts: dict[str, FileFacts], by_module: dict[str, str],
                             starts: Optional[set[str]] = None) -> set[str]:
@@ -1035,6 +1233,50 @@ def _call_targets(refs: Iterable[DatasetRef]) -> tuple[str, ...]:
 def _attr_refs(refs: Iterable[DatasetRef]) -> frozenset[str]:
     """The attributes (`<class>.<attr>`) among `refs` and the arguments inside them."""
     return frozenset(r.target for r in _nested_refs(refs) if r.kind == "attr")
+
+
+def _registry_lookups(callee: str, modules: dict[str, FileFacts], by_module: dict[str, str]
+                      ) -> Optional[set[str]]:
+    """The names a lookup of the registry a decorator (`callee`) fills is spelled with, as
+    the linker reads lookups: an object's or class's (`registry` for `registry.get_task(n)`,
+    `DATASETS` for `DATASETS.build(cfg)`), or a module's lookup functions (`build_dataset`,
+    `get_reader` of the module defining `register_reader`); None for a module not parsed."""
+    owner = callee.rpartition(".")[0]
+    if owner not in by_module:
+        return {_short(owner)} if owner else None
+    home = modules.get(owner)
+    if home is None:
+        return None
+    return {fn.name for fn in home.functions if fn.name.startswith(LOOKUP_VERBS)}
+
+
+def _lead_edges(f: FileFacts) -> list[tuple[str, frozenset[str]]]:
+    """(a name, the names whose objects it may give) for `Selection._leading_names`: a class
+    keeps what a call of one gives (`self.db = Database(p)`, `self.env = open_env(p)`), or
+    one annotated so (`reader: Reader`); a function or method returns one (a call of one,
+    or of a function returning one); a module variable is bound to one."""
+    edges = []
+    for cls in f.classes:
+        kept = {_short(r.target) for _, refs in cls.attr_refs for r in _nested_refs(refs)}
+        kept.update(_short(c.callee) for c in cls.held_calls)
+        kept.update(_short(t) for _, t in cls.param_types)
+        if kept:
+            edges.append((cls.name, frozenset(kept)))
+        edges += [(m.name, shorts) for m in cls.methods
+                  if (shorts := _returned(m.returns, m.returns_call))]
+    edges += [(fn.name, shorts) for fn in f.functions
+              if (shorts := _returned(fn.returns, fn.returns_call))]
+    edges += [(name, frozenset(_short(r.target) for r in _nested_refs(refs)))
+              for name, refs in f.module_vars if refs]
+    return edges
+
+
+def _returned(returns: tuple[DatasetRef, ...], call: str) -> frozenset[str]:
+    """The names whose objects a function's or method's returns give."""
+    found = {_short(r.target) for r in _nested_refs(returns)}
+    if call:
+        found.add(_short(call))
+    return frozenset(found)
 
 
 def _nested_refs(refs: Iterable[DatasetRef]) -> list[DatasetRef]:

@@ -3,7 +3,8 @@ bare names project functions read, a loader's `worker_init_fn` functions."""
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from functools import lru_cache
+from typing import Callable, Iterable, Optional
 
 from ..facts import ClassFacts, FileFacts, FunctionFacts, HandleSite, LoaderCall
 from .starts import Starts
@@ -14,12 +15,71 @@ _Through = tuple[list[tuple[str, FileFacts]], set[str]]
 _MAX_RETURN_DEPTH = 4
 
 
+@lru_cache(maxsize=65536)  # every class inheriting a method asks of the same names read
+def _last_parts(names: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(name.rpartition(".")[2] for name in names)
+
+
 class Returns(Starts):
     def __post_init__(self) -> None:
         super().__post_init__()
         # `calls_through` by its arguments: every class inheriting a method asks for the same
         # names read in the same file (a resolved name is cached: the answer cannot change)
         self._through_known: dict[tuple[tuple[str, ...], str, frozenset[str]], _Through] = {}
+        self._handle_readers: Optional[frozenset[str]] = None  # `module_handle_readers`
+        self._reader_aliases: dict[str, frozenset[str]] = {}  # `reads_handle_reader`
+
+    def module_handle_readers(self, known: Callable[[str], bool]) -> frozenset[str]:
+        """The names (last parts) whose read may reach a module-level handle that is not a
+        cache's (`known`: a handle's constructor the registry knows) through `calls_through`:
+        the handles' own, the project functions reading one of them, the classes with a
+        class-level cache whose methods read one; transitively, by name (through the reading
+        file's imports: `from m import load as get`). More than `calls_through` finds, never
+        less: a method reading none of them reads no such handle (asked once per project)."""
+        if self._handle_readers is None:
+            names = {h.name for f in self.files for h in f.module_handles
+                     if not h.filled_by and known(h.site.handle)}
+            grown = bool(names)
+            while grown:
+                grown = False
+                for func in self.functions.values():
+                    home = self.by_module.get(func.qualname.rpartition(".")[0])
+                    if func.name not in names and home is not None \
+                            and self.reads_one_of(func.globals_read, home, names):
+                        names.add(func.name)
+                        grown = True
+                for cls in self.classes.values():
+                    if cls.class_caches and cls.name not in names and any(
+                            self.reads_one_of(m.globals_read, self.class_file[cls.qualname],
+                                              names) for m in cls.methods):
+                        names.add(cls.name)
+                        grown = True
+            self._handle_readers = frozenset(names)
+        return self._handle_readers
+
+    def reads_handle_reader(self, reads: tuple[str, ...], facts: FileFacts,
+                            known: Callable[[str], bool]) -> bool:
+        """Whether a name read in `facts` is one of `module_handle_readers` (the file's
+        imports that are such names found once per file)."""
+        names = self.module_handle_readers(known)
+        if not names.isdisjoint(_last_parts(reads)):
+            return True
+        aliases = self._reader_aliases.get(facts.path)
+        if aliases is None:
+            aliases = self._reader_aliases[facts.path] = frozenset(
+                local for local, target in facts.import_map().items()
+                if target.rpartition(".")[2] in names)
+        return not aliases.isdisjoint(reads)
+
+    @staticmethod
+    def reads_one_of(reads: Iterable[str], facts: FileFacts, names: set[str]) -> bool:
+        """Whether one of the names read in `facts` is one of `names` (by its last part, or
+        the last part of what the file imports it as)."""
+        reads = tuple(reads)
+        if not names.isdisjoint(_last_parts(reads)):
+            return True
+        imports = facts.import_map()
+        return any(imports.get(read, "").rpartition(".")[2] in names for read in reads)
 
     def returned_handle(self, callee: str, cls: Optional[ClassFacts], facts: FileFacts,
                         depth: int = 0) -> Optional[tuple[HandleSite, bool, FileFacts]]:
