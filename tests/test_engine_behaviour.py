@@ -653,3 +653,27 @@ def test_importers_are_found_in_work_linear_in_the_tree() -> None:
                            by_module)
         assert found == {f"m{i}.py" for i in range(1, size)}
         assert CountingTexts.reads <= 2 * size, (size, CountingTexts.reads)
+
+
+def test_callers_of_a_loader_helper_parsed_only_where_they_may_lead_to_a_finding(
+        tmp_path: Path) -> None:
+    """A library's loader helper is called by many scripts, one of them with a dataset whose
+    holder keeps a connection: once the linker names that holder's class, only the callers
+    that may hand the helper one of its objects are parsed (they spell a name leading to it,
+    or a file spelling one imports them), not every caller. The files parsed do not grow
+    with the unrelated callers, and the finding is the same."""
+    lib = FIXTURES / "projects" / "callers_of_loader_helper_that_pass_other_datasets"
+    counts = []
+    for callers in (3, 30):
+        project = tmp_path / f"p{callers}"
+        shutil.copytree(lib, project)
+        for i in range(callers):
+            (project / "examples" / f"plot{i}.py").write_text(
+                "from lib.loaders import make_loader\nfrom lib.numbers import Numbers\n\n"
+                f"for batch in make_loader(Numbers(), workers={i % 3}):\n    print(batch)\n")
+        result = Engine(Config()).check_paths([str(project)])
+        assert [(os.path.relpath(f.path, project), f.line, f.code) for f in result.findings] \
+            == [(os.path.join("lib", "store.py"), 8, "WS101")]
+        assert not any("plot" in path for path in result.facts)
+        counts.append(result.stats.parsed)
+    assert counts[0] == counts[1], counts
