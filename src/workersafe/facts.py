@@ -24,6 +24,12 @@ OWN_CLASS = "cls"
 LOOKUP_VERBS = ("get", "build", "create", "make", "load", "fetch")
 
 
+@functools.lru_cache(maxsize=65536)  # each round and each class asks of the same tuples read
+def last_parts(names: Tuple[str, ...]) -> frozenset[str]:
+    """The names read, a module's attribute (`utils.io.get_zip`) by its own name."""
+    return frozenset(name.rpartition(".")[2] for name in names)
+
+
 @record(frozen=True)
 class Span:
     line: int  # 1-based

@@ -117,11 +117,6 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
 ANY_CLASS = "*"
 
 
-def may_find(project: Project, registry: Registry, every_class: bool = False) -> bool:
-    """Whether these facts hold a handle a finding could be about (`finding_classes`)."""
-    return finding_classes(project, registry, every_class, first=True) is not None
-
-
 def finding_classes(project: Project, registry: Registry, every_class: bool = False,
                     first: bool = False) -> Optional[frozenset[str]]:
     """The classes (qualified) whose handles a finding could be about, whatever start method the

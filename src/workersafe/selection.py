@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Iterator, Optional
 
 from .carry import Pending, offered
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
-from .facts import LOOKUP_VERBS, DatasetRef, FileFacts, LoaderCall
+from .facts import LOOKUP_VERBS, DatasetRef, FileFacts, LoaderCall, last_parts
 from .prefilter import (ImportLines, Prefilter, class_bases, import_lines, is_word_char,
                         spells_word, whole_words, word_starts, words_pattern)
 
@@ -341,28 +341,28 @@ class Selection:
         the linker named are read again from the facts; the linker is asked again only when
         files were parsed since and some callers stay deferred (at the end of the selection,
         that project is the one the rules read: the engine links it once)."""
-        released: set[str] = set()
         if self._asked == len(facts):
-            return released
-        if any(path not in self.texts for path in self.by_path):
-            # a warm run leaves quiet files unread: a subclass or a factory there would not be
-            # seen to lead to such a class, so every caller may (their facts mostly cached)
-            self._asked = len(facts)
-            if may_find(facts, True) is None:
-                return released
-            self._leading = None
-            return self._gate(set()) - set(facts)
+            return set()
+        released: set[str] = set()
         if self._asked >= 0 and self._candidates is not None:
-            self._leading = self._leading_names(self._candidates, facts, by_module)
-            released = self._gate(set()) - set(facts)
+            released = self._release(facts, by_module)
             if not self._deferred_callers:
                 return released
         self._asked = len(facts)
         self._candidates = may_find(facts, True)
         if self._candidates is None:
             return released
-        self._leading = self._leading_names(self._candidates, facts, by_module)
-        return released | (self._gate(set()) - set(facts))
+        return released | self._release(facts, by_module)
+
+    def _release(self, facts: dict[str, FileFacts], by_module: dict[str, str]) -> set[str]:
+        """The deferred callers leading to the classes the linker named (`_candidates`). A warm
+        run leaves quiet files unread: a subclass or a factory there would not be seen to
+        lead to one, so every caller may (their facts are mostly cached)."""
+        assert self._candidates is not None
+        warm = len(self.texts) < len(self.by_path)
+        self._leading = None if warm else \
+            self._leading_names(self._candidates, facts, by_module)
+        return self._gate(set()) - set(facts)
 
     def _leading_names(self, classes: frozenset[str], facts: dict[str, FileFacts],
                        by_module: dict[str, str]) -> Optional[frozenset[str]]:
@@ -1337,12 +1337,6 @@ def _short(name: str) -> str:
     return name.rpartition(".")[2]
 
 
-@lru_cache(maxsize=65536)  # each round asks again of every function's reads (the same tuple)
-def _short_reads(reads: tuple[str, ...]) -> frozenset[str]:
-    """The names read, a module's attribute (`utils.io.get_zip`) by its own name."""
-    return frozenset(read.rpartition(".")[2] for read in reads)
-
-
 class _BaseWords:
     """base → whether it contains one of `words` (a substring test), each base tested once:
     the words include every dataset-like class name of the project (often thousands), and the
@@ -1446,7 +1440,7 @@ def _interesting_names(all_facts: Iterable[FileFacts],
     openers = _openers(every)
     holders = {c.name for f in every for c in f.classes if c.held or c.class_held
                or (module_handles and any(
-                   not module_handles.isdisjoint(_short_reads(m.globals_read))
+                   not module_handles.isdisjoint(last_parts(m.globals_read))
                    for m in c.methods))
                or (openers and any(h.callee.rpartition(".")[2] in openers
                                    for h in c.held_calls))}
@@ -1518,7 +1512,7 @@ def _cache_reaching_names(every: list[FileFacts]) -> set[str]:
     while changed:
         before = len(names)
         names |= {fn.name for fn in functions
-                  if not names.isdisjoint(_short_reads(fn.globals_read))}
+                  if not names.isdisjoint(last_parts(fn.globals_read))}
         changed = len(names) != before
     return names
 

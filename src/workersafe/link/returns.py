@@ -3,21 +3,15 @@ bare names project functions read, a loader's `worker_init_fn` functions."""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Callable, Iterable, Optional
 
-from ..facts import ClassFacts, FileFacts, FunctionFacts, HandleSite, LoaderCall
+from ..facts import ClassFacts, FileFacts, FunctionFacts, HandleSite, LoaderCall, last_parts
 from .starts import Starts
 
 # `calls_through`: (each bare name read, with its file), the project functions called
 _Through = tuple[list[tuple[str, FileFacts]], set[str]]
 # Calls followed for what a function returns (`open_env` → `_open` → `lmdb.open`), at most.
 _MAX_RETURN_DEPTH = 4
-
-
-@lru_cache(maxsize=65536)  # every class inheriting a method asks of the same names read
-def _last_parts(names: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(name.rpartition(".")[2] for name in names)
 
 
 class Returns(Starts):
@@ -45,13 +39,13 @@ class Returns(Starts):
                 for func in self.functions.values():
                     home = self.by_module.get(func.qualname.rpartition(".")[0])
                     if func.name not in names and home is not None \
-                            and self.reads_one_of(func.globals_read, home, names):
+                            and self._reads_one_of(func.globals_read, home, names):
                         names.add(func.name)
                         grown = True
                 for cls in self.classes.values():
                     if cls.class_caches and cls.name not in names and any(
-                            self.reads_one_of(m.globals_read, self.class_file[cls.qualname],
-                                              names) for m in cls.methods):
+                            self._reads_one_of(m.globals_read, self.class_file[cls.qualname],
+                                               names) for m in cls.methods):
                         names.add(cls.name)
                         grown = True
             self._handle_readers = frozenset(names)
@@ -62,7 +56,7 @@ class Returns(Starts):
         """Whether a name read in `facts` is one of `module_handle_readers` (the file's
         imports that are such names found once per file)."""
         names = self.module_handle_readers(known)
-        if not names.isdisjoint(_last_parts(reads)):
+        if not names.isdisjoint(last_parts(reads)):
             return True
         aliases = self._reader_aliases.get(facts.path)
         if aliases is None:
@@ -72,11 +66,11 @@ class Returns(Starts):
         return not aliases.isdisjoint(reads)
 
     @staticmethod
-    def reads_one_of(reads: Iterable[str], facts: FileFacts, names: set[str]) -> bool:
+    def _reads_one_of(reads: Iterable[str], facts: FileFacts, names: set[str]) -> bool:
         """Whether one of the names read in `facts` is one of `names` (by its last part, or
         the last part of what the file imports it as)."""
         reads = tuple(reads)
-        if not names.isdisjoint(_last_parts(reads)):
+        if not names.isdisjoint(last_parts(reads)):
             return True
         imports = facts.import_map()
         return any(imports.get(read, "").rpartition(".")[2] in names for read in reads)
