@@ -272,6 +272,10 @@ class Engine:
             forget_words()  # the texts' words, kept across the rounds: not past the run
         if evaluated and evaluated[-1][0] == len(facts):
             return facts, verdicts, evaluated[-1][1]
+        if linked and linked[-1][0] == len(facts):  # asked of every class last: linked already
+            from .rules import evaluate
+
+            return facts, verdicts, evaluate(linked[-1][1], self.registry)
         return facts, verdicts, None
 
     def _parse_many(self, files: list[SourceFile], texts: dict[str, str], stats: Stats
