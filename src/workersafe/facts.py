@@ -24,6 +24,26 @@ OWN_CLASS = "cls"
 LOOKUP_VERBS = ("get", "build", "create", "make", "load", "fetch")
 
 
+def registry_kind(method: str, verb: str) -> str:
+    """What kind of thing a registry method registers or looks up: "register_task" and
+    "get_task_class" → "task"; "register_module", "build" and "get" → ""."""
+    what = method[len(verb):].strip("_")
+    for suffix in ("_class", "_cls", "_type", "_from_cfg"):
+        what = what.removesuffix(suffix)
+    return "" if what in ("module", "from_cfg") else what
+
+
+def looks_up(function: str, registering: str) -> bool:
+    """Whether a module's function (`get_reader`) is a lookup of the registry its decorator
+    `registering` (`register_reader`) fills, as the linker reads lookups: named for a lookup
+    verb and the same kind of thing; every lookup function reads a plain `register`'s."""
+    verb = next((v for v in LOOKUP_VERBS if function.startswith(v)), None)
+    if verb is None:
+        return False
+    kind = registry_kind(registering, "register")
+    return not kind or registry_kind(function, verb) == kind
+
+
 @functools.lru_cache(maxsize=65536)  # each round and each class asks of the same tuples read
 def last_parts(names: Tuple[str, ...]) -> frozenset[str]:
     """The names read, a module's attribute (`utils.io.get_zip`) by its own name."""

@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Iterator, Optional
 
 from .carry import Pending, offered
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
-from .facts import LOOKUP_VERBS, DatasetRef, FileFacts, LoaderCall, last_parts
+from .facts import LOOKUP_VERBS, DatasetRef, FileFacts, LoaderCall, last_parts, looks_up
 from .prefilter import (ImportLines, Prefilter, class_bases, import_lines, is_word_char,
                         spells_word, whole_words, word_starts, words_pattern)
 
@@ -1255,7 +1255,8 @@ def _registry_lookups(callee: str, modules: dict[str, FileFacts], by_module: dic
     home = modules.get(owner)
     if home is None:
         return None
-    return {fn.name for fn in home.functions if fn.name.startswith(LOOKUP_VERBS)}
+    registering = callee.rpartition(".")[2]
+    return {fn.name for fn in home.functions if looks_up(fn.name, registering)}
 
 
 def _lead_edges(f: FileFacts) -> list[tuple[str, frozenset[str]]]:
@@ -1428,6 +1429,16 @@ def _module_file(name: str, by_module: dict[str, str]) -> Optional[str]:
     return None
 
 
+def _a_lookup(qualified: str, local: str, registering: set[str]) -> bool:
+    """A module's function (`qualified`, bound as `local`) looks up a registry one of the
+    decorators `registering` fills (`facts.looks_up`): of its module, the same kind."""
+    owner = qualified.rpartition(".")[0]
+    return local.startswith(LOOKUP_VERBS) and any(
+        callee.rpartition(".")[0] == owner
+        and looks_up(qualified.rpartition(".")[2], callee.rpartition(".")[2])
+        for callee in registering)
+
+
 def _interesting_names(all_facts: Iterable[FileFacts],
                        anywhere: Optional[set[str]] = None) -> set[str]:
     """Names whose mention makes another file worth parsing: classes holding handles and their
@@ -1451,8 +1462,9 @@ def _interesting_names(all_facts: Iterable[FileFacts],
                     if {b.rsplit(".", 1)[-1] for b in c.bases} & holders}
         changed = len(holders) != before
     names = set(holders)
-    owners = {callee.rpartition(".")[0] for f in every for c in f.classes
-              if c.name in holders for callee, _ in c.registered}
+    registering = {callee for f in every for c in f.classes if c.name in holders
+                   for callee, _ in c.registered}
+    owners = {callee.rpartition(".")[0] for callee in registering}
     # `DATASETS`, `registry`: a lookup by name may build a registered one
     names |= {owner.rpartition(".")[2] for owner in owners}
     anywhere |= names - holders
@@ -1461,10 +1473,10 @@ def _interesting_names(all_facts: Iterable[FileFacts],
         # defined or imported (`from .registry import build_dataset` in a package)
         if owners:
             lookups = {local for local, qualified in facts.imports
-                       if local.startswith(LOOKUP_VERBS)
-                       and qualified.rpartition(".")[0] in owners}
+                       if _a_lookup(qualified, local, registering)}
             if facts.module in owners:
-                lookups |= {f.name for f in facts.functions if f.name.startswith(LOOKUP_VERBS)}
+                lookups |= {f.name for f in facts.functions
+                            if _a_lookup(f"{facts.module}.{f.name}", f.name, registering)}
             names |= lookups
             anywhere |= lookups
         names |= {h.name for h in facts.module_handles}

@@ -23,6 +23,7 @@ from typing import Iterator, Optional
 
 from ..facts import (
     LOOKUP_VERBS, OWN_CLASS, ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts,
+    registry_kind,
 )
 from ..records import record
 from .classes import Hierarchy
@@ -363,7 +364,7 @@ class ValueFlow(Hierarchy):
                 for callee, name in cls.registered:
                     self._work += 1
                     owner, _, method = self.resolve(callee, home).rpartition(".")
-                    key = (owner, _what(method, "register"))
+                    key = (owner, registry_kind(method, "register"))
                     registry = self._registries.get(key)
                     if registry is None:
                         registry = self._registries[key] = _Registry(_registry_name(
@@ -376,7 +377,7 @@ class ValueFlow(Hierarchy):
         verb = next((v for v in LOOKUP_VERBS if method.startswith(v)), None)
         if verb is None:
             return None
-        what = _what(method, verb)
+        what = registry_kind(method, verb)
         found = self._registries.get((owner, what))
         if found is None and what and owner in self.by_module:
             # a module's plain `register(name)` decorator filling its dict (`DATASETS[name] =
@@ -667,15 +668,6 @@ class ValueFlow(Hierarchy):
     def _is_arg_for(arg: ArgRef, param: str) -> bool:
         _, index_text, name = param.split("#")
         return arg.keyword == name if arg.keyword else arg.position == int(index_text) >= 0
-
-
-def _what(method: str, verb: str) -> str:
-    """What kind of thing a registry method registers or looks up: "register_task" and
-    "get_task_class" → "task"; "register_module", "build" and "get" → ""."""
-    what = method[len(verb):].strip("_")
-    for suffix in ("_class", "_cls", "_type", "_from_cfg"):
-        what = what.removesuffix(suffix)
-    return "" if what in ("module", "from_cfg") else what
 
 
 def _text_for(texts: tuple[tuple[int, str, str], ...], param: str, dicts: bool = False
