@@ -73,6 +73,10 @@ class Selection:
         # a.b), whatever is below it reached
         self._names: dict[str, set[str]] = {}
         self._below: dict[str, set[str]] = {}
+        # a module → the files importing names from it → those names (`_name_reachers`)
+        self._listing: dict[str, dict[str, set[str]]] = {}
+        self._name_reach: dict[tuple[str, str], frozenset[str]] = {}  # `_name_reachers`
+        self._whole: dict[str, frozenset[str]] = {}  # `_whole_reach`
         self._indexed = -1
         self._unread_reach: frozenset[str] = frozenset()
         self._runs: dict[str, tuple[set[str], set[str]]] = {}  # `_spellings`
@@ -558,7 +562,8 @@ class Selection:
         """Files that may call a function whose parameter reaches a loader (`def val(net,
         dataset): DataLoader(dataset, ...)`): what they pass is the loader's dataset. A
         module-level function or a class is called only where its name can come from: its
-        own file and the files that import it (`_reachers`); a method anywhere its name is.
+        own file and the files that import it (`_name_reachers`); a method anywhere its
+        name is.
         A function returning its parameter (`wrap(ds)`) matters only where what it returns
         meets a dataset or a loader: in a file naming one (`dataset_names`: the class graph's);
         elsewhere the value goes on to a callable or a factory another round follows."""
@@ -574,10 +579,16 @@ class Selection:
         naming = words_pattern(dataset_names)
         loud = self.dataset_files | self.handle_files
         classes = {c.name for f in facts.values() for c in f.classes}
-        scopes = {home for _, home, _ in names}
-        # the files that can reach a definition: only those are read for its name
-        candidates = set(self.texts) if "" in scopes else \
-            set().union(*(self._reachers(home) for home in scopes))
+        # the files that can reach a definition: only those are read for its name; a
+        # method's callers anywhere, but they spell its name (a scan in C per name, where
+        # the words of every text would be collected)
+        reach = {(name, home): self._name_reachers(home, name) for name, home, _ in names
+                 if home}
+        candidates = set().union(*reach.values())
+        methods = {name for name, home, _ in names if not home}
+        if methods:
+            candidates.update(path for path, text in self.texts.items()
+                              if any(name in text for name in methods))
         found = set()
         for path in candidates:
             if path in facts or path not in self.texts:  # not read: a warm run's quiet file
@@ -587,7 +598,7 @@ class Selection:
             if not here:
                 continue
             names_dataset = path in loud or (naming is not None and naming.search(text))
-            if any((not home or path in self._reachers(home)) and (names_dataset or not returned)
+            if any((not home or path in reach[name, home]) and (names_dataset or not returned)
                    and (name in classes or _may_call(text, name))
                    for name, home, returned in here):
                 found.add(path)
@@ -602,20 +613,73 @@ class Selection:
         From import lines, over-reaching (a spelling matches any run of a module's parts)
         rather than missing. A file left unread (a warm run's quiet one) may re-export
         anything: what reaches it is in every answer."""
-        if len(self.texts) != self._indexed:  # files read since: their imports count
-            self._index_imports()
-            unread = {p for p in self.by_path if p not in self.texts}
-            self._unread_reach = self._closure(unread) if unread else frozenset()
+        self._index_now()
         found = self._reach.get(path)
         if found is None:
             found = self._reach[path] = self._closure({path}) | self._unread_reach
         return found
 
+    def _index_now(self) -> None:
+        """The import index of the files read (`_index_imports`) and what reaches the files
+        left unread, again when files were read since (their imports count)."""
+        if len(self.texts) != self._indexed:
+            self._index_imports()
+            unread = {p for p in self.by_path if p not in self.texts}
+            self._unread_reach = self._closure(unread) if unread else frozenset()
+
+    def _name_reachers(self, path: str, name: str) -> frozenset[str]:
+        """The files that may name `name`, defined in `path`: `_reachers`, but a line importing
+        names (`from a.b import f, g`) reaches it only if it lists it or `*`, and through a
+        package re-exporting it only its importers of that name. What binds a module whole
+        (`import a.b`, `from a import b`, names not all on the line) may reach any name below
+        it, and so may the files binding that file whole in turn; not a file importing names
+        from it (`from w import a`, the module `w` bound: not followed). On a library whose
+        top package re-exports everything, `_reachers` is nearly every file."""
+        self._index_now()
+        key = (path, name)
+        found = self._name_reach.get(key)
+        if found is not None:
+            return found
+        closure, frontier = {path}, [path]
+        while frontier:
+            for end in self._spellings(frontier.pop())[1]:
+                for importer, listed in self._listing.get(end, {}).items():
+                    if importer not in closure and (name in listed or "*" in listed):
+                        closure.add(importer)
+                        frontier.append(importer)
+        for each in list(closure):
+            closure |= self._whole_reach(each)
+        found = self._name_reach[key] = frozenset(closure) | self._unread_reach
+        return found
+
+    def _whole_reach(self, path: str) -> frozenset[str]:
+        """The files binding `path`'s module whole (`import a.b`, `from a import b`, a list
+        not on one line: the runs of `_spellings`), and those binding one of them whole in
+        turn (`import w`: `w.a.b.f(ds)`); found once per file, a file's found before whole."""
+        found = self._whole.get(path)
+        if found is not None:
+            return found
+        closure: set[str] = set()
+        frontier = [path]
+        while frontier:
+            for run in self._spellings(frontier.pop())[0]:
+                for importer in self._below.get(run, ()):
+                    if importer in closure:
+                        continue
+                    closure.add(importer)
+                    done = self._whole.get(importer)
+                    if done is not None:  # complete: whatever binds it whole is in it
+                        closure |= done
+                    else:
+                        frontier.append(importer)
+        found = self._whole[path] = frozenset(closure)
+        return found
+
     def _index_imports(self) -> None:
-        """`_names` and `_below` from the import lines of the files read."""
+        """`_names`, `_listing` and `_below` from the import lines of the files read."""
         self._indexed = len(self.texts)
-        self._reach = {}
-        self._names, self._below = {}, {}
+        self._reach, self._name_reach, self._whole = {}, {}, {}
+        self._names, self._below, self._listing = {}, {}, {}
         for read in list(self.texts):
             file = self.by_path[read]
             for level, name, names in self._import_lines(read):
@@ -627,6 +691,7 @@ class Selection:
                     keys = [module]
                 else:  # the module itself names what it holds, each name what is below
                     self._names.setdefault(module, set()).add(read)
+                    self._listing.setdefault(module, {}).setdefault(read, set()).update(names)
                     keys = [f"{module}.{n}" if module else n for n in names if n != "*"]
                 for key in keys:
                     self._below.setdefault(key, set()).add(read)
