@@ -94,8 +94,9 @@ class Selection:
         # `_may_lead`: whether a file spells one of the leading names (those names)
         self._spells_lead: dict[str, bool] = {}
         self._spells_lead_of: Optional[frozenset[str]] = frozenset()
-        self._not_led: set[str] = set()  # files `_may_lead` said no of (those names)
-        self._lead_read = -1  # how many files were read then (more: `_reachers` may grow)
+        # what the files spelling one of those names import, transitively (`_may_lead`)
+        self._led: Optional[set[str]] = None
+        self._lead_read = -1  # how many files were read then (more may spell one)
         self._by_module: dict[str, str] = {}  # the run's modules → files (`complete`)
         self._imports_below: dict[str, list[str]] = {}  # `_imports_of`
         self._subclass_index: tuple[int, dict[str, list[str]]] = (-1, {})  # `_subclasses`
@@ -430,8 +431,9 @@ class Selection:
         loader) that may give it an object holding a handle a finding could be about: a file
         spelling a name of `_leading` (it builds or fetches one), or one that a file spelling
         one imports, directly or through other modules (`_imported_closure`: what it is
-        given may come from there, through its functions' parameters). The files spelling
-        one are looked for among those that may import it (`_reachers`)."""
+        given may come from there, through its functions' parameters). What the files
+        spelling one import is found once per names (and files read): a library's callers
+        are mostly its modules, imported by nearly every file."""
         leading = self._leading
         if leading is None:
             return set(paths)
@@ -449,14 +451,13 @@ class Selection:
 
         if self._spells_lead_of != leading or self._lead_read != len(texts):
             self._spells_lead, self._spells_lead_of = {}, leading
-            self._lead_read, self._not_led = len(texts), set()
+            self._lead_read, self._led = len(texts), None
         found = {p for p in paths if spells(p)}
-        rest = paths - found - self._not_led  # (those found not to, with these names)
+        rest = paths - found
         if rest:
-            seeds = {r for p in rest for r in self._reachers(p) if spells(r)}
-            led = rest & self._imported_closure(seeds)
-            found |= led
-            self._not_led |= rest - led
+            if self._led is None:  # what the files spelling one import, once per names
+                self._led = self._imported_closure({p for p in texts if spells(p)})
+            found |= rest & self._led
         return found
 
     def _imported_closure(self, seeds: set[str]) -> set[str]:
