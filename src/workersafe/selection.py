@@ -66,7 +66,6 @@ class Selection:
         self._demanded: dict[tuple[str, str], Optional[str]] = {}  # `_needed_modules`'s files
         # `_keeping_classes` of the facts when they were that many (they only grow)
         self._keeping: tuple[int, set[str]] = (-1, set())
-        self._reach: dict[str, frozenset[str]] = {}  # `_reachers`
         # from the import lines of the files read (`_index_imports`; how many were read): a
         # module → the files importing names from it (`from a.b import f`: a.b); a module →
         # the files importing it or one of its names (`import a.b`: a, a.b; `from a import b`:
@@ -240,8 +239,9 @@ class Selection:
         from `home`'s module, a package above it or a module that can re-export it
         (`from m import name`, or a list not on one line, or `*`), or imports `home`'s module, a
         package above it or its own name (`import a.b`, `from a import b`) and spells
-        `.name`; and the file can reach `home` at all (`_reachers`). Text only, over-reaching:
-        the module's last part is the same from every root it can be imported from."""
+        `.name`; and the file can reach that name at all (`_name_reachers`). Text only,
+        over-reaching: the module's last part is the same from every root it can be imported
+        from."""
         key = (path, name, home)
         spelled = self._refers.get(key)
         if spelled is None:
@@ -249,7 +249,8 @@ class Selection:
         direct, through = spelled
         if not direct and not through:
             return False
-        reach = self._reachers(home)  # (files read since may import more: asked each time)
+        # (files read since may import more: asked each time)
+        reach = self._name_reachers(home, name)
         return path in reach and (direct or any(source in reach for source in through))
 
     def _spells_reference(self, path: str, name: str, home: str, by_module: dict[str, str]
@@ -605,37 +606,29 @@ class Selection:
                 found.add(path)
         return self._loud(found)
 
-    def _reachers(self, path: str) -> frozenset[str]:
-        """The files that may name what `path` defines: itself, the files importing it, or a
-        module above it on the way (`from a import b` for a/b/c.py: `b.c.f(ds)`), by any
-        spelling (`utils` for a script's sibling `examples/utils.py`), and, for re-exports,
-        whatever imports one of those, transitively (`from a import f` reaches a/b/c.py
-        when a/__init__.py imports it). `import a.x` binds `a`, so it reaches all below `a`.
-        From import lines, over-reaching (a spelling matches any run of a module's parts)
-        rather than missing. A file left unread (a warm run's quiet one) may re-export
-        anything: what reaches it is in every answer."""
-        self._index_now()
-        found = self._reach.get(path)
-        if found is None:
-            found = self._reach[path] = self._closure({path}) | self._unread_reach
-        return found
-
     def _index_now(self) -> None:
         """The import index of the files read (`_index_imports`) and what reaches the files
-        left unread, again when files were read since (their imports count)."""
+        left unread (a warm run's quiet ones: one may re-export anything, so what reaches
+        it is in every answer), again when files were read since (their imports count)."""
         if len(self.texts) != self._indexed:
             self._index_imports()
             unread = {p for p in self.by_path if p not in self.texts}
             self._unread_reach = self._closure(unread) if unread else frozenset()
 
     def _name_reachers(self, path: str, name: str) -> frozenset[str]:
-        """The files that may name `name`, defined in `path`: `_reachers`, but a line importing
-        names (`from a.b import f, g`) reaches it only if it lists it or `*`, and through a
-        package re-exporting it only its importers of that name. What binds a module whole
-        (`import a.b`, `from a import b`, names not all on the line) may reach any name below
-        it, and so may the files binding that file whole in turn; not a file importing names
-        from it (`from w import a`, the module `w` bound: not followed). On a library whose
-        top package re-exports everything, `_reachers` is nearly every file."""
+        """The files that may name `name`, defined in `path`: itself; the files importing it
+        by name (`from a.b import f`, a list holding it or `*`, the module by any spelling:
+        `utils` for a script's sibling examples/utils.py), and through a package re-exporting
+        it (listing it), that package's importers of it, transitively; and the files binding
+        one of those modules whole, or a module above it on the way (`import a.x` binds `a`;
+        `from a import b` for a/b/c.py: `b.c.f(ds)`; a list not all on one line), and the
+        files binding one of those whole in turn. Not a file importing other names from a
+        module on the way (`from a.b import g`), nor one importing a name from a file binding
+        a module (`from w import a`, `a` bound by `import a.b` in w: not followed). From
+        import lines, over-reaching (a spelling matches any run of a module's parts) rather
+        than missing. A file left unread (a warm run's quiet one) may re-export anything:
+        what reaches it is in every answer. On a library whose top package re-exports
+        everything, any name of it would otherwise reach nearly every file."""
         self._index_now()
         key = (path, name)
         found = self._name_reach.get(key)
@@ -679,7 +672,7 @@ class Selection:
     def _index_imports(self) -> None:
         """`_names`, `_listing` and `_below` from the import lines of the files read."""
         self._indexed = len(self.texts)
-        self._reach, self._name_reach, self._whole = {}, {}, {}
+        self._name_reach, self._whole = {}, {}
         self._names, self._below, self._listing = {}, {}, {}
         for read in list(self.texts):
             file = self.by_path[read]
@@ -712,12 +705,7 @@ class Selection:
             runs_seen |= runs
             ends_seen |= ends
             for importer in (i for group in importers for i in group):
-                if importer in closure:
-                    continue
-                done = self._reach.get(importer)
-                if done is not None:  # complete: whatever reaches it is in it
-                    closure |= done
-                else:
+                if importer not in closure:
                     closure.add(importer)
                     frontier.append(importer)
         return frozenset(closure)
