@@ -556,5 +556,13 @@ class _AttributeReadsToCall(cst.CSTTransformer):
         return cst.Call(updated.with_changes(attr=cst.Name(self.accessor)))
 
 
+def reads_through(module: cst.Module, stem: str, name: str) -> bool:
+    """Whether `module`'s code reads NAME as an attribute of a dotted name ending with `stem`
+    (`prep.db`, `scripts.prep.db`), however that module was imported (in a function too):
+    not a mention in a string or a comment (`"/tmp/report.db"`, `# scripts/prep.py`)."""
+    return any(isinstance(node, cst.Attribute) and node.attr.value == name
+               and dotted(node.value).rpartition(".")[2] == stem for node in walk(module))
+
+
 def mentions(text: str, name: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text) is not None

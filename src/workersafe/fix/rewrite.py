@@ -42,6 +42,7 @@ from .kwargs import opaque_star
 from .lazyguard import PICKLING, GuardedLazy, chained_getstate, guard_lazy_opens
 from .modulefix import (
     ModulePlan, importer_plan, is_functools_import, mentions, module_readers, only_reads,
+    reads_through,
     plan_module_handle, rewrite_importer, rewrite_module, rewrite_module_reads, set_up,
     in_memory_target, writing_mode,
 )
@@ -616,7 +617,11 @@ class Rewriter:
                                             f"its module: rewrite that by hand")
                         source_module = spelling
                         break
-                    readers, refused = [], True
+                    # read another way than a module-level import (in a function), or not
+                    # at all: the words in a string or a comment
+                    refused = refused or bool(readers) or reads_through(
+                        edit.located.module, spelling.rsplit(".", 1)[-1], name)
+                    readers = []
                 if refused and not readers:
                     raise Unfixable(f"{other} reads {name} through its module: rewrite that "
                                     f"by hand")
