@@ -67,13 +67,11 @@ class Selection:
         # `_keeping_classes` of the facts when they were that many (they only grow)
         self._keeping: tuple[int, set[str]] = (-1, set())
         # from the import lines of the files read (`_index_imports`; how many were read): a
-        # module → the files importing names from it (`from a.b import f`: a.b); a module →
-        # the files importing it or one of its names (`import a.b`: a, a.b; `from a import b`:
-        # a.b), whatever is below it reached
-        self._names: dict[str, set[str]] = {}
-        self._below: dict[str, set[str]] = {}
-        # a module → the files importing names from it → those names (`_name_reachers`)
+        # module → the files importing names from it → those names (`from a.b import f`: a.b
+        # → {f}); a module → the files importing it or one of its names (`import a.b`: a,
+        # a.b; `from a import b`: a.b), whatever is below it reached
         self._listing: dict[str, dict[str, set[str]]] = {}
+        self._below: dict[str, set[str]] = {}
         self._name_reach: dict[tuple[str, str], frozenset[str]] = {}  # `_name_reachers`
         self._whole: dict[str, frozenset[str]] = {}  # `_whole_reach`
         self._indexed = -1
@@ -564,11 +562,11 @@ class Selection:
         """Files that may call a function whose parameter reaches a loader (`def val(net,
         dataset): DataLoader(dataset, ...)`): what they pass is the loader's dataset. A
         module-level function or a class is called only where its name can come from: its
-        own file and the files that import it (`_name_reachers`); a method anywhere its
-        name is.
-        A function returning its parameter (`wrap(ds)`) matters only where what it returns
-        meets a dataset or a loader: in a file naming one (`dataset_names`: the class graph's);
-        elsewhere the value goes on to a callable or a factory another round follows."""
+        own file and the files that may bind it (`_name_reachers`); a method anywhere its
+        name is. A function returning its parameter (`wrap(ds)`) matters only where what it
+        returns meets a dataset or a loader: in a file naming one (`dataset_names`: the
+        class graph's); elsewhere the value goes on to a callable or a factory another round
+        follows."""
         keeping = self._keeping[1] if self._keeping[0] == len(facts) else None
         names = _caller_names(facts, loader_names, self._calls, keeping) - self._callers_searched
         self._callers_searched |= names
@@ -670,10 +668,10 @@ class Selection:
         return found
 
     def _index_imports(self) -> None:
-        """`_names`, `_listing` and `_below` from the import lines of the files read."""
+        """`_listing` and `_below` from the import lines of the files read."""
         self._indexed = len(self.texts)
         self._name_reach, self._whole = {}, {}
-        self._names, self._below, self._listing = {}, {}, {}
+        self._below, self._listing = {}, {}
         for read in list(self.texts):
             file = self.by_path[read]
             for level, name, names in self._import_lines(read):
@@ -684,14 +682,14 @@ class Selection:
                 elif not names:  # names not on the line: the module or all below it
                     keys = [module]
                 else:  # the module itself names what it holds, each name what is below
-                    self._names.setdefault(module, set()).add(read)
                     self._listing.setdefault(module, {}).setdefault(read, set()).update(names)
                     keys = [f"{module}.{n}" if module else n for n in names if n != "*"]
                 for key in keys:
                     self._below.setdefault(key, set()).add(read)
 
     def _closure(self, seeds: set[str]) -> frozenset[str]:
-        """`seeds` and the files importing one of them (`_spellings`), transitively."""
+        """`seeds` and the files importing one of them or a name from one (`_spellings`),
+        transitively, whatever names: what may reach a file left unread (`_index_now`)."""
         closure, frontier = set(seeds), list(seeds)
         # each group of importers is gone through once: all of it is in `closure` after
         # (`b` is a run of most modules of a package `a.b`)
@@ -700,8 +698,8 @@ class Selection:
         while frontier:
             current = frontier.pop()
             runs, ends = self._spellings(current)
-            importers = [self._below.get(r, ()) for r in runs - runs_seen]
-            importers += [self._names.get(r, ()) for r in ends - ends_seen]
+            importers: list[Iterable[str]] = [self._below.get(r, ()) for r in runs - runs_seen]
+            importers += [self._listing.get(r, {}).keys() for r in ends - ends_seen]
             runs_seen |= runs
             ends_seen |= ends
             for importer in (i for group in importers for i in group):
