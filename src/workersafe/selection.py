@@ -88,12 +88,13 @@ class Selection:
         # what the linker said (`_release_callers`), and how many files were parsed then
         self._candidates: Optional[frozenset[str]] = None
         self._asked = -1
-        # `_may_lead`: whether a file spells one of the leading names (those names)
-        self._spells_lead: dict[str, bool] = {}
-        self._spells_lead_of: Optional[frozenset[str]] = frozenset()
-        # what the files spelling one of those names import, transitively (`_may_lead`)
-        self._led: Optional[set[str]] = None
-        self._lead_read = -1  # how many files were read then (more may spell one)
+        # where each leading name is bound at a module's top level ("": anywhere)
+        self._lead_homes: dict[str, frozenset[str]] = {}
+        # `_may_lead`: the files that may bind one of the leading names (`_lead_binders`), and
+        # what they import, transitively; for those names, and that many files read
+        self._led: tuple[set[str], set[str]] = (set(), set())
+        self._lead_of: Optional[frozenset[str]] = frozenset()
+        self._lead_read = -1
         self._by_module: dict[str, str] = {}  # the run's modules → files (`complete`)
         self._imports_below: dict[str, list[str]] = {}  # `_imports_of`
         self._subclass_index: tuple[int, dict[str, list[str]]] = (-1, {})  # `_subclasses`
@@ -366,6 +367,8 @@ class Selection:
         warm = len(self.texts) < len(self.by_path)
         self._leading = None if warm else \
             self._leading_names(self._candidates, facts, by_module)
+        if self._leading:
+            self._lead_homes = _top_level_homes(self._leading, facts)
         return self._gate(set()) - set(facts)
 
     def _leading_names(self, classes: frozenset[str], facts: dict[str, FileFacts],
@@ -428,35 +431,48 @@ class Selection:
     def _may_lead(self, paths: set[str]) -> set[str]:
         """Those of `paths` (callers of a function or class that hands what it is given to a
         loader) that may give it an object holding a handle a finding could be about: a file
-        spelling a name of `_leading` (it builds or fetches one), or one that a file spelling
-        one imports, directly or through other modules (`_imported_closure`: what it is
-        given may come from there, through its functions' parameters). What the files
-        spelling one import is found once per names (and files read): a library's callers
+        that may bind a name of `_leading` (it builds or fetches one: `_lead_binders`), or
+        one that such a file imports, directly or through other modules
+        (`_imported_closure`: what it is given may come from there, through its functions'
+        parameters). Both are found once per names (and files read): a library's callers
         are mostly its modules, imported by nearly every file."""
         leading = self._leading
         if leading is None:
             return set(paths)
-        pattern = words_pattern(leading) if leading else None
-        if pattern is None:
+        if not leading:
             return set()
+        if self._lead_of != leading or self._lead_read != len(self.texts):
+            self._lead_of, self._lead_read = leading, len(self.texts)
+            binders = self._lead_binders(leading)
+            self._led = (binders, self._imported_closure(binders))
+        binders, led = self._led
+        return paths & (binders | led)
+
+    def _lead_binders(self, leading: frozenset[str]) -> set[str]:
+        """The files read that spell a name of `leading` where they may bind it: one a parsed
+        module defines at its top level (`_lead_homes`), in the files that may bind it
+        (`_name_reachers`); another (a method's, a nested class's, one no parsed module
+        defines: a subclass found by its `class` line) wherever it is spelled."""
         texts = self.texts
-
-        def spells(path: str) -> bool:  # (a warm run's quiet file, not read, does not)
-            found = self._spells_lead.get(path)
-            if found is None:
-                found = self._spells_lead[path] = path in texts \
-                    and pattern.search(texts[path]) is not None
-            return found
-
-        if self._spells_lead_of != leading or self._lead_read != len(texts):
-            self._spells_lead, self._spells_lead_of = {}, leading
-            self._lead_read, self._led = len(texts), None
-        found = {p for p in paths if spells(p)}
-        rest = paths - found
-        if rest:
-            if self._led is None:  # what the files spelling one import, once per names
-                self._led = self._imported_closure({p for p in texts if spells(p)})
-            found |= rest & self._led
+        pattern = words_pattern(leading)
+        assert pattern is not None
+        bound: dict[str, set[str]] = {}  # a file → the names it may bind
+        anywhere: set[str] = set()
+        for name in leading:
+            homes = self._lead_homes.get(name, frozenset({""}))
+            if "" in homes:
+                anywhere.add(name)
+            for home in homes - {""}:
+                for path in self._name_reachers(home, name):
+                    bound.setdefault(path, set()).add(name)
+        loose = words_pattern(anywhere)
+        found = set()
+        for path, text in texts.items():
+            names = bound.get(path)
+            if names is not None and not names.isdisjoint(pattern.found(text)):
+                found.add(path)
+            elif loose is not None and loose.search(text) is not None:
+                found.add(path)
         return found
 
     def _imported_closure(self, seeds: set[str]) -> set[str]:
@@ -1309,6 +1325,29 @@ def _registry_lookups(callee: str, modules: dict[str, FileFacts], by_module: dic
         return None
     registering = callee.rpartition(".")[2]
     return {fn.name for fn in home.functions if looks_up(fn.name, registering)}
+
+
+def _top_level_homes(names: frozenset[str], facts: dict[str, FileFacts]
+                     ) -> dict[str, frozenset[str]]:
+    """For each of `names`, the parsed files defining it at their top level (a class, a
+    function, a module variable or handle), and "" where code may get it another way than
+    by binding that name: a method's or a nested class's name (called on an object), or one
+    no parsed file defines."""
+    homes: dict[str, set[str]] = {name: set() for name in names}
+    for path, f in facts.items():
+        top = [c.name for c in f.classes if c.qualname == f"{f.module}.{c.name}"]
+        top += [fn.name for fn in f.functions if fn.qualname == f"{f.module}.{fn.name}"]
+        top += [name for name, _ in f.module_vars]
+        top += [h.name for h in f.module_handles]
+        for name in names.intersection(top):
+            homes[name].add(path)
+        for cls in f.classes:
+            if cls.qualname != f"{f.module}.{cls.name}" and cls.name in homes:
+                homes[cls.name].add("")
+            for method in cls.methods:
+                if method.name in homes:
+                    homes[method.name].add("")
+    return {name: frozenset(found or {""}) for name, found in homes.items()}
 
 
 def _lead_edges(f: FileFacts) -> list[tuple[str, frozenset[str]]]:
