@@ -367,8 +367,11 @@ class Selection:
         warm = len(self.texts) < len(self.by_path)
         self._leading = None if warm else \
             self._leading_names(self._candidates, facts, by_module)
-        if self._leading:
-            self._lead_homes = _top_level_homes(self._leading, facts)
+        if self._leading:  # (a subclass found by a `class` line of a file not parsed:
+            # defined there, at its top level or not)
+            unparsed = {name for path in self.texts if path not in facts
+                        for name, _ in self._class_bases(path)}
+            self._lead_homes = _top_level_homes(self._leading, facts, unparsed)
         return self._gate(set()) - set(facts)
 
     def _leading_names(self, classes: frozenset[str], facts: dict[str, FileFacts],
@@ -1327,13 +1330,14 @@ def _registry_lookups(callee: str, modules: dict[str, FileFacts], by_module: dic
     return {fn.name for fn in home.functions if looks_up(fn.name, registering)}
 
 
-def _top_level_homes(names: frozenset[str], facts: dict[str, FileFacts]
-                     ) -> dict[str, frozenset[str]]:
+def _top_level_homes(names: frozenset[str], facts: dict[str, FileFacts],
+                     unparsed: set[str]) -> dict[str, frozenset[str]]:
     """For each of `names`, the parsed files defining it at their top level (a class, a
     function, a module variable or handle), and "" where code may get it another way than
-    by binding that name: a method's or a nested class's name (called on an object), or one
-    no parsed file defines."""
-    homes: dict[str, set[str]] = {name: set() for name in names}
+    by binding that name: a method's or a nested class's name (called on an object), one
+    no parsed file defines, or one a class of a file not parsed has (`unparsed`)."""
+    homes: dict[str, set[str]] = {name: ({""} if name in unparsed else set())
+                                  for name in names}
     for path, f in facts.items():
         top = [c.name for c in f.classes if c.qualname == f"{f.module}.{c.name}"]
         top += [fn.name for fn in f.functions if fn.qualname == f"{f.module}.{fn.name}"]
