@@ -105,9 +105,16 @@ class Names:
         return found
 
     def _canonical_uncached(self, name: str) -> str:
+        """The longest run of leading parts that names a module decides: a module's own name
+        keeps `name` as it is (`lhotse.lhotse.features` where lhotse/lhotse/ is a package
+        and `lhotse` another spelling of it: not `lhotse.lhotse.lhotse.features`, then ever
+        longer through each re-export), another spelling of one is replaced by it."""
         parts = name.split(".")
         for cut in range(len(parts), 0, -1):
-            module = self.aliases.get(".".join(parts[:cut]))
+            prefix = ".".join(parts[:cut])
+            if prefix in self.by_module:
+                return name
+            module = self.aliases.get(prefix)
             if module is not None:
                 return ".".join([module, *parts[cut:]])
         return name
