@@ -210,7 +210,7 @@ class Engine:
         """The facts of the files the selection parses, the prefilter's verdicts, and the
         rules' findings on those facts when the selection's last question already linked them
         (else None: `_rules` links them)."""
-        from .selection import Selection
+        from .selection import Finders, Selection
 
         by_path = {f.path: f for f in files if f.path in texts or f.path in texts.unread}
         selection = Selection(self.filter, by_path, texts) if self.link and self.prefilter \
@@ -240,14 +240,13 @@ class Engine:
         evaluated: list[tuple[int, list[Finding]]] = []
         asked_every: list[int] = []  # the sizes at which every class was asked of
 
-        def may_find(parsed: dict[str, FileFacts], every_class: bool
-                     ) -> Optional[frozenset[str]]:
+        def may_find(parsed: dict[str, FileFacts], every_class: bool) -> Optional[Finders]:
             if len(parsed) in nothing:  # then neither can a dataset's
                 return None
             if not any(not f.error for f in parsed.values()):
                 return None  # no file, no handle (and no linker to import)
             from .link import Project
-            from .rules import evaluate, finding_classes
+            from .rules import evaluate, finding_classes, loader_files
 
             if not linked or linked[-1][0] != len(parsed):
                 good = [f for f in parsed.values() if not f.error]
@@ -259,12 +258,15 @@ class Engine:
                     evaluated[:] = [(len(parsed), evaluate(linked[-1][1], self.registry))]
             if every_class:
                 asked_every.append(len(parsed))
-            # (every class asked of: the callers' round follows those it names)
-            found = finding_classes(linked[-1][1], self.registry, every_class,
-                                    first=not every_class)
-            if every_class and found is None:
-                nothing.add(len(parsed))
-            return found
+            # (every class asked of: the callers' round follows those it names; else the
+            # start-method round, the loaders reaching them)
+            project = linked[-1][1]
+            found = finding_classes(project, self.registry, every_class)
+            if found is None:
+                if every_class:
+                    nothing.add(len(parsed))
+                return None
+            return Finders(found, None if every_class else loader_files(project, found))
 
         try:
             selection.complete(facts, parse_more, may_find)

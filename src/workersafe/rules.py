@@ -117,8 +117,8 @@ def evaluate(project: Project, registry: Registry) -> list[Finding]:
 ANY_CLASS = "*"
 
 
-def finding_classes(project: Project, registry: Registry, every_class: bool = False,
-                    first: bool = False) -> Optional[frozenset[str]]:
+def finding_classes(project: Project, registry: Registry, every_class: bool = False
+                    ) -> Optional[frozenset[str]]:
     """The classes (qualified) whose handles a finding could be about, whatever start method the
     loaders' workers get: a candidate of a class a loader reaches (with `every_class`, of any
     class: one more loader may reach it), a handle passed to one's constructor, or a remedy's
@@ -129,7 +129,7 @@ def finding_classes(project: Project, registry: Registry, every_class: bool = Fa
     torch dataset no loader reaches is latent whatever start method any loader gets, unless
     it decides its pickle, so its handles alone do not send the selection after every entry
     script and every importer of a loader, most of a library's tree.) `ANY_CLASS` in the
-    answer: a finding's class is not known; `first`: the answer may stop at one class."""
+    answer: a finding's class is not known."""
     if any(init.sets or init.calls for f in project.files for init in f.remedies.worker_inits):
         # WS301/WS302: a worker_init_fn giving the dataset an attribute (of any class)
         return frozenset({ANY_CLASS})
@@ -154,9 +154,24 @@ def finding_classes(project: Project, registry: Registry, every_class: bool = Fa
                 or any(next(iter(_passed_candidates(project, view, registry, ref, facts)), None)
                        is not None for facts, _, ref in uses):
             found.add(cls.qualname)
-            if first:
-                break
     return frozenset(found) if found else None
+
+
+def loader_files(project: Project, classes: frozenset[str]) -> Optional[frozenset[str]]:
+    """The files of the loaders reaching `classes` (`finding_classes`' answer): only their
+    start methods can change a finding. None when a class's loaders are not all known: a
+    finding's class not known (`ANY_CLASS`), or one no loader reaches (it decides its pickle:
+    a loader no parsed file names it in may be built from a config)."""
+    if ANY_CLASS in classes:
+        return None
+    by_class = project.loaders_by_class()
+    found: set[str] = set()
+    for name in classes:
+        uses = by_class.get(name)
+        if not uses:
+            return None
+        found.update(facts.path for facts, _, _ in uses)
+    return frozenset(found)
 
 
 # --- the effective class ------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from functools import lru_cache
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, NamedTuple, Optional
 
 from .carry import Pending, offered
 from .discovery import SourceFile, module_aliases, module_of_import, module_spellings
@@ -26,11 +26,22 @@ from .prefilter import (ImportLines, Prefilter, class_bases, import_lines, is_wo
 ParseMany = Callable[[list[SourceFile]], dict[str, FileFacts]]
 Demand = Callable[[Iterable[str], FileFacts], None]
 ImportedBy = Callable[[str], set[str]]
-# The classes (qualified) holding a handle a finding could be about in the facts parsed so far
-# (the engine links them to tell), None for none: until one does, no start method can change
-# a finding. `every_class`: a handle of any class counts (a loader found later may reach it).
-# `rules.ANY_CLASS` among them: a finding whose class is not known.
-MayFind = Callable[[dict[str, FileFacts], bool], Optional[frozenset[str]]]
+
+
+class Finders(NamedTuple):
+    """What the linker says of the facts parsed so far (`MayFind`)."""
+    # the classes (qualified) holding a handle a finding could be about; `rules.ANY_CLASS`
+    # among them: a finding whose class is not known
+    classes: frozenset[str]
+    # the files of the loaders reaching them: only those loaders' start methods can change a
+    # finding (None: any loader's may, one of them reached by none parsed)
+    loader_files: Optional[frozenset[str]] = None
+
+
+# The engine links the facts parsed so far to tell (None for no class: until one could make
+# a finding, no start method can change one). `every_class`: a handle of any class counts (a
+# loader found later may reach it).
+MayFind = Callable[[dict[str, FileFacts], bool], Optional[Finders]]
 # A file's `class X(Base)` lines (`prefilter.class_bases`), and where the selection asks them.
 ClassBases = list[tuple[str, list[str]]]
 BasesOf = Callable[[str], ClassBases]
@@ -88,6 +99,11 @@ class Selection:
         # what the linker said (`_release_callers`), and how many files were parsed then
         self._candidates: Optional[frozenset[str]] = None
         self._asked = -1
+        # the loaders whose start methods could change a finding, as the linker said when that
+        # many files were parsed (`_ask_start_loaders`; None: any loader's, or not asked)
+        self._start_loaders: Optional[frozenset[str]] = None
+        self._start_classes: frozenset[str] = frozenset()  # (the classes it named then)
+        self._starts_asked = -1
         # where each leading name is bound at a module's top level ("": anywhere)
         self._lead_homes: dict[str, frozenset[str]] = {}
         # `_may_lead`: the files that may bind one of the leading names (`_lead_binders`), and
@@ -185,11 +201,10 @@ class Selection:
             if not wanted and may_find is not None:
                 if self._deferred_callers and self._leading is not None:
                     wanted = self._release_callers(facts, by_module, may_find)
-                if not wanted and not starts_needed and may_find(facts, False) is not None:
-                    starts_needed = True
-                    # from every entry setting one, parsed already (by another round) or not
-                    wanted = self._start_method_reach(facts, by_module,
-                                                      self.start_files) - set(facts)
+                if not wanted and (not starts_needed or self._start_loaders is not None):
+                    more = self._ask_start_loaders(facts, by_module, may_find)
+                    if more is not None:
+                        starts_needed, wanted = True, more
             if not wanted:
                 return
             facts.update(parse([self.by_path[p] for p in sorted(wanted)]))
@@ -354,7 +369,8 @@ class Selection:
             if not self._deferred_callers:
                 return released
         self._asked = len(facts)
-        self._candidates = may_find(facts, True)
+        answer = may_find(facts, True)
+        self._candidates = None if answer is None else answer.classes
         if self._candidates is None:
             return released
         return released | self._release(facts, by_module)
@@ -540,13 +556,45 @@ class Selection:
                     todo.append(path)
         return found
 
+    def _ask_start_loaders(self, facts: dict[str, FileFacts], by_module: dict[str, str],
+                           may_find: MayFind) -> Optional[set[str]]:
+        """Once the other rounds add nothing: whether a start method could change a finding,
+        and the loaders whose start methods could (`_start_loaders`), asked again when files
+        were parsed since (a loader found may reach one more class). What the start-method
+        round then adds, from every entry setting one, parsed already or not; None at the
+        first question if no start method can change a finding."""
+        if self._starts_asked == len(facts):
+            return set()
+        first = self._starts_asked < 0
+        self._starts_asked = len(facts)
+        answer = may_find(facts, False)
+        if answer is None:
+            return None if first else set()
+        loaders = answer.loader_files
+        if not first:
+            if loaders is not None and self._start_loaders is not None:
+                loaders |= self._start_loaders  # (only ever more)
+            if loaders == self._start_loaders:
+                return set()
+        self._start_loaders = loaders
+        self._start_classes = self._start_classes | answer.classes  # (only ever more)
+        return self._start_method_reach(facts, by_module, self.start_files) - set(facts)
+
     def _start_method_reach(self, facts: dict[str, FileFacts], by_module: dict[str, str],
                             starts: Optional[set[str]] = None) -> set[str]:
         """Entry scripts that set a start method, the files between them and the loaders they
         reach, and every other importer of those loaders: a start method reaches a loader only
-        if every entry importing it sets one (the linker needs those that set none: they fork)."""
+        if every entry importing it sets one (the linker needs those that set none: they fork).
+        The loaders, once the linker named those reaching a class whose handles could make a
+        finding, are only those (`_start_loaders`: on a tree of many projects, the others' are
+        most of it)."""
         loader_files = {p for p, f in facts.items() if f.loaders}
-        if any(c.held and c.method("__getstate__") for f in facts.values() for c in f.classes):
+        finders = None  # (the classes whose handles could make a finding, if named)
+        if self._start_loaders is not None:
+            loader_files &= self._start_loaders
+            finders = self._start_classes
+        if any(c.held and c.method("__getstate__") and (finders is None or c.qualname in finders)
+               for f in facts.values() for c in f.classes):
             # A dataset that decides its pickle may be safe by spawn: also the loaders no
             # parsed file names it in (it may be built by name from a config), if an entry
             # script sets a start method.
