@@ -78,10 +78,12 @@ class Selection:
         # `_keeping_classes` of the facts when they were that many (they only grow)
         self._keeping: tuple[int, set[str]] = (-1, set())
         # from the import lines of the files read (`_index_imports`; how many were read): a
-        # module → the files importing names from it → those names (`from a.b import f`: a.b
-        # → {f}); a module → the files importing it or one of its names (`import a.b`: a,
-        # a.b; `from a import b`: a.b), whatever is below it reached
-        self._listing: dict[str, dict[str, set[str]]] = {}
+        # module → the files importing names from it (`from a.b import f`: a.b); (a module, a
+        # name) → the files importing that name from it (a.b, f; a.b, "*" for a star); a
+        # module → the files importing it or one of its names (`import a.b`: a, a.b; `from a
+        # import b`: a.b), whatever is below it reached
+        self._importing: dict[str, set[str]] = {}
+        self._listing: dict[tuple[str, str], set[str]] = {}
         self._below: dict[str, set[str]] = {}
         self._name_reach: dict[tuple[str, str], frozenset[str]] = {}  # `_name_reachers`
         self._whole: dict[str, frozenset[str]] = {}  # `_whole_reach`
@@ -702,8 +704,9 @@ class Selection:
         closure, frontier = {path}, [path]
         while frontier:
             for end in self._spellings(frontier.pop())[1]:
-                for importer, listed in self._listing.get(end, {}).items():
-                    if importer not in closure and (name in listed or "*" in listed):
+                for importer in (*self._listing.get((end, name), ()),
+                                 *self._listing.get((end, "*"), ())):
+                    if importer not in closure:
                         closure.add(importer)
                         frontier.append(importer)
         for each in list(closure):
@@ -735,10 +738,10 @@ class Selection:
         return found
 
     def _index_imports(self) -> None:
-        """`_listing` and `_below` from the import lines of the files read."""
+        """`_importing`, `_listing` and `_below` from the import lines of the files read."""
         self._indexed = len(self.texts)
         self._name_reach, self._whole = {}, {}
-        self._below, self._listing = {}, {}
+        self._below, self._importing, self._listing = {}, {}, {}
         for read in list(self.texts):
             file = self.by_path[read]
             for level, name, names in self._import_lines(read):
@@ -749,7 +752,9 @@ class Selection:
                 elif not names:  # names not on the line: the module or all below it
                     keys = [module]
                 else:  # the module itself names what it holds, each name what is below
-                    self._listing.setdefault(module, {}).setdefault(read, set()).update(names)
+                    self._importing.setdefault(module, set()).add(read)
+                    for each in names:
+                        self._listing.setdefault((module, each), set()).add(read)
                     keys = [f"{module}.{n}" if module else n for n in names if n != "*"]
                 for key in keys:
                     self._below.setdefault(key, set()).add(read)
@@ -766,7 +771,7 @@ class Selection:
             current = frontier.pop()
             runs, ends = self._spellings(current)
             importers: list[Iterable[str]] = [self._below.get(r, ()) for r in runs - runs_seen]
-            importers += [self._listing.get(r, {}).keys() for r in ends - ends_seen]
+            importers += [self._importing.get(r, ()) for r in ends - ends_seen]
             runs_seen |= runs
             ends_seen |= ends
             for importer in (i for group in importers for i in group):
