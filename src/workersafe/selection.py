@@ -390,6 +390,7 @@ class Selection:
             unparsed = {name for path in self.texts if path not in facts
                         for name, _ in self._class_bases(path)}
             self._lead_homes = _top_level_homes(self._leading, facts, unparsed)
+            self._lead_read = -1  # (the same names may now be bound in more places)
         return self._gate(set()) - set(facts)
 
     def _leading_names(self, classes: frozenset[str], facts: dict[str, FileFacts],
