@@ -231,14 +231,11 @@ class Engine:
             stats.candidates += len(more)
             return self._parse_many(more, texts, stats)
 
-        linked: list[tuple[int, Project]] = []  # the facts only grow: linked once per size
+        # The facts only grow: linked once per size. When the selection ends with the facts
+        # its last question linked, the rules read that project (`_rules` would link them
+        # again).
+        linked: list[tuple[int, Project]] = []
         nothing: set[int] = set()  # sizes at which no class of any kind could make a finding
-        # The rules' findings at a size, from a project linked for the start methods' question:
-        # when its answer is no, the selection ends with these facts, and `_rules` would link
-        # them again. The rules run first, on the project as fresh as `_rules` builds it (what
-        # the linking caches depends on the order of the questions: the rules' are theirs).
-        evaluated: list[tuple[int, list[Finding]]] = []
-        asked_every: list[int] = []  # the sizes at which every class was asked of
 
         def may_find(parsed: dict[str, FileFacts], every_class: bool) -> Optional[Finders]:
             if len(parsed) in nothing:  # then neither can a dataset's
@@ -246,18 +243,12 @@ class Engine:
             if not any(not f.error for f in parsed.values()):
                 return None  # no file, no handle (and no linker to import)
             from .link import Project
-            from .rules import evaluate, finding_classes, loader_files
+            from .rules import finding_classes, loader_files
 
             if not linked or linked[-1][0] != len(parsed):
                 good = [f for f in parsed.values() if not f.error]
                 linked[:] = [(len(parsed), Project(good, self.config.all_dataset_bases(),
                                                    self.config.start_methods(), self.registry))]
-                # asked last, or of every class again (after the callers a first answer
-                # released): the end of the selection unless yes
-                if not every_class or asked_every:
-                    evaluated[:] = [(len(parsed), evaluate(linked[-1][1], self.registry))]
-            if every_class:
-                asked_every.append(len(parsed))
             # (every class asked of: the callers' round follows those it names; else the
             # start-method round, the loaders reaching them)
             project = linked[-1][1]
@@ -272,9 +263,7 @@ class Engine:
             selection.complete(facts, parse_more, may_find)
         finally:
             forget_words()  # the texts' words, kept across the rounds: not past the run
-        if evaluated and evaluated[-1][0] == len(facts):
-            return facts, verdicts, evaluated[-1][1]
-        if linked and linked[-1][0] == len(facts):  # asked of every class last: linked already
+        if linked and linked[-1][0] == len(facts):
             from .rules import evaluate
 
             return facts, verdicts, evaluate(linked[-1][1], self.registry)
