@@ -562,7 +562,7 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
         names += tuple(q for attr in method.attrs_read for q in held.get(attr, ()))
         for func in project.calls_through(names, home, own)[1]:
             filled.setdefault(func, root)
-    if not filled:
+    if filled.keys().isdisjoint(project.cache_fillers):  # (nothing the workers read either)
         return
     seen: set[tuple[str, str]] = set()
     mro = view.chain

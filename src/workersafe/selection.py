@@ -409,7 +409,6 @@ class Selection:
             return None
         subclasses = self._subclasses()
         names = {_short(q) for q in classes}
-        modules = {f.module: f for f in facts.values()}
         edges: list[tuple[str, frozenset[str]]] = []
         registered: dict[str, list[str]] = {}
         for path, f in facts.items():
@@ -430,7 +429,7 @@ class Selection:
             grown = {name for name, shorts in edges if name not in names and shorts & names}
             for name in names & registered.keys():
                 for callee in registered.pop(name):
-                    lookups = _registry_lookups(callee, modules, by_module)
+                    lookups = _registry_lookups(callee, facts, by_module)
                     if lookups is None:
                         return None
                     grown |= lookups - names
@@ -474,26 +473,21 @@ class Selection:
         """The files read that spell a name of `leading` where they may bind it: one a parsed
         module defines at its top level (`_lead_homes`), in the files that may bind it
         (`_name_reachers`); another (a method's, a nested class's, one no parsed module
-        defines: a subclass found by its `class` line) wherever it is spelled."""
-        texts = self.texts
+        defines: a subclass found by its `class` line) wherever it is spelled. Asked of each
+        file for the names it spells (across many projects, hundreds of names reach
+        thousands of files each: their union is not built)."""
         pattern = words_pattern(leading)
         assert pattern is not None
-        bound: dict[str, set[str]] = {}  # a file → the names it may bind
-        anywhere: set[str] = set()
-        for name in leading:
-            homes = self._lead_homes.get(name, frozenset({""}))
-            if "" in homes:
-                anywhere.add(name)
-            for home in homes - {""}:
-                for path in self._name_reachers(home, name):
-                    bound.setdefault(path, set()).add(name)
+        homes = self._lead_homes
+        anywhere = {name for name in leading if "" in homes.get(name, ("",))}
         loose = words_pattern(anywhere)
         found = set()
-        for path, text in texts.items():
-            names = bound.get(path)
-            if names is not None and not names.isdisjoint(pattern.found(text)):
+        for path, text in self.texts.items():
+            if loose is not None and loose.search(text) is not None:
                 found.add(path)
-            elif loose is not None and loose.search(text) is not None:
+                continue
+            if any(path in self._name_reachers(home, name)
+                   for name in pattern.found(text) for home in homes.get(name, ())):
                 found.add(path)
         return found
 
@@ -1368,16 +1362,19 @@ def _attr_refs(refs: Iterable[DatasetRef]) -> frozenset[str]:
     return frozenset(r.target for r in _nested_refs(refs) if r.kind == "attr")
 
 
-def _registry_lookups(callee: str, modules: dict[str, FileFacts], by_module: dict[str, str]
+def _registry_lookups(callee: str, facts: dict[str, FileFacts], by_module: dict[str, str]
                       ) -> Optional[set[str]]:
     """The names a lookup of the registry a decorator (`callee`) fills is spelled with, as
     the linker reads lookups: an object's or class's (`registry` for `registry.get_task(n)`,
     `DATASETS` for `DATASETS.build(cfg)`), or a module's lookup functions (`build_dataset`,
-    `get_reader` of the module defining `register_reader`); None for a module not parsed."""
+    `get_reader` of the module defining `register_reader`); None for a module not parsed.
+    The module by any spelling of it (`speechbrain.utils.checkpoints` for the package
+    below a folder of its name)."""
     owner = callee.rpartition(".")[0]
-    if owner not in by_module:
+    path = by_module.get(owner)
+    if path is None:
         return {_short(owner)} if owner else None
-    home = modules.get(owner)
+    home = facts.get(path)
     if home is None:
         return None
     registering = callee.rpartition(".")[2]

@@ -229,7 +229,7 @@ class Rewriter:
                 setting = re.compile(rf"\b(?!self\b)\w+\s*\.\s*{re.escape(attr)}\s*"
                                      rf"(?:=(?!=)|[-+*/|&]=)")
                 for path, source in self.result.sources.items():
-                    found = setting.search(source.text)
+                    found = setting.search(source.text) if attr in source.text else None
                     if found is not None:
                         line = source.text.count("\n", 0, found.start()) + 1
                         raise Unfixable(f"{path}:{line} may set .{attr} on a "
@@ -320,7 +320,7 @@ class Rewriter:
         facts = self.result.facts.get(path)
         home = facts.module.rsplit(".", 1)[-1] if facts and facts.module else ""
         for other, source in self.result.sources.items():
-            read = re.search(rf"\b{re.escape(label)}\b", source.text) if original else (
+            read = mentions(source.text, label) if original else (
                 mentions(source.text, cache.container) and bool(home)
                 and mentions(source.text, home))
             if other != path and read:

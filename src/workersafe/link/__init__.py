@@ -25,5 +25,10 @@ class Project(Views):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.has_caches = any(h.filled_by for f in self.files for h in f.module_handles) \
-            or any(c.class_caches for c in self.classes.values())
+        # the functions filling a process-global handle cache: a module's
+        # (`_CACHE[p] = open(p)`) or a class's (`ZipReader.get_zipfile` filling `zip_bank`)
+        self.cache_fillers = frozenset(
+            {h.filled_by for f in self.files for h in f.module_handles if h.filled_by}
+            | {f"{c.qualname}.{cache.method}" for c in self.classes.values()
+               for cache in c.class_caches})
+        self.has_caches = bool(self.cache_fillers)
