@@ -560,6 +560,8 @@ def _cache_candidates(project: Project, registry: Registry, view: ClassView
             kept = {n for _, n in owner.init_callables}
             names = tuple(n for n in names if n not in kept)
         names += tuple(q for attr in method.attrs_read for q in held.get(attr, ()))
+        if not project.reads_cache_filler(names, home):  # (nothing it fills: not followed)
+            continue
         for func in project.calls_through(names, home, own)[1]:
             filled.setdefault(func, root)
     if filled.keys().isdisjoint(project.cache_fillers):  # (nothing the workers read either)

@@ -22,13 +22,3 @@ __all__ = ["DEFAULT_START_METHODS", "NOT_WORKER_METHODS", "PICKLING_METHODS", "S
 
 class Project(Views):
     """The linked program (see the modules above for each part)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        # the functions filling a process-global handle cache: a module's
-        # (`_CACHE[p] = open(p)`) or a class's (`ZipReader.get_zipfile` filling `zip_bank`)
-        self.cache_fillers = frozenset(
-            {h.filled_by for f in self.files for h in f.module_handles if h.filled_by}
-            | {f"{c.qualname}.{cache.method}" for c in self.classes.values()
-               for cache in c.class_caches})
-        self.has_caches = bool(self.cache_fillers)

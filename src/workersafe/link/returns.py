@@ -22,45 +22,75 @@ class Returns(Starts):
         self._through_known: dict[tuple[tuple[str, ...], str, frozenset[str]], _Through] = {}
         self._handle_readers: Optional[frozenset[str]] = None  # `module_handle_readers`
         self._reader_aliases: dict[str, frozenset[str]] = {}  # `reads_handle_reader`
+        # the functions filling a process-global handle cache: a module's
+        # (`_CACHE[p] = open(p)`) or a class's (`ZipReader.get_zipfile` filling `zip_bank`)
+        self.cache_fillers = frozenset(
+            {h.filled_by for f in self.files for h in f.module_handles if h.filled_by}
+            | {f"{c.qualname}.{cache.method}" for c in self.classes.values()
+               for cache in c.class_caches})
+        self.has_caches = bool(self.cache_fillers)
+        self._filler_readers: Optional[frozenset[str]] = None  # `reads_cache_filler`
+        self._filler_aliases: dict[str, frozenset[str]] = {}
 
     def module_handle_readers(self, known: Callable[[str], bool]) -> frozenset[str]:
         """The names (last parts) whose read may reach a module-level handle that is not a
-        cache's (`known`: a handle's constructor the registry knows) through `calls_through`:
-        the handles' own, the project functions reading one of them, the classes with a
-        class-level cache whose methods read one; transitively, by name (through the reading
-        file's imports: `from m import load as get`). More than `calls_through` finds, never
-        less: a method reading none of them reads no such handle (asked once per project)."""
+        cache's (`known`: a handle's constructor the registry knows) through `calls_through`
+        (`_readers_of`; asked once per project)."""
         if self._handle_readers is None:
-            names = {h.name for f in self.files for h in f.module_handles
-                     if not h.filled_by and known(h.site.handle)}
-            grown = bool(names)
-            while grown:
-                grown = False
-                for func in self.functions.values():
-                    home = self.by_module.get(func.qualname.rpartition(".")[0])
-                    if func.name not in names and home is not None \
-                            and self._reads_one_of(func.globals_read, home, names):
-                        names.add(func.name)
-                        grown = True
-                for cls in self.classes.values():
-                    if cls.class_caches and cls.name not in names and any(
-                            self._reads_one_of(m.globals_read, self.class_file[cls.qualname],
-                                               names) for m in cls.methods):
-                        names.add(cls.name)
-                        grown = True
-            self._handle_readers = frozenset(names)
+            self._handle_readers = self._readers_of(
+                {h.name for f in self.files for h in f.module_handles
+                 if not h.filled_by and known(h.site.handle)})
         return self._handle_readers
 
     def reads_handle_reader(self, reads: tuple[str, ...], facts: FileFacts,
                             known: Callable[[str], bool]) -> bool:
-        """Whether a name read in `facts` is one of `module_handle_readers` (the file's
-        imports that are such names found once per file)."""
-        names = self.module_handle_readers(known)
+        """Whether a name read in `facts` is one of `module_handle_readers`."""
+        return self._reads_named(reads, facts, self.module_handle_readers(known),
+                                 self._reader_aliases)
+
+    def reads_cache_filler(self, reads: tuple[str, ...], facts: FileFacts) -> bool:
+        """Whether a name read in `facts` may reach, through `calls_through`, a function
+        filling a process-global handle cache (`cache_fillers`: a module function by its
+        name, a class with a class-level cache by the class's: reading it counts as calling
+        its methods). Asked of every method construction runs, of every class."""
+        if self._filler_readers is None:
+            self._filler_readers = self._readers_of(
+                {q.rpartition(".")[2] for q in self.cache_fillers}
+                | {c.name for c in self.classes.values() if c.class_caches})
+        return self._reads_named(reads, facts, self._filler_readers, self._filler_aliases)
+
+    def _readers_of(self, names: set[str]) -> frozenset[str]:
+        """`names` (last parts), the project functions reading one of them, the classes with
+        a class-level cache whose methods read one; transitively, by name (through the
+        reading file's imports: `from m import load as get`). More than `calls_through`
+        finds, never less: code reading none of them reaches none through it."""
+        grown = bool(names)
+        while grown:
+            grown = False
+            for func in self.functions.values():
+                home = self.by_module.get(func.qualname.rpartition(".")[0])
+                if func.name not in names and home is not None \
+                        and self._reads_one_of(func.globals_read, home, names):
+                    names.add(func.name)
+                    grown = True
+            for cls in self.classes.values():
+                if cls.class_caches and cls.name not in names and any(
+                        self._reads_one_of(m.globals_read, self.class_file[cls.qualname],
+                                           names) for m in cls.methods):
+                    names.add(cls.name)
+                    grown = True
+        return frozenset(names)
+
+    @staticmethod
+    def _reads_named(reads: tuple[str, ...], facts: FileFacts, names: frozenset[str],
+                     aliases_of: dict[str, frozenset[str]]) -> bool:
+        """Whether one of `reads` is one of `names`, by its last part or as the file imports
+        it (the file's aliases of those names found once per file, kept in `aliases_of`)."""
         if not names.isdisjoint(last_parts(reads)):
             return True
-        aliases = self._reader_aliases.get(facts.path)
+        aliases = aliases_of.get(facts.path)
         if aliases is None:
-            aliases = self._reader_aliases[facts.path] = frozenset(
+            aliases = aliases_of[facts.path] = frozenset(
                 local for local, target in facts.import_map().items()
                 if target.rpartition(".")[2] in names)
         return not aliases.isdisjoint(reads)
