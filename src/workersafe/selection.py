@@ -49,6 +49,13 @@ BasesOf = Callable[[str], ClassBases]
 # fewer times than this on average (Megatron-LM's 11 names: 3 times; fourteen repositories'
 # 984 names: 250 times, where reading every file's words costs less).
 _UNION_PER_FILE = 32
+# Where a leading name is bound (`Selection._leading_names`): a file's path; "" anywhere (a
+# nested class named through its outer one, a name nothing read defines); `_ON_OBJECTS` a
+# method's name, called on an object: code gets what it gives only through the object's
+# class, which leads too (`_lead_edges`), so no file binds it.
+_ON_OBJECTS = "."
+# (a name, where it is bound, the names whose objects it may give)
+_LeadEdge = tuple[str, str, frozenset[str]]
 # An entry script's start method reaches the loaders its imports build.
 _START_METHOD = "set_start_method"
 
@@ -110,7 +117,8 @@ class Selection:
         self._start_loaders: Optional[frozenset[str]] = None
         self._start_classes: frozenset[str] = frozenset()  # (the classes it named then)
         self._starts_asked = -1
-        # where each leading name is bound at a module's top level ("": anywhere)
+        # where each leading name leads from (`_leading_names`: a file, "" anywhere,
+        # `_ON_OBJECTS` a method's)
         self._lead_homes: dict[str, frozenset[str]] = {}
         # `_may_lead`: the files that may bind one of the leading names (`_lead_binders`), and
         # what they import, transitively; for those names, and that many files read
@@ -119,10 +127,10 @@ class Selection:
         self._lead_read = -1
         self._by_module: dict[str, str] = {}  # the run's modules → files (`complete`)
         self._imports_below: dict[str, list[str]] = {}  # `_imports_of`
-        self._subclass_index: tuple[int, dict[str, list[str]]] = (-1, {})  # `_subclasses`
+        self._subclass_index: tuple[int, dict[str, list[tuple[str, str]]]] = (-1, {})
         self._reexports: dict[tuple[str, str], set[str]] = {}  # `_reexported`
         # each parsed file's `_lead_edges`, read once
-        self._lead_edges: dict[str, tuple[FileFacts, list[tuple[str, frozenset[str]]]]] = {}
+        self._lead_edges: dict[str, tuple[FileFacts, list[_LeadEdge]]] = {}
         self._binds: dict[tuple[str, str], bool] = {}  # `_may_bind`
         self._froms: dict[str, list[tuple[str, tuple[str, ...]]]] = {}  # `_from_imports`
         self._definitions: dict[str, tuple[FileFacts, frozenset[str]]] = {}  # `_defined`
@@ -387,69 +395,101 @@ class Selection:
         lead to one, so every caller may (their facts are mostly cached)."""
         assert self._candidates is not None
         warm = len(self.texts) < len(self.by_path)
-        self._leading = None if warm else \
-            self._leading_names(self._candidates, facts, by_module)
-        if self._leading:  # (a subclass found by a `class` line of a file not parsed:
-            # defined there, at its top level or not)
-            unparsed = {name for path in self.texts if path not in facts
-                        for name, _ in self._class_bases(path)}
-            self._lead_homes = _top_level_homes(self._leading, facts, unparsed)
+        found = None if warm else self._leading_names(self._candidates, facts, by_module)
+        self._leading = None if found is None else frozenset(found)
+        if found:
+            self._lead_homes = {name: frozenset(homes) for name, homes in found.items()}
             self._lead_read = -1  # (the same names may now be bound in more places)
         return self._gate(set()) - set(facts)
 
     def _leading_names(self, classes: frozenset[str], facts: dict[str, FileFacts],
-                       by_module: dict[str, str]) -> Optional[frozenset[str]]:
+                       by_module: dict[str, str]) -> Optional[dict[str, set[str]]]:
         """The names whose call or mention may give code an object holding a handle of one of
-        `classes`: theirs and their subclasses' (by the `class X(Base)` lines of every file
-        read), the classes keeping such an object (an attribute built from one, a call's
-        result kept, an annotation), the functions and methods returning one, the module
-        variables bound to one, the lookups of a registry one is registered in by a
-        decorator (`registry.get_task(name)`, a `build_dataset` of the decorator's module);
-        transitively. None: any file may (a finding whose class is not known, or a registry
-        in a module not parsed)."""
+        `classes`, each with where it is bound (`_Homes`): theirs and their subclasses' (by
+        the `class X(Base)` lines of every file read), the classes keeping such an object (an
+        attribute built from one, a call's result kept, an annotation, a method returning
+        one), the functions and methods returning one, the module variables bound to one, the
+        lookups of a registry one is registered in by a decorator (`registry.get_task(name)`,
+        a `build_dataset` of the decorator's module); transitively. A name leads from where
+        it is bound only through a file that may name the leading one it refers to
+        (`_name_reachers`): many projects in one tree share names (`Config`, `Dataset`,
+        `Trainer`), and one's would otherwise make every other's lead. A worklist: each name
+        is read again only when it leads from one more place. None: any file may (a finding
+        whose class is not known, or a registry in a module not parsed)."""
         from .rules import ANY_CLASS  # (the linker's side: imported only when it answered)
 
         if ANY_CLASS in classes:
             return None
-        subclasses = self._subclasses()
-        names = {_short(q) for q in classes}
-        edges: list[tuple[str, frozenset[str]]] = []
-        registered: dict[str, list[str]] = {}
+        leading: dict[str, set[str]] = {}
+
+        def lead(name: str, home: str) -> bool:
+            homes = leading.setdefault(name, set())
+            if home in homes:
+                return False
+            homes.add(home)
+            return True
+
+        def reaches(path: str, name: str) -> bool:
+            return any(home in ("", _ON_OBJECTS) or home == path
+                       or path in self._name_reachers(home, name) for home in leading[name])
+
+        for qualname in classes:
+            module, _, short = qualname.rpartition(".")
+            path = _module_file(module, by_module)
+            own = path is not None and path in facts and facts[path].module == module
+            lead(short, path if own and path is not None else "")
+        sources: list[tuple[str, str, str]] = []  # (file, name, where it is bound)
+        by_short: dict[str, list[int]] = {}  # a name → the sources giving its objects
+        registered: dict[str, list[tuple[str, str]]] = {}  # a class → (its file, callee)
         for path, f in facts.items():
             found = self._lead_edges.get(path)
             if found is None or found[0] is not f:
-                found = self._lead_edges[path] = (f, _lead_edges(f))
-            edges += found[1]
+                found = self._lead_edges[path] = (f, _lead_edges(f, path))
+            for name, home, shorts in found[1]:
+                for short in shorts:
+                    by_short.setdefault(short, []).append(len(sources))
+                sources.append((path, name, home))
             for cls in f.classes:
-                if cls.registered:
-                    registered.setdefault(cls.name, []).extend(c for c, _ in cls.registered)
-        while True:
-            todo = list(names)
-            while todo:  # their subclasses, by name
-                for sub in subclasses.get(todo.pop(), ()):
-                    if sub not in names:
-                        names.add(sub)
-                        todo.append(sub)
-            grown = {name for name, shorts in edges if name not in names and shorts & names}
-            for name in names & registered.keys():
-                for callee in registered.pop(name):
-                    lookups = _registry_lookups(callee, facts, by_module)
-                    if lookups is None:
-                        return None
-                    grown |= lookups - names
-            if not grown:
-                return frozenset(names)
-            names |= grown
+                registered.setdefault(cls.name, []).extend(
+                    (path, callee) for callee, _ in cls.registered)
+        subclasses = self._subclasses()
+        bound_here: dict[tuple[str, str], bool] = {}  # `_bound_in_file`, once per class line
+        todo = list(leading)
+        while todo:
+            name = todo.pop()
+            for sub, path in subclasses.get(name, ()):
+                if not reaches(path, name):
+                    continue
+                key = (path, sub)
+                here = bound_here.get(key)
+                if here is None:
+                    here = bound_here[key] = _bound_in_file(self.texts[path], sub)
+                if lead(sub, path if here else ""):
+                    todo.append(sub)
+            for index in by_short.get(name, ()):
+                path, source, home = sources[index]
+                if reaches(path, name) and lead(source, home):
+                    todo.append(source)
+            for path, callee in registered.get(name, ()):
+                if not reaches(path, name):
+                    continue
+                lookups = _registry_lookups(callee, facts, by_module)
+                if lookups is None:
+                    return None
+                owner = callee.rpartition(".")[0]
+                home = by_module.get(owner) or by_module.get(owner.rpartition(".")[0], "")
+                todo += [lookup for lookup in lookups if lead(lookup, home)]
+        return leading
 
-    def _subclasses(self) -> dict[str, list[str]]:
-        """A base's name → the classes naming it as a base, from the `class X(Base)` lines of
-        every file read (found again only when more were read)."""
+    def _subclasses(self) -> dict[str, list[tuple[str, str]]]:
+        """A base's name → the classes naming it as a base, with their files, from the `class
+        X(Base)` lines of every file read (found again only when more were read)."""
         if self._subclass_index[0] != len(self.texts):
-            index: dict[str, list[str]] = {}
+            index: dict[str, list[tuple[str, str]]] = {}
             for path in list(self.texts):
                 for name, bases in self._class_bases(path):
                     for base in bases:
-                        index.setdefault(base, []).append(name)
+                        index.setdefault(base, []).append((name, path))
             self._subclass_index = (len(self.texts), index)
         return self._subclass_index[1]
 
@@ -474,10 +514,10 @@ class Selection:
         return paths & (binders | led)
 
     def _lead_binders(self, leading: frozenset[str]) -> set[str]:
-        """The files read that spell a name of `leading` where they may bind it: one a parsed
-        module defines at its top level (`_lead_homes`), in the files that may bind it
-        (`_name_reachers`); another (a method's, a nested class's, one no parsed module
-        defines: a subclass found by its `class` line) wherever it is spelled. A file that
+        """The files read that spell a name of `leading` where they may bind it: one bound in a
+        file it leads from (`_lead_homes`), in the files that may name it from there
+        (`_name_reachers`); one that leads from anywhere (a class's nested class, one nothing
+        read defines) wherever it is spelled; a method's nowhere (`_lead_edges`). A file that
         may bind one is asked of the names it spells (across many projects, hundreds of names
         reach thousands of files each: no file → names map is built)."""
         pattern = words_pattern(leading)
@@ -493,7 +533,8 @@ class Selection:
         # names reached the tree 250 times over); past that, every file read is asked
         may_bind: set[str] = set()
         budget = _UNION_PER_FILE * len(texts)
-        for name, home in ((n, h) for n in leading for h in homes.get(n, ()) if h):
+        for name, home in ((n, h) for n in leading for h in homes.get(n, ())
+                           if h and h != _ON_OBJECTS):
             reach = self._name_reachers(home, name)
             budget -= len(reach)
             if budget < 0:
@@ -503,7 +544,8 @@ class Selection:
         for path in may_bind - found:
             if path in texts and any(path in self._name_reachers(home, name)
                                      for name in pattern.found(texts[path])
-                                     for home in homes.get(name, ()) if home):
+                                     for home in homes.get(name, ())
+                                     if home and home != _ON_OBJECTS):
                 found.add(path)
         return found
 
@@ -1397,47 +1439,61 @@ def _registry_lookups(callee: str, facts: dict[str, FileFacts], by_module: dict[
     return {fn.name for fn in home.functions if looks_up(fn.name, registering)}
 
 
-def _top_level_homes(names: frozenset[str], facts: dict[str, FileFacts],
-                     unparsed: set[str]) -> dict[str, frozenset[str]]:
-    """For each of `names`, the parsed files defining it at their top level (a class, a
-    function, a module variable or handle), and "" where code may get it another way than
-    by binding that name: a method's or a nested class's name (called on an object), one
-    no parsed file defines, or one a class of a file not parsed has (`unparsed`)."""
-    homes: dict[str, set[str]] = {name: ({""} if name in unparsed else set())
-                                  for name in names}
-    for path, f in facts.items():
-        top = [c.name for c in f.classes if c.qualname == f"{f.module}.{c.name}"]
-        top += [fn.name for fn in f.functions if fn.qualname == f"{f.module}.{fn.name}"]
-        top += [name for name, _ in f.module_vars]
-        top += [h.name for h in f.module_handles]
-        for name in names.intersection(top):
-            homes[name].add(path)
-        for cls in f.classes:
-            if cls.qualname != f"{f.module}.{cls.name}" and cls.name in homes:
-                homes[cls.name].add("")
-            for method in cls.methods:
-                if method.name in homes:
-                    homes[method.name].add("")
-    return {name: frozenset(found or {""}) for name, found in homes.items()}
+def _bound_in_file(text: str, name: str) -> bool:
+    """Whether every `class name` line of `text` binds the name in the file's own namespace
+    or a function's: at its top level, or inside a `def` (a test's local class), not inside
+    another class (`Outer.Inner`, which code elsewhere may name through `Outer`). The blocks
+    around an indented one are read upwards from it, line by line."""
+    needle = f"class {name}"
+    at = text.find(needle)
+    while at != -1:
+        following = text[at + len(needle):at + len(needle) + 1]
+        end = text.rfind("\n", 0, at) + 1  # (the start of the class line)
+        indent = at - end
+        at = text.find(needle, at + 1)
+        if is_word_char(following) or text[end:end + indent].strip(" \t"):
+            continue  # (`class Names`, `# a class Name`)
+        while indent and end > 0:  # (the lines above end before it)
+            start = text.rfind("\n", 0, end - 1) + 1
+            line = text[start:end - 1]
+            end = start
+            stripped = line.lstrip()
+            if not stripped or stripped.startswith("#") or len(line) - len(stripped) >= indent:
+                continue
+            if stripped.startswith(("def ", "async def ")):
+                break
+            if stripped.startswith("class") and stripped[5:6] in (" ", "\t"):
+                return False
+            indent = len(line) - len(stripped)
+    return True
 
 
-def _lead_edges(f: FileFacts) -> list[tuple[str, frozenset[str]]]:
-    """(a name, the names whose objects it may give) for `Selection._leading_names`: a class
-    keeps what a call of one gives (`self.db = Database(p)`, `self.env = open_env(p)`), or
-    one annotated so (`reader: Reader`); a function or method returns one (a call of one,
-    or of a function returning one); a module variable is bound to one."""
-    edges = []
+def _lead_edges(f: FileFacts, path: str) -> list[_LeadEdge]:
+    """(a name, where it is bound, the names whose objects it may give) for
+    `Selection._leading_names`: a class keeps what a call of one gives (`self.db =
+    Database(p)`, `self.env = open_env(p)`), or one annotated so (`reader: Reader`), or what
+    a method of it returns (`corpus.get_dataset()`); a function or method returns one (a call
+    of one, or of a function returning one); a module variable is bound to one. Bound in
+    `path`: a module's class, function or variable, or a class or function defined inside a
+    function; anywhere (""): a class's nested class (`Outer.Inner`); `_ON_OBJECTS`: a
+    method."""
+    edges: list[_LeadEdge] = []
+    classes = {c.qualname for c in f.classes}
     for cls in f.classes:
         kept = {_short(r.target) for _, refs in cls.attr_refs for r in _nested_refs(refs)}
         kept.update(_short(c.callee) for c in cls.held_calls)
         kept.update(_short(t) for _, t in cls.param_types)
+        for method in cls.methods:
+            shorts = _returned(method.returns, method.returns_call)
+            if shorts:
+                edges.append((method.name, _ON_OBJECTS, shorts))
+                kept |= shorts
         if kept:
-            edges.append((cls.name, frozenset(kept)))
-        edges += [(m.name, shorts) for m in cls.methods
-                  if (shorts := _returned(m.returns, m.returns_call))]
-    edges += [(fn.name, shorts) for fn in f.functions
+            nested = cls.qualname.rpartition(".")[0] in classes
+            edges.append((cls.name, "" if nested else path, frozenset(kept)))
+    edges += [(fn.name, path, shorts) for fn in f.functions
               if (shorts := _returned(fn.returns, fn.returns_call))]
-    edges += [(name, frozenset(_short(r.target) for r in _nested_refs(refs)))
+    edges += [(name, path, frozenset(_short(r.target) for r in _nested_refs(refs)))
               for name, refs in f.module_vars if refs]
     return edges
 
