@@ -405,7 +405,7 @@ class Selection:
     def _leading_names(self, classes: frozenset[str], facts: dict[str, FileFacts],
                        by_module: dict[str, str]) -> Optional[dict[str, set[str]]]:
         """The names whose call or mention may give code an object holding a handle of one of
-        `classes`, each with where it is bound (`_Homes`): theirs and their subclasses' (by
+        `classes`, each with where it is bound (`_lead_homes`): theirs and their subclasses' (by
         the `class X(Base)` lines of every file read), the classes keeping such an object (an
         attribute built from one, a call's result kept, an annotation, a method returning
         one), the functions and methods returning one, the module variables bound to one, the
