@@ -431,7 +431,7 @@ def _candidates_of(project: Project, registry: Registry, view: ClassView, module
     yield from _returned_candidates(project, registry, view, mro)
     if modules:
         yield from _module_candidates(project, registry, view)
-    if project.has_caches:
+    if project.cache_fillers:
         yield from _cache_candidates(project, registry, view)
 
 

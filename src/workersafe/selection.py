@@ -437,7 +437,7 @@ class Selection:
             module, _, short = qualname.rpartition(".")
             path = _module_file(module, by_module)
             own = path is not None and path in facts and facts[path].module == module
-            lead(short, path if own and path is not None else "")
+            lead(short, path if own and path else "")
         sources: list[tuple[str, str, str]] = []  # (file, name, where it is bound)
         by_short: dict[str, list[int]] = {}  # a name → the sources giving its objects
         registered: dict[str, list[tuple[str, str]]] = {}  # a class → (its file, callee)
@@ -450,8 +450,9 @@ class Selection:
                     by_short.setdefault(short, []).append(len(sources))
                 sources.append((path, name, home))
             for cls in f.classes:
-                registered.setdefault(cls.name, []).extend(
-                    (path, callee) for callee, _ in cls.registered)
+                if cls.registered:
+                    registered.setdefault(cls.name, []).extend(
+                        (path, callee) for callee, _ in cls.registered)
         subclasses = self._subclasses()
         bound_here: dict[tuple[str, str], bool] = {}  # `_bound_in_file`, once per class line
         todo = list(leading)

@@ -28,7 +28,6 @@ class Returns(Starts):
             {h.filled_by for f in self.files for h in f.module_handles if h.filled_by}
             | {f"{c.qualname}.{cache.method}" for c in self.classes.values()
                for cache in c.class_caches})
-        self.has_caches = bool(self.cache_fillers)
         self._filler_readers: Optional[frozenset[str]] = None  # `reads_cache_filler`
         self._filler_aliases: dict[str, frozenset[str]] = {}
 
