@@ -461,6 +461,26 @@ def test_one_import_scanner_for_the_prefilter_and_the_selection(
     assert imported_roots(line) == {name.split(".")[0] for level, name in expected if not level}
 
 
+@pytest.mark.parametrize("text, names", [
+    ("from a import b, c as d", ("b", "c")),
+    ("from a import (b, c)", ("b", "c")),
+    ("from a import *", ("*",)),
+    # a list going on below its line (black's), comments and a trailing comma in it
+    ("from a import (\n    b,  # the first (of two)\n    c as d,\n)", ("b", "c")),
+    ("from a import (  # why\n    b, c)\nimport os", ("b", "c")),
+    # not all known: any name may come from there
+    ("from a import (\n    b\n    c)", ()),  # (a syntax error)
+    ("from a import b, \\\n    c", ()),
+    ("from a import (\n    b,\n", ()),  # never closed
+])
+def test_the_names_a_from_line_lists(text: str, names: tuple[str, ...]) -> None:
+    """The names a `from` import binds, read by the selection to tell which files may name
+    a definition; () when they cannot all be read from the text (the file may name any)."""
+    from workersafe.prefilter import import_lines
+
+    assert import_lines(text + "\n")[0] == (0, "a", names)
+
+
 @pytest.mark.parametrize("text", [
     "naïve = café(x)\n",  # a letter beyond ASCII inside a word: "na" and "ve" are no words
     "data—load(ds)  # an em dash is no word's: `load` is one\n",

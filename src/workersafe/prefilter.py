@@ -163,7 +163,10 @@ def import_lines(text: str, names: bool = True) -> ImportLines:
                 words = line[5:].split(None, 1)
                 if words:
                     level, module = _from_spec(words[0])
-                    add((level, module, _imported_names(words[1:]) if names else ()))
+                    listed = _imported_names(words[1:]) if names else ()
+                    if not listed and names and "(" in line and ")" not in line:
+                        listed, end = _listed_below(text, words[1:], end)
+                    add((level, module, listed))
         if "(" in line_text:
             found.extend((0, m.group(1), None) for m in _IMPORT_CALL.finditer(line_text))
         position = text.find("import", end)
@@ -193,6 +196,39 @@ def _imported_names(rest: list[str]) -> tuple[str, ...]:
                 return ()
             names.append(name)
     return tuple(names)
+
+
+def _listed_below(text: str, rest: list[str], end: int) -> tuple[tuple[str, ...], int]:
+    """The names of a parenthesized list going on below its `from` line (black writes long
+    lists so), and where the list ends; () and `end` unless each name is an identifier and
+    the list closes within a few hundred lines."""
+    if not rest or not rest[0].startswith("import") or not rest[0][6:7].isspace():
+        return (), end
+    opened = rest[0][7:].split("#", 1)[0].strip()
+    if not opened.startswith("("):
+        return (), end
+    parts = [opened[1:]]
+    position = end
+    for _ in range(400):
+        if position >= len(text):
+            return (), end
+        stop = text.find("\n", position + 1)
+        if stop == -1:
+            stop = len(text)
+        line = text[position + 1:stop].split("#", 1)[0]
+        position = stop
+        if ")" in line:
+            parts.append(line[:line.index(")")])
+            break
+        parts.append(line)
+    else:
+        return (), end
+    names = [part.split(None, 1) for part in " ".join(parts).split(",")]
+    listed = tuple(words[0] for words in names if words)
+    if not listed or any(not (name.isidentifier() or name == "*") for name in listed) \
+            or any(len(words) > 1 and not words[1].startswith("as ") for words in names):
+        return (), end
+    return listed, position
 
 
 def _from_spec(spec: str) -> tuple[int, str]:

@@ -96,6 +96,7 @@ class Selection:
         self._importing: dict[str, set[str]] = {}
         self._listing: dict[tuple[str, str], set[str]] = {}
         self._below: dict[str, set[str]] = {}
+        self._open_lists: dict[str, set[str]] = {}  # `from a import (` lines, by module
         self._name_reach: dict[tuple[str, str], frozenset[str]] = {}  # `_name_reachers`
         self._whole: dict[str, frozenset[str]] = {}  # `_whole_reach`
         self._indexed = -1
@@ -202,7 +203,7 @@ class Selection:
             named = words_pattern(exported)
             if modules and named is not None:
                 wanted |= {p for p in (dataset_files | handle_files) - facts.keys()
-                           if self._imported_by(p) & modules
+                           if self._imported_by(p) & modules and self._may_hand_on(p)
                            and self._binds_from(p, modules, exported)
                            and named.search(texts[p])}
                 wanted |= self._reexporters(modules, exported, facts)
@@ -231,7 +232,8 @@ class Selection:
         variable, a factory): only a file importing that name, or the module as a module,
         refers to it (`_may_refer`); elsewhere the same word is another binding (a script's
         `model`, `client` or `tar`, mentioned in hundreds of files), which the linker never
-        ties to it. The names in `anywhere` (registries and their lookups) everywhere."""
+        ties to it. The names in `anywhere` (registries and their lookups) everywhere. Only
+        the files that may hand on what they name (`_may_hand_on`)."""
         pattern = words_pattern(interesting)
         if pattern is None:
             return set()
@@ -242,6 +244,8 @@ class Selection:
         found = set()
         for path in (self.dataset_files | self.handle_files) - facts.keys():
             if pattern.search(self.texts[path]) is None:  # (kept from round to round)
+                continue
+            if not self._may_hand_on(path):
                 continue
             for name in pattern.found(self.texts[path]):
                 where = homes.get(name)
@@ -319,8 +323,9 @@ class Selection:
         handle (`datasets`), or a function returning one, from its module and spell it as a
         call: a factory module (`from .shards import ShardFeatures` ... `return
         ShardFeatures(root)`) whose function a script gives its loader
-        (`DataLoader(make_features(kind, root))`). Module handles and the functions reaching
-        them are not followed here: a file using one builds no dataset."""
+        (`DataLoader(make_features(kind, root))`), so only one another file may import
+        (`_may_hand_on`). Module handles and the functions reaching them are not followed
+        here: a file using one builds no dataset."""
         if not datasets:
             return set()
         names = datasets | {fn.name for f in facts.values() for fn in f.functions
@@ -332,6 +337,7 @@ class Selection:
         unnamed = set(self.texts) - self.dataset_files - self.handle_files - facts.keys()
         found = {p for p in unnamed
                  if self._imported_by(p) & modules and self._binds_from(p, modules, names)
+                 and self._may_hand_on(p)
                  and any(_called(self.texts[p], name) for name in pattern.found(self.texts[p]))}
         return self._loud(found)
 
@@ -768,6 +774,30 @@ class Selection:
         found = self._name_reach[key] = frozenset(closure) | self._unread_reach
         return found
 
+    def _may_hand_on(self, path: str) -> bool:
+        """Whether a file naming a holder class, a module handle or a factory of one (or
+        importing it from an interesting module) may make it reach a dataset: it names a
+        dataset word, or another file may import it. A file naming none that no file imports
+        (a test module, an example script) defines nothing another file can name (a class
+        keeping the holder, a subclass, a factory), and has no dataset or loader of its own:
+        it gives the holder to one only through a call, which the callers' round follows."""
+        return path in self.dataset_files or self._imported(path)
+
+    def _imported(self, path: str) -> bool:
+        """Whether another file may import `path`'s module (`import a.b.m`, `from a.b import
+        m`), a name from it, or a package above it with a list not on one line (`from a.b
+        import (`), by any spelling (`_spellings`); always, while some file is left unread (a
+        warm run's quiet ones). Binding a package above it whole (`import a`) reaches it only
+        where another file imports it."""
+        self._index_now()
+        if len(self.texts) < len(self.by_path):
+            return True
+        runs, ends = self._spellings(path)
+        groups = [*(self._below.get(e, ()) for e in ends),
+                  *(self._importing.get(e, ()) for e in ends),
+                  *(self._open_lists.get(r, ()) for r in runs)]
+        return any(importer != path for group in groups for importer in group)
+
     def _whole_reach(self, path: str) -> frozenset[str]:
         """The files binding `path`'s module whole (`import a.b`, `from a import b`, a list
         not on one line: the runs of `_spellings`), and those binding one of them whole in
@@ -795,7 +825,7 @@ class Selection:
         """`_importing`, `_listing` and `_below` from the import lines of the files read."""
         self._indexed = len(self.texts)
         self._name_reach, self._whole = {}, {}
-        self._below, self._importing, self._listing = {}, {}, {}
+        self._below, self._importing, self._listing, self._open_lists = {}, {}, {}, {}
         for read in list(self.texts):
             file = self.by_path[read]
             for level, name, names in self._import_lines(read):
@@ -805,6 +835,7 @@ class Selection:
                     keys = [".".join(parts[:cut]) for cut in range(1, len(parts) + 1)]
                 elif not names:  # names not on the line: the module or all below it
                     keys = [module]
+                    self._open_lists.setdefault(module, set()).add(read)
                 else:  # the module itself names what it holds, each name what is below
                     self._importing.setdefault(module, set()).add(read)
                     for each in names:
@@ -1091,7 +1122,8 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
                 index.own = own
         demand(own, facts)
     if arg_callees is not None:
-        _demand_dataset_calls(every, demand, dataset_words, arg_callees, demands)
+        _demand_dataset_calls(every, demand, dataset_words, arg_callees, demands,
+                              lambda name: _module_file(name, by_module) in handle_files)
     _demand_loader_classes(every, demand, dataset_words if loader_words is None else loader_words)
     _follow_factories(every, demand, demanded,
                       [d.factories for d in demands] if demands is not None else None)
@@ -1166,19 +1198,25 @@ def _module_part(name: str, by_module: dict[str, str]) -> Optional[tuple[str, st
 
 
 def _demand_dataset_calls(every: list[FileFacts], demand: Demand, class_names: set[str],
-                          arg_callees: set[str], demands: Optional[list[_Demands]] = None
+                          arg_callees: set[str], demands: Optional[list[_Demands]] = None,
+                          in_handle_file: Callable[[str], bool] = lambda name: False
                           ) -> None:
     """The classes the class graph says may be datasets (`class_names`) built where a loader
     may get them: in an argument of a callable that may hand it to one (`arg_callees`:
-    `make_loader(Transformed(Remote(url)))`), or as an attribute a loader reads
-    (`self.ds = Transformed(...)`, `DataLoader(self.ds)`; by the attribute's name, in any
-    class); a loader's own dataset is demanded with its arguments already."""
+    `make_loader(Transformed(Remote(url)))`), with what the calls beside them build from a
+    file naming a handle (`make_loader(Items(Catalog(url)))`: the dataset may keep it), or
+    as an attribute a loader reads (`self.ds = Transformed(...)`, `DataLoader(self.ds)`; by
+    the attribute's name, in any class); a loader's own dataset is demanded with its
+    arguments already."""
     indexes = demands if demands is not None else [_Demands(f) for f in every]
     read: set[str] = set()  # attributes loaders read
     for facts, index in zip(every, indexes):
         for callee, built in index.site_calls:
             if callee in arg_callees:
-                demand((t for t in built if _short(t) in class_names), facts)
+                datasets = [t for t in built if _short(t) in class_names]
+                demand(datasets, facts)
+                if datasets:
+                    demand((t for t in built if in_handle_file(t)), facts)
         read |= index.loader_attrs
     if read:
         for facts, index in zip(every, indexes):
