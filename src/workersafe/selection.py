@@ -706,7 +706,6 @@ class Selection:
         for name, home, returned in names:
             homes.setdefault(name, set()).add((home, returned))
         naming = words_pattern(dataset_names)
-        loud = self.dataset_files | self.handle_files
         classes = {c.name for f in facts.values() for c in f.classes}
         # the files that can reach a definition: only those are read for its name; a
         # method's callers anywhere, but they spell its name (a scan in C per name, where
@@ -726,7 +725,8 @@ class Selection:
             here = [(name, *how) for name in pattern.found(text) for how in homes[name]]
             if not here:
                 continue
-            names_dataset = path in loud or (naming is not None and naming.search(text))
+            names_dataset = path in self.dataset_files \
+                or (naming is not None and naming.search(text) is not None)
             if any((not home or path in reach[name, home]) and (names_dataset or not returned)
                    and (name in classes or _may_call(text, name))
                    for name, home, returned in here):
