@@ -1144,10 +1144,15 @@ def _needed_modules(all_facts: Iterable[FileFacts], by_module: dict[str, str],
 def _demanded_file(name: str, package: str, by_module: dict[str, str],
                    may_bind: Optional[Callable[[str, str], bool]]) -> Optional[str]:
     """The file `_needed_modules` parses for a demanded `name` (demanded first by a module of
-    `package`), or None."""
+    `package`), or None. A name the project does not define may be a script's sibling module
+    (`utils.f` beside examples/train.py), never an attribute of the package itself: `import
+    typing` or `torch.utils.data.Dataset` in pkg/data/db.py does not reach pkg/data/__init__.py
+    (that it spells `typing` made it parsed)."""
     found = _module_part(name, by_module)
     if found is None and package:  # a sibling module of a script
         found = _module_part(f"{package}.{name}", by_module)
+        if found is not None and found[0] == by_module.get(package):
+            found = None
     if found is not None:
         path, part = found
         if not part or may_bind is None or may_bind(path, part):
