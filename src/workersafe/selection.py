@@ -135,6 +135,7 @@ class Selection:
         self._binds: dict[tuple[str, str], bool] = {}  # `_may_bind`
         self._froms: dict[str, list[tuple[str, tuple[str, ...]]]] = {}  # `_from_imports`
         self._definitions: dict[str, tuple[FileFacts, frozenset[str]]] = {}  # `_defined`
+        self._builds_from_handles: dict[str, bool] = {}  # `_calls_from_handle_file`
 
     def first(self) -> list[str]:
         """The files parsed first: a handle and a dataset word in the same file."""
@@ -371,8 +372,30 @@ class Selection:
         deferred = self._deferred_callers
         deferred |= found - self.handle_files
         released = self._may_lead(deferred)
+        released |= {p for p in deferred - released if self._calls_from_handle_file(p)}
         deferred -= released
         return (found & self.handle_files) | released
+
+    def _calls_from_handle_file(self, path: str) -> bool:
+        """Whether a file calls a name it imports from a file naming a handle (`store =
+        ShardStore(root)`, then `make_loader(Features(store))`): what it gives a loader may
+        hold that handle, though the file names none and the linker knows no class holding
+        one yet. From its `from` import lines; found once per file."""
+        found = self._builds_from_handles.get(path)
+        if found is None:
+            file = self.by_path[path]
+            text = self.texts[path]
+            found = False
+            for level, module, names in self._import_lines(path):
+                if not names:
+                    continue
+                imported = module_of_import(file.module, file.is_package, level, module)
+                if self._by_module.get(imported) in self.handle_files \
+                        and any(_called(text, name) for name in names if name != "*"):
+                    found = True
+                    break
+            self._builds_from_handles[path] = found
+        return found
 
     def _release_callers(self, facts: dict[str, FileFacts], by_module: dict[str, str],
                          may_find: MayFind) -> set[str]:
