@@ -136,6 +136,10 @@ class Selection:
         self._froms: dict[str, list[tuple[str, tuple[str, ...]]]] = {}  # `_from_imports`
         self._definitions: dict[str, tuple[FileFacts, frozenset[str]]] = {}  # `_defined`
         self._builds_from_handles: dict[str, bool] = {}  # `_calls_from_handle_file`
+        # the handle files such a caller takes from, to parse (`_calls_from_handle_file`)
+        self._handle_sources: set[str] = set()
+        self._facts: dict[str, FileFacts] = {}  # the run's facts (`complete`)
+        self._project: set[str] = set()  # the top packages of its modules (`complete`)
 
     def first(self) -> list[str]:
         """The files parsed first: a handle and a dataset word in the same file."""
@@ -181,6 +185,7 @@ class Selection:
                   if any(set(bases) & dataset_names for _, bases in bases_of(p))}
         pending: Pending = {}
         project = {module.partition(".")[0] for module in by_module}
+        self._facts, self._project = facts, project
         wanted |= _dataset_files_importing_handles(
             dataset_files - handle_files, handle_files, by_module, self._imported_by,
             dataset_files, texts, self._imported_names, pending)
@@ -211,6 +216,7 @@ class Selection:
                 wanted |= self._quiet_builders(modules, interesting & dataset_names, facts)
             callers = self._callers(facts, dataset_names, loader_names) - set(facts)
             wanted |= self._gate(callers)
+            wanted |= self._handle_sources
             if starts_needed:
                 wanted |= self._start_method_reach(facts, by_module)
             wanted -= set(facts)
@@ -377,25 +383,37 @@ class Selection:
         return (found & self.handle_files) | released
 
     def _calls_from_handle_file(self, path: str) -> bool:
-        """Whether a file calls a name it imports from a file naming a handle (`store =
-        ShardStore(root)`, then `make_loader(Features(store))`): what it gives a loader may
-        hold that handle, though the file names none and the linker knows no class holding
-        one yet. From its `from` import lines; found once per file."""
+        """Whether a file calls a name it imports from a file naming a handle that gives one
+        out of it (`store = ShardStore(root)`, then `make_loader(Features(store))`;
+        `_handle_carriers`, once that file is parsed): what it gives a loader may hold the
+        handle, though the file names none and the linker knows no class holding one yet.
+        A handle file it takes from and not parsed yet is asked for (`_handle_sources`)."""
         found = self._builds_from_handles.get(path)
-        if found is None:
-            file = self.by_path[path]
-            text = self.texts[path]
-            found = False
-            for level, module, names in self._import_lines(path):
-                if not names:
-                    continue
-                imported = module_of_import(file.module, file.is_package, level, module)
-                if self._by_module.get(imported) in self.handle_files \
-                        and any(_called(text, name) for name in names if name != "*"):
-                    found = True
-                    break
-            self._builds_from_handles[path] = found
-        return found
+        if found is not None:
+            return found
+        file = self.by_path[path]
+        text = self.texts[path]
+        waiting = False
+        for level, module, names in self._import_lines(path):
+            if not names:
+                continue
+            imported = module_of_import(file.module, file.is_package, level, module)
+            source = self._by_module.get(imported)
+            if source not in self.handle_files:
+                continue
+            called = tuple(name for name in names if name != "*" and _called(text, name))
+            if not called:
+                continue
+            facts = self._facts.get(source)
+            if facts is None:
+                self._handle_sources.add(source)
+                waiting = True
+            elif not _handle_carriers(facts).isdisjoint(called):
+                self._builds_from_handles[path] = True
+                return True
+        if not waiting:
+            self._builds_from_handles[path] = False
+        return False
 
     def _release_callers(self, facts: dict[str, FileFacts], by_module: dict[str, str],
                          may_find: MayFind) -> set[str]:
@@ -1771,6 +1789,13 @@ def _interesting_names(all_facts: Iterable[FileFacts],
             names |= {n for n, refs in facts.module_vars
                       if any(r.target.rsplit(".", 1)[-1] in holders for r in refs)}
     return {n for n in names if len(n) > 2}
+
+
+def _handle_carriers(facts: FileFacts) -> set[str]:
+    """The names of one file whose call gives a handle: its classes holding one, its
+    functions returning one or such an object, its module handles (`_interesting_names`)."""
+    return _interesting_names([facts]) | {fn.name for fn in facts.functions
+                                          if fn.returns_handle is not None}
 
 
 def _openers(every: list[FileFacts]) -> set[str]:
