@@ -34,16 +34,26 @@ def test_files_without_tokens_are_never_parsed(tmp_path: Path) -> None:
     assert result.stats.parsed == 0
 
 
-def test_dataset_words_in_prose_do_not_make_a_candidate(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tail, candidate", [
+    ('"""Benchmark DataLoaders, Datasets and DataPipes_ with this."""', False),
+    ("from torch.utils.data import IterableDataset", True),
+    # a comment is prose too (aistore's `# ... notably PyTorch DataLoader workers under`)
+    ("x = 1  # notably PyTorch DataLoader workers", False),
+    ("# the loader: DataLoader", False),
+    # a `#` inside a string opens no comment: the word after it is code
+    ("url, ds = 'http://x/#top', MyDataset", True),
+    # a worker_init_fn reaching its dataset names no dataset word in code: a comment counts
+    ("# DataLoader\nget_worker_info().dataset.db = db('x')", True),
+])
+def test_dataset_words_in_prose_do_not_make_a_candidate(tmp_path: Path, tail: str,
+                                                        candidate: bool) -> None:
     """torch's own autograd/profiler.py: `import sqlite3`, `sqlite3.connect(...)` and, in a
     docstring, "DataLoaders with num_workers": code names torch's classes only as whole
-    identifiers (or identifier ends, `IterableDataset`)."""
+    identifiers (or identifier ends, `IterableDataset`), not in a docstring or a comment."""
     handle = "import sqlite3\n\ndef db(path):\n    return sqlite3.connect(path)\n"
-    (tmp_path / "prose.py").write_text(
-        handle + '\n"""Benchmark DataLoaders, Datasets and DataPipes_ with this."""\n')
-    (tmp_path / "code.py").write_text(handle + "\nfrom torch.utils.data import IterableDataset\n")
+    (tmp_path / "code.py").write_text(handle + "\n" + tail + "\n")
     result = Engine(Config(), link=False).check_paths([str(tmp_path)])
-    assert (result.stats.candidates, result.stats.parsed) == (1, 1)
+    assert (result.stats.candidates, result.stats.parsed) == (int(candidate), int(candidate))
 
 
 def test_libcst_not_imported_without_candidates(tmp_path: Path) -> None:

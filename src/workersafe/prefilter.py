@@ -66,18 +66,22 @@ class Prefilter:
         """A dataset word that ends an identifier (`IterableDataset`, `data.DataLoader(`): code
         can only name torch's classes (or a configured base) so. Prose such as "DataLoaders"
         or "Datasets" in a docstring does not count, nor any word in the module's docstring
-        ("The LJ Speech Dataset is ..."), unless the file reaches a worker's dataset
-        (`get_worker_info().dataset.env = ...`: a worker_init_fn names no dataset word in
-        code; its docstring's still counts, as it did before the docstring was skipped)."""
+        ("The LJ Speech Dataset is ...") or in a comment (`# as DataLoader workers do`),
+        unless the file reaches a worker's dataset (`get_worker_info().dataset.env = ...`: a
+        worker_init_fn names no dataset word in code; its docstring's and comments' still
+        count, as they did before they were skipped)."""
         if "Data" not in text and not any(w in text for w in self._words_without_data):
             return False
         if not any(word in text for word in self.dataset_words):
             return False
         found = self._dataset_word_ends.search(text)
-        if found is not None:
-            prose = _docstring_end(text)
-            if found.start() < prose and _WORKER_INFO not in text:
-                found = self._dataset_word_ends.search(text, prose)
+        if found is None or _WORKER_INFO in text:
+            return found is not None
+        prose = _docstring_end(text)
+        if found.start() < prose:
+            found = self._dataset_word_ends.search(text, prose)
+        while found is not None and _in_comment(text, found.start()):
+            found = self._dataset_word_ends.search(text, found.end())
         return found is not None
 
     def single_file_candidate(self, text: str) -> bool:
@@ -137,6 +141,17 @@ def _docstring_end(text: str) -> int:
 @lru_cache(maxsize=1)
 def _docstring_start() -> "re.Pattern[str]":
     return re.compile(_DOCSTRING_START)
+
+
+def _in_comment(text: str, position: int) -> bool:
+    """Whether `position` is in a comment: a `#` before it on its line, with no quote before
+    that `#` (which might open a string holding it: then the word counts)."""
+    start = text.rfind("\n", 0, position) + 1
+    hash_at = text.find("#", start, position)
+    if hash_at == -1:
+        return False
+    before = text[start:hash_at]
+    return '"' not in before and "'" not in before
 
 
 def import_lines(text: str, names: bool = True) -> ImportLines:

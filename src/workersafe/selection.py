@@ -1399,17 +1399,20 @@ def _caller_names(facts: dict[str, FileFacts], loader_names: set[str],
                   keeping: Optional[set[str]] = None) -> set[tuple[str, str, bool]]:
     """(name, the file defining it, only returned) for the callables whose callers the linker
     needs: the functions (and methods: "" for the file, they are called on objects from
-    anywhere) whose parameter reaches a loader's dataset or is returned (then True), and the
-    classes keeping one (`keeping`: `_keeping_classes` of these facts, if known)."""
+    anywhere) whose parameter reaches a loader's dataset or is returned (then True), those
+    passing a parameter of theirs on to one of them, transitively (`evaluate(net, ds)`
+    calling `validate(net, ds, 4)`, which builds the loader: a script calling `evaluate`
+    gives the loader its dataset), and the classes keeping one (`keeping`:
+    `_keeping_classes` of these facts, if known)."""
     found: set[tuple[str, str, bool]] = set()
+    functions = {path: {func.qualname for func in f.functions} for path, f in facts.items()}
     for path, f in facts.items():
-        functions = {func.qualname for func in f.functions}
         refs = [(r, False) for loader in f.loaders for r in loader.datasets]
         refs += [(r, True) for func in f.functions for r in func.returns]
         for ref, returned in refs:
             if ref.kind in ("param", "built"):
                 qualname = ref.target.split("#")[0]
-                home = path if qualname in functions else ""
+                home = path if qualname in functions[path] else ""
                 found.add((_short(qualname), home, returned))
     homes: dict[str, set[str]] = {}
     for path, f in facts.items():
@@ -1423,6 +1426,18 @@ def _caller_names(facts: dict[str, FileFacts], loader_names: set[str],
     if keeping is None:
         keeping = _keeping_classes(facts.values(), loader_names, indexes)
     found |= {(_short(name), home, False) for name in keeping for home in homes[name]}
+    handing = {name for name, _, returned in found if not returned}
+    passing = [(callee, qualname, path) for path in facts
+               for callee, qualname in calls[path].passing_from]
+    changed = bool(handing and passing)
+    while changed:
+        changed = False
+        for callee, qualname, path in passing:
+            short = _short(qualname)
+            if callee in handing and short not in handing:
+                handing.add(short)
+                found.add((short, path if qualname in functions[path] else "", False))
+                changed = True
     return found
 
 
@@ -1469,6 +1484,10 @@ class _Calls:
         self.passing = tuple((_short(site.target), _short(r.target.split("#")[0]))
                              for site in facts.calls for a in site.args for r in a.refs
                              if r.kind == "param")
+        # (callee, the caller's qualified name) of the same arguments (`_caller_names`)
+        self.passing_from = tuple((_short(site.target), r.target.split("#")[0])
+                                  for site in facts.calls for a in site.args for r in a.refs
+                                  if r.kind == "param")
 
 
 class _Demands:
