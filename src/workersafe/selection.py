@@ -203,15 +203,17 @@ class Selection:
                                       self._demanded)
             anywhere: set[str] = set()
             interesting = _interesting_names(facts.values(), anywhere)
-            wanted |= self._naming(interesting, anywhere, facts, by_module)
+            wanted |= self._naming(interesting, anywhere, facts, by_module, dataset_names)
             modules, exported = _interesting_modules(facts.values(), interesting_alone,
                                                      interesting, aliases, texts)
             named = words_pattern(exported)
             if modules and named is not None:
+                builders = _builders(facts.values(), interesting, dataset_names)
                 wanted |= {p for p in (dataset_files | handle_files) - facts.keys()
-                           if self._imported_by(p) & modules and self._may_hand_on(p)
+                           if self._imported_by(p) & modules
                            and self._binds_from(p, modules, exported)
-                           and named.search(texts[p])}
+                           and named.search(texts[p])
+                           and self._may_hand_on(p, named.found(texts[p]), builders)}
                 wanted |= self._reexporters(modules, exported, facts)
                 wanted |= self._quiet_builders(modules, interesting & dataset_names, facts)
             callers = self._callers(facts, dataset_names, loader_names) - set(facts)
@@ -233,7 +235,8 @@ class Selection:
             wanted = set()
 
     def _naming(self, interesting: set[str], anywhere: set[str],
-                facts: dict[str, FileFacts], by_module: dict[str, str]) -> set[str]:
+                facts: dict[str, FileFacts], by_module: dict[str, str],
+                datasets: set[str]) -> set[str]:
         """The unparsed files naming a dataset or a handle that mention one of `interesting`
         where it can be what a parsed module defines (a holder class, a module handle or
         variable, a factory): only a file importing that name, or the module as a module,
@@ -249,12 +252,14 @@ class Selection:
             for name in (self._defined(path, f) & interesting) - anywhere:
                 homes.setdefault(name, set()).add(path)
         found = set()
+        builders = _builders(facts.values(), interesting, datasets)
         for path in (self.dataset_files | self.handle_files) - facts.keys():
             if pattern.search(self.texts[path]) is None:  # (kept from round to round)
                 continue
-            if not self._may_hand_on(path):
+            spelled = pattern.found(self.texts[path])
+            if not self._may_hand_on(path, spelled, builders):
                 continue
-            for name in pattern.found(self.texts[path]):
+            for name in spelled:
                 where = homes.get(name)
                 if where is None or any(self._may_refer(path, name, home, by_module)
                                         for home in where):
@@ -330,9 +335,9 @@ class Selection:
         handle (`datasets`), or a function returning one, from its module and spell it as a
         call: a factory module (`from .shards import ShardFeatures` ... `return
         ShardFeatures(root)`) whose function a script gives its loader
-        (`DataLoader(make_features(kind, root))`), so only one another file may import
-        (`_may_hand_on`). Module handles and the functions reaching them are not followed
-        here: a file using one builds no dataset."""
+        (`DataLoader(make_features(kind, root))`), or a script handing what it builds down a
+        chain of helpers to one. Module handles and the functions reaching them are not
+        followed here: a file using one builds no dataset."""
         if not datasets:
             return set()
         names = datasets | {fn.name for f in facts.values() for fn in f.functions
@@ -344,7 +349,6 @@ class Selection:
         unnamed = set(self.texts) - self.dataset_files - self.handle_files - facts.keys()
         found = {p for p in unnamed
                  if self._imported_by(p) & modules and self._binds_from(p, modules, names)
-                 and self._may_hand_on(p)
                  and any(_called(self.texts[p], name) for name in pattern.found(self.texts[p]))}
         return self._loud(found)
 
@@ -815,14 +819,16 @@ class Selection:
         found = self._name_reach[key] = frozenset(closure) | self._unread_reach
         return found
 
-    def _may_hand_on(self, path: str) -> bool:
-        """Whether a file naming a holder class, a module handle or a factory of one (or
-        importing it from an interesting module) may make it reach a dataset: it names a
-        dataset word, or another file may import it. A file naming none that no file imports
-        (a test module, an example script) defines nothing another file can name (a class
-        keeping the holder, a subclass, a factory), and has no dataset or loader of its own:
-        it gives the holder to one only through a call, which the callers' round follows."""
-        return path in self.dataset_files or self._imported(path)
+    def _may_hand_on(self, path: str, spelled: Iterable[str], builders: set[str]) -> bool:
+        """Whether a file spelling names of a parsed module (`spelled`) may make what they give
+        reach a dataset: it names a dataset word, it spells a dataset class or what builds
+        one (`builders`: `_builders`), or another file may import it. A file spelling only a
+        holder that is not a dataset (or a module handle, or a helper), naming no dataset
+        word, that no file imports (a test module, an example script), defines nothing another
+        file can name (a class keeping the holder, a subclass, a factory) and builds no
+        dataset to keep one in."""
+        return path in self.dataset_files or not builders.isdisjoint(spelled) \
+            or self._imported(path)
 
     def _imported(self, path: str) -> bool:
         """Whether another file may import `path`'s module (`import a.b.m`, `from a.b import
@@ -1399,11 +1405,8 @@ def _caller_names(facts: dict[str, FileFacts], loader_names: set[str],
                   keeping: Optional[set[str]] = None) -> set[tuple[str, str, bool]]:
     """(name, the file defining it, only returned) for the callables whose callers the linker
     needs: the functions (and methods: "" for the file, they are called on objects from
-    anywhere) whose parameter reaches a loader's dataset or is returned (then True), those
-    passing a parameter of theirs on to one of them, transitively (`evaluate(net, ds)`
-    calling `validate(net, ds, 4)`, which builds the loader: a script calling `evaluate`
-    gives the loader its dataset), and the classes keeping one (`keeping`:
-    `_keeping_classes` of these facts, if known)."""
+    anywhere) whose parameter reaches a loader's dataset or is returned (then True), and the
+    classes keeping one (`keeping`: `_keeping_classes` of these facts, if known)."""
     found: set[tuple[str, str, bool]] = set()
     functions = {path: {func.qualname for func in f.functions} for path, f in facts.items()}
     for path, f in facts.items():
@@ -1426,18 +1429,6 @@ def _caller_names(facts: dict[str, FileFacts], loader_names: set[str],
     if keeping is None:
         keeping = _keeping_classes(facts.values(), loader_names, indexes)
     found |= {(_short(name), home, False) for name in keeping for home in homes[name]}
-    handing = {name for name, _, returned in found if not returned}
-    passing = [(callee, qualname, path) for path in facts
-               for callee, qualname in calls[path].passing_from]
-    changed = bool(handing and passing)
-    while changed:
-        changed = False
-        for callee, qualname, path in passing:
-            short = _short(qualname)
-            if callee in handing and short not in handing:
-                handing.add(short)
-                found.add((short, path if qualname in functions[path] else "", False))
-                changed = True
     return found
 
 
@@ -1484,10 +1475,6 @@ class _Calls:
         self.passing = tuple((_short(site.target), _short(r.target.split("#")[0]))
                              for site in facts.calls for a in site.args for r in a.refs
                              if r.kind == "param")
-        # (callee, the caller's qualified name) of the same arguments (`_caller_names`)
-        self.passing_from = tuple((_short(site.target), r.target.split("#")[0])
-                                  for site in facts.calls for a in site.args for r in a.refs
-                                  if r.kind == "param")
 
 
 class _Demands:
@@ -1808,6 +1795,17 @@ def _interesting_names(all_facts: Iterable[FileFacts],
             names |= {n for n, refs in facts.module_vars
                       if any(r.target.rsplit(".", 1)[-1] in holders for r in refs)}
     return {n for n in names if len(n) > 2}
+
+
+def _builders(every: Iterable[FileFacts], interesting: set[str], datasets: set[str]
+              ) -> set[str]:
+    """The names whose call may build a dataset (`Selection._may_hand_on`): the class graph's
+    dataset classes (`datasets`), and those of `interesting` (`_interesting_names`) that are
+    not a class of the parsed files that is no dataset, nor a module handle (a factory, a
+    module variable, a registry or its lookup)."""
+    plain = {c.name for f in every for c in f.classes} - datasets
+    plain |= {h.name for f in every for h in f.module_handles}
+    return datasets | (interesting - plain)
 
 
 def _handle_carriers(facts: FileFacts) -> set[str]:
