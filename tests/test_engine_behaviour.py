@@ -246,7 +246,8 @@ def test_flake8_links_against_a_fresh_index(tmp_path: Path) -> None:
     assert "WS101" in linked.stdout and "train.py:" in linked.stdout
     os.utime(project / "train.py", ns=(1, 1))  # another file changed: the index is stale
     stale = subprocess.run(flake8, cwd=project, capture_output=True, text=True, timeout=120)
-    assert "WS111" in stale.stdout
+    assert "WS111" in stale.stdout and "index in .workersafe_cache/ is stale" in stale.stdout
+    assert "is stale" not in alone.stdout  # (no index at all: the code alone)
     rebuilt = subprocess.run(flake8 + ["--workersafe-index"], cwd=project, capture_output=True,
                              text=True, timeout=120)
     assert "WS101" in rebuilt.stdout, rebuilt.stderr

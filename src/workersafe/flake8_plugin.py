@@ -11,6 +11,7 @@ import ast
 import gc
 import os
 import sys
+from dataclasses import replace
 from typing import Any, ClassVar, Iterator, Optional, Sequence
 
 from . import __version__
@@ -50,6 +51,7 @@ class WorkerSafeChecker:
         self.tree = tree if isinstance(tree, ast.Module) else None
         self.lines = lines
         self.filename = filename
+        self._stale_index = False  # (`_index`)
 
     @classmethod
     def add_options(cls, manager: Any) -> None:
@@ -144,6 +146,9 @@ class WorkerSafeChecker:
         except Exception as exc:  # noqa: BLE001 - never crash flake8
             message = f"internal error in workersafe ({type(exc).__name__}: {exc})"
             return [(1, 0, f"{UNREADABLE} {message}")]
+        if findings and self._stale_index:  # (say why a latent code and not a linked one)
+            findings = [replace(f, message=f"{f.message} {_STALE_HINT}")
+                        if f.code.startswith("WS11") else f for f in findings]
         if findings and not self.disable_noqa:
             # flake8 applies `# noqa` itself, by the code alone; the twin rule is ours
             # (`# noqa: WS101` on a line reported here as WS111).
@@ -154,7 +159,9 @@ class WorkerSafeChecker:
         return [(f.line, f.col, f"{f.code} {f.message}") for f in findings]
 
     def _index(self) -> Optional[Any]:
-        """A fresh project index for this file, or None (then: single-file knowledge)."""
+        """A fresh project index for this file, or None (then: single-file knowledge; with
+        `_stale_index` set when this file's index is there but files changed since)."""
+        self._stale_index = False
         if self.filename in ("stdin", "-"):
             return None
         here = os.path.abspath(self.filename)
@@ -169,6 +176,7 @@ class WorkerSafeChecker:
                 self._indexes[cache_dir] = index  # loaded once per process, held or not
             if index is not None and here in index.stats and index.fresh(except_path=here):
                 return index
+            self._stale_index = index is not None and here in index.stats
         if not self.build_index:
             return None
         # rebuilt where the index was found, unless that is above this file's project (a file
@@ -180,6 +188,11 @@ class WorkerSafeChecker:
         index = _build_index(cache_dir, self.config)
         self._indexes[cache_dir] = index
         return index if index is not None and here in index.stats else None
+
+
+# appended to a latent code's message when the project index holds this file but is stale
+_STALE_HINT = (f"[the project index in {CACHE_DIR_NAME}/ is stale: run `workersafe check .` "
+               "or pass --workersafe-index to link against the whole project]")
 
 
 def _flake8_select(options: Any) -> tuple[str, ...]:
