@@ -96,7 +96,7 @@ class Selection:
         self._importing: dict[str, set[str]] = {}
         self._listing: dict[tuple[str, str], set[str]] = {}
         self._below: dict[str, set[str]] = {}
-        self._open_lists: dict[str, set[str]] = {}  # `from a import (` lines, by module
+        self._open_lists: dict[str, set[str]] = {}  # unread `from a import (` lists, by module
         self._name_reach: dict[tuple[str, str], frozenset[str]] = {}  # `_name_reachers`
         self._whole: dict[str, frozenset[str]] = {}  # `_whole_reach`
         self._indexed = -1
@@ -138,8 +138,7 @@ class Selection:
         self._builds_from_handles: dict[str, bool] = {}  # `_calls_from_handle_file`
         # the handle files such a caller takes from, to parse (`_calls_from_handle_file`)
         self._handle_sources: set[str] = set()
-        self._facts: dict[str, FileFacts] = {}  # the run's facts (`complete`)
-        self._project: set[str] = set()  # the top packages of its modules (`complete`)
+        self._carriers: dict[str, set[str]] = {}  # a parsed handle file's `_handle_carriers`
 
     def first(self) -> list[str]:
         """The files parsed first: a handle and a dataset word in the same file."""
@@ -185,7 +184,6 @@ class Selection:
                   if any(set(bases) & dataset_names for _, bases in bases_of(p))}
         pending: Pending = {}
         project = {module.partition(".")[0] for module in by_module}
-        self._facts, self._project = facts, project
         wanted |= _dataset_files_importing_handles(
             dataset_files - handle_files, handle_files, by_module, self._imported_by,
             dataset_files, texts, self._imported_names, pending)
@@ -203,12 +201,12 @@ class Selection:
                                       self._demanded)
             anywhere: set[str] = set()
             interesting = _interesting_names(facts.values(), anywhere)
-            wanted |= self._naming(interesting, anywhere, facts, by_module, dataset_names)
+            builders = _builders(facts.values(), interesting, dataset_names)
+            wanted |= self._naming(interesting, anywhere, facts, by_module, builders)
             modules, exported = _interesting_modules(facts.values(), interesting_alone,
                                                      interesting, aliases, texts)
             named = words_pattern(exported)
             if modules and named is not None:
-                builders = _builders(facts.values(), interesting, dataset_names)
                 wanted |= {p for p in (dataset_files | handle_files) - facts.keys()
                            if self._imported_by(p) & modules
                            and self._binds_from(p, modules, exported)
@@ -217,7 +215,7 @@ class Selection:
                 wanted |= self._reexporters(modules, exported, facts)
                 wanted |= self._quiet_builders(modules, interesting & dataset_names, facts)
             callers = self._callers(facts, dataset_names, loader_names) - set(facts)
-            wanted |= self._gate(callers)
+            wanted |= self._gate(callers, facts)
             wanted |= self._handle_sources
             if starts_needed:
                 wanted |= self._start_method_reach(facts, by_module)
@@ -236,14 +234,14 @@ class Selection:
 
     def _naming(self, interesting: set[str], anywhere: set[str],
                 facts: dict[str, FileFacts], by_module: dict[str, str],
-                datasets: set[str]) -> set[str]:
+                builders: set[str]) -> set[str]:
         """The unparsed files naming a dataset or a handle that mention one of `interesting`
         where it can be what a parsed module defines (a holder class, a module handle or
         variable, a factory): only a file importing that name, or the module as a module,
         refers to it (`_may_refer`); elsewhere the same word is another binding (a script's
         `model`, `client` or `tar`, mentioned in hundreds of files), which the linker never
         ties to it. The names in `anywhere` (registries and their lookups) everywhere. Only
-        the files that may hand on what they name (`_may_hand_on`)."""
+        the files that may hand on what they name (`_may_hand_on`, by `builders`)."""
         pattern = words_pattern(interesting)
         if pattern is None:
             return set()
@@ -252,7 +250,6 @@ class Selection:
             for name in (self._defined(path, f) & interesting) - anywhere:
                 homes.setdefault(name, set()).add(path)
         found = set()
-        builders = _builders(facts.values(), interesting, datasets)
         for path in (self.dataset_files | self.handle_files) - facts.keys():
             if pattern.search(self.texts[path]) is None:  # (kept from round to round)
                 continue
@@ -374,7 +371,7 @@ class Selection:
         self._keeping = (len(facts), keeping)  # the callers' round asks again of these facts
         return callables | {_short(name) for name in keeping}
 
-    def _gate(self, found: set[str]) -> set[str]:
+    def _gate(self, found: set[str], facts: dict[str, FileFacts]) -> set[str]:
         """What the callers' round adds now: the files naming a handle (one may be passed to a
         dataset's constructor), and those that may give a loader an object holding a handle a
         finding could be about (`_may_lead`); the others are kept in `_deferred_callers` until
@@ -382,11 +379,11 @@ class Selection:
         deferred = self._deferred_callers
         deferred |= found - self.handle_files
         released = self._may_lead(deferred)
-        released |= {p for p in deferred - released if self._calls_from_handle_file(p)}
+        released |= {p for p in deferred - released if self._calls_from_handle_file(p, facts)}
         deferred -= released
         return (found & self.handle_files) | released
 
-    def _calls_from_handle_file(self, path: str) -> bool:
+    def _calls_from_handle_file(self, path: str, facts: dict[str, FileFacts]) -> bool:
         """Whether a file calls a name it imports from a file naming a handle that gives one
         out of it (`store = ShardStore(root)`, then `make_loader(Features(store))`;
         `_handle_carriers`, once that file is parsed): what it gives a loader may hold the
@@ -408,11 +405,14 @@ class Selection:
             called = tuple(name for name in names if name != "*" and _called(text, name))
             if not called:
                 continue
-            facts = self._facts.get(source)
-            if facts is None:
+            if source not in facts:
                 self._handle_sources.add(source)
                 waiting = True
-            elif not _handle_carriers(facts).isdisjoint(called):
+                continue
+            carriers = self._carriers.get(source)
+            if carriers is None:
+                carriers = self._carriers[source] = _handle_carriers(facts[source])
+            if not carriers.isdisjoint(called):
                 self._builds_from_handles[path] = True
                 return True
         if not waiting:
@@ -451,7 +451,7 @@ class Selection:
         if found:
             self._lead_homes = {name: frozenset(homes) for name, homes in found.items()}
             self._lead_read = -1  # (the same names may now be bound in more places)
-        return self._gate(set()) - set(facts)
+        return self._gate(set(), facts) - set(facts)
 
     def _leading_names(self, classes: frozenset[str], facts: dict[str, FileFacts],
                        by_module: dict[str, str]) -> Optional[dict[str, set[str]]]:
@@ -832,10 +832,10 @@ class Selection:
 
     def _imported(self, path: str) -> bool:
         """Whether another file may import `path`'s module (`import a.b.m`, `from a.b import
-        m`), a name from it, or a package above it with a list not on one line (`from a.b
-        import (`), by any spelling (`_spellings`); always, while some file is left unread (a
-        warm run's quiet ones). Binding a package above it whole (`import a`) reaches it only
-        where another file imports it."""
+        m`), a name from it, or a package above it with a list whose names cannot be read
+        (`from a.b import (` never closed), by any spelling (`_spellings`); always, while some
+        file is left unread (a warm run's quiet ones). Binding a package above it whole
+        (`import a`) reaches it only where another file imports it."""
         self._index_now()
         if len(self.texts) < len(self.by_path):
             return True
@@ -1408,14 +1408,14 @@ def _caller_names(facts: dict[str, FileFacts], loader_names: set[str],
     anywhere) whose parameter reaches a loader's dataset or is returned (then True), and the
     classes keeping one (`keeping`: `_keeping_classes` of these facts, if known)."""
     found: set[tuple[str, str, bool]] = set()
-    functions = {path: {func.qualname for func in f.functions} for path, f in facts.items()}
     for path, f in facts.items():
+        functions = {func.qualname for func in f.functions}
         refs = [(r, False) for loader in f.loaders for r in loader.datasets]
         refs += [(r, True) for func in f.functions for r in func.returns]
         for ref, returned in refs:
             if ref.kind in ("param", "built"):
                 qualname = ref.target.split("#")[0]
-                home = path if qualname in functions[path] else ""
+                home = path if qualname in functions else ""
                 found.add((_short(qualname), home, returned))
     homes: dict[str, set[str]] = {}
     for path, f in facts.items():
