@@ -97,6 +97,38 @@ def test_a_refusal_the_registry_decides_loads_no_rewriter(tmp_path: Path) -> Non
     assert f"not fixed: {note}\n" in (fixed.stdout + fixed.stderr).decode()
 
 
+def test_a_warm_check_says_fixable_without_planning_again(tmp_path: Path) -> None:
+    """Whether `fix` can fix a finding is kept in the cache: a warm `check` of the same tree
+    says it without libcst. An edit to a file read changes the answer (here the archive is
+    opened for writing, which `fix` refuses) and is not answered from the cache."""
+    project = tmp_path / "p"
+    project.mkdir()
+    data = project / "archive.py"
+    data.write_text("import zipfile\nfrom torch.utils.data import DataLoader, Dataset\n\n\n"
+                    "class Clips(Dataset):\n    def __init__(self, path):\n"
+                    "        self.zf = zipfile.ZipFile(path)\n\n"
+                    "    def __getitem__(self, i):\n        return self.zf.read(str(i))\n\n\n"
+                    "loader = DataLoader(Clips('a.zip'), num_workers=2)\n")
+    code = ("import sys\nfrom workersafe.cli import main\nrc = main(['check', '--cache-dir', "
+            f"{str(tmp_path / 'cache')!r}, {str(project)!r}])\n"
+            "print(rc, 'libcst' in sys.modules)\n")
+
+    def check() -> tuple[str, str]:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=120)
+        *findings, last = proc.stdout.splitlines()
+        assert findings and proc.stderr == "", proc.stdout + proc.stderr
+        return "\n".join(findings), last
+
+    runs = [check() for _ in range(3)]
+    assert [loaded for _, loaded in runs] == ["1 True", "1 False", "1 False"]
+    assert len({out for out, _ in runs}) == 1 and runs[0][0].endswith("[fixable]")
+    data.write_text(data.read_text().replace("ZipFile(path)", 'ZipFile(path, "w")'))
+    edited, loaded = check()
+    assert loaded == "1 True" and "[not fixable: zipfile.ZipFile is opened with mode 'w'" \
+        in edited, edited
+
+
 def test_cli_imports_no_linker_rules_or_noqa_when_no_file_is_a_candidate(tmp_path: Path) -> None:
     """`workersafe check` on a tree where no file names both a handle and a dataset parses
     nothing: the analysis, the linker, the rules and the `# noqa` reader stay unimported (the

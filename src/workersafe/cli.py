@@ -251,7 +251,9 @@ def _check(args: argparse.Namespace, config: Config) -> int:
         _write_index(engine, paths, result)
         files_with_findings = {f.path for f in findings if f.plan}
         if args.show_fixes or len(files_with_findings) <= MARK_FIXABLE_FILES:
-            findings = _mark_fixable(engine, result, config)
+            from .fixable import mark_fixable
+
+            findings = mark_fixable(engine, result, config)
         findings = _in_cells(findings, result.sources)
     sys.stdout.write(FORMATS[args.format](findings))
     if args.stats and stats is not None:
@@ -305,38 +307,6 @@ def _in_cells(findings: list[Finding], sources: dict[str, Source]) -> list[Findi
     from .notebook import in_cells
 
     return in_cells(findings, texts)
-
-
-def _mark_fixable(engine: Engine, result: CheckResult, config: Config) -> list[Finding]:
-    """Say in each message whether `workersafe fix` can fix it (planning only, no writes)."""
-    if not any(f.plan for f in result.findings):
-        return result.findings
-    from .fix.refusals import known_refusal
-
-    refused = {id(f): known_refusal(f, engine.registry) for f in result.findings if f.plan}
-    if all(refused.values()):  # the registry says why for each: no rewriter to load
-        return [replace(f, message=f"{f.message} [not fixable: {refused[id(f)]}]",
-                        fixable=False) if f.plan and f.code != UNREADABLE
-                else replace(f, fixable=False) for f in result.findings]
-    from .fix.remedyfix import make_rewriter
-
-    try:
-        _, outcomes = make_rewriter(engine, result, config.fix_strategy).run()
-    except Exception:  # noqa: BLE001 - marking is a courtesy; never fail a check over it
-        return result.findings
-    verdict = {(o.finding.path, o.finding.span, o.finding.code): o for o in outcomes}
-    marked: list[Finding] = []
-    for finding in result.findings:
-        outcome = verdict.get((finding.path, finding.span, finding.code))
-        if outcome is None or finding.code == UNREADABLE:
-            marked.append(replace(finding, fixable=False))
-        elif outcome.status == "fixed":
-            marked.append(replace(finding, message=finding.message + " [fixable]",
-                                  fixable=True))
-        else:
-            marked.append(replace(finding, message=f"{finding.message} [not fixable: "
-                                                   f"{outcome.note}]", fixable=False))
-    return marked
 
 
 def _write_index(engine: Engine, paths: list[str], result: CheckResult) -> None:
