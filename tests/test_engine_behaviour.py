@@ -98,9 +98,10 @@ def test_a_refusal_the_registry_decides_loads_no_rewriter(tmp_path: Path) -> Non
 
 
 def test_a_warm_check_says_fixable_without_planning_again(tmp_path: Path) -> None:
-    """Whether `fix` can fix a finding is kept in the cache: a warm `check` of the same tree
-    says it without libcst. An edit to a file read changes the answer (here the archive is
-    opened for writing, which `fix` refuses) and is not answered from the cache."""
+    """Whether `fix` can fix a finding is kept in the cache: the warm `check` after a cold one
+    says it without libcst (a file naming no handle and no dataset, which the warm run does
+    not read, counts by its size and mtime). After an edit to any file the fix is planned
+    again: here the archive opened for writing, which `fix` refuses."""
     project = tmp_path / "p"
     project.mkdir()
     data = project / "archive.py"
@@ -109,6 +110,14 @@ def test_a_warm_check_says_fixable_without_planning_again(tmp_path: Path) -> Non
                     "        self.zf = zipfile.ZipFile(path)\n\n"
                     "    def __getitem__(self, i):\n        return self.zf.read(str(i))\n\n\n"
                     "loader = DataLoader(Clips('a.zip'), num_workers=2)\n")
+    quiet = project / "reset.py"
+    hour_ago = time.time() - 3600
+
+    def write_quiet(body: str) -> None:
+        quiet.write_text(f"def reset(clips):\n    {body}\n")
+        os.utime(quiet, (hour_ago, hour_ago))  # (a file written just now is read again)
+
+    write_quiet("return clips")
     code = ("import sys\nfrom workersafe.cli import main\nrc = main(['check', '--cache-dir', "
             f"{str(tmp_path / 'cache')!r}, {str(project)!r}])\n"
             "print(rc, 'libcst' in sys.modules)\n")
@@ -123,6 +132,8 @@ def test_a_warm_check_says_fixable_without_planning_again(tmp_path: Path) -> Non
     runs = [check() for _ in range(3)]
     assert [loaded for _, loaded in runs] == ["1 True", "1 False", "1 False"]
     assert len({out for out, _ in runs}) == 1 and runs[0][0].endswith("[fixable]")
+    write_quiet("return None")  # planned again (the answer is the same)
+    assert check() == (runs[0][0], "1 True")
     data.write_text(data.read_text().replace("ZipFile(path)", 'ZipFile(path, "w")'))
     edited, loaded = check()
     assert loaded == "1 True" and "[not fixable: zipfile.ZipFile is opened with mode 'w'" \

@@ -98,14 +98,16 @@ def _registry_fingerprint(registry: Registry) -> str:
     return hashlib.blake2b("\n".join(rows).encode(), digest_size=8).hexdigest()
 
 
+# a file modified this recently may change again within its mtime's tick
+RACY_NS = 2_000_000_000
+
+
 class QuietFiles:
     """Files that named no handle and no dataset when last read, with the size and mtime they
     had then. A warm run does not read such a file again while both are unchanged (a file's
     text decides its prefilter verdict; reading and testing every file was most of a warm
     run on a large tree). Files modified within the last two seconds are not recorded: a write
     within the same mtime tick could keep both."""
-
-    RACY_NS = 2_000_000_000
 
     def __init__(self, cache: FactsCache, prefilter_salt: str) -> None:
         self.cache = cache
@@ -132,7 +134,7 @@ class QuietFiles:
         out = set()
         for path in paths:
             recorded = self.entries.get(os.path.abspath(path))
-            if recorded is not None and recorded == _size_and_mtime(path):
+            if recorded is not None and recorded == size_and_mtime(path):
                 out.add(path)
         return out
 
@@ -142,8 +144,8 @@ class QuietFiles:
         for path in loud:
             entries.pop(os.path.abspath(path), None)
         for path in quiet:
-            stamp = _size_and_mtime(path)
-            if stamp is not None and stamp[1] < self.started_ns - self.RACY_NS:
+            stamp = size_and_mtime(path)
+            if stamp is not None and stamp[1] < self.started_ns - RACY_NS:
                 entries[os.path.abspath(path)] = stamp
             else:
                 entries.pop(os.path.abspath(path), None)
@@ -152,7 +154,7 @@ class QuietFiles:
             self.entries = entries
 
 
-def _size_and_mtime(path: str) -> Optional[list[int]]:
+def size_and_mtime(path: str) -> Optional[list[int]]:
     try:
         status = os.stat(path)
     except OSError:

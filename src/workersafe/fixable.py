@@ -3,9 +3,10 @@ fixable: why]`). Saying so means planning the fix with libcst (its import alone 
 CPU, more than a cold check of a small tree), unless the registry already says why not
 (`known_refusal`). The answer is kept in the cache, keyed by everything the planning reads
 (the findings, the text of every file read, the configuration, the Python and workersafe
-versions), so a `check` of an unchanged tree does not plan again. (A warm run reads only the
-files that named a handle or a dataset, the cold run before it every file: what the planning
-read differs, and the first warm run plans again; the next ones do not.)"""
+versions), so a `check` of an unchanged tree does not plan again. A file that named no handle
+and no dataset counts by its size and modification time, as the cache's record of quiet files
+keeps it (a warm run does not read it again): the warm run after a cold one finds the answer
+the cold run planned with every file's text."""
 
 from __future__ import annotations
 
@@ -82,19 +83,33 @@ def _verdicts(engine: Engine, result: CheckResult, config: Config) -> Optional[V
 
 def _key(cache: FactsCache, result: CheckResult, config: Config) -> str:
     """A digest of what planning the fix reads: the findings with their plans, every file
-    read (its bytes as read), the configuration, the registry, Python's version."""
+    (its bytes as read; one that named no handle and no dataset, by its size and modification
+    time when not modified in the last moments), the configuration, the
+    registry, Python's version."""
     import hashlib
+    import time
+
+    from .cache import RACY_NS, size_and_mtime
 
     digest = hashlib.blake2b(digest_size=20)
     for text in (cache.salt, sys.version, repr(config),
                  *(repr((f, f.plan)) for f in result.findings)):
         digest.update(text.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
-    for path in sorted(result.sources):
-        source = result.sources[path]
+    # a warm run reads a quiet file only when the selection asks for it, after its verdicts
+    loud = result.verdicts[1] if result.verdicts is not None else None
+    settled = time.time_ns() - RACY_NS
+    for path in sorted({f.path for f in result.files} | set(result.sources)):
         digest.update(path.encode("utf-8", "surrogatepass"))
-        digest.update(b"\0%d\0" % len(source.raw))
-        digest.update(source.raw)
+        source = result.sources.get(path)
+        if source is None or (loud is not None and path not in loud):
+            stamp = size_and_mtime(path)
+            if stamp is not None and stamp[1] < settled:
+                digest.update(b"\0stamp %d %d\0" % tuple(stamp))
+                continue
+        raw = source.raw if source is not None else b""
+        digest.update(b"\0%d %d\0" % (source is not None, len(raw)))
+        digest.update(raw)
     return digest.hexdigest()
 
 
