@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
 from .records import record
 
-FACTS_VERSION = 45  # bump whenever a dataclass below changes: old caches are then ignored
+FACTS_VERSION = 46  # bump whenever a dataclass below changes: old caches are then ignored
 
 # The target of a `cls(...)` a method returns (`DatasetRef("call", OWN_CLASS)`): the class the
 # method is called on (`Sub.from_config(cfg)` builds a Sub), decided when linking.
@@ -86,6 +86,9 @@ class HeldCall:
     method: str
     callee: str  # "self.m" for a method of the class, else the qualified function name
     span: Span
+    # the handles the call is given (`retryable(requests.Session())`): a function returning
+    # its parameter gives one back
+    handle_args: Tuple["HandleArg", ...] = ()
 
 
 @record(frozen=True)

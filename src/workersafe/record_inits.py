@@ -8,13 +8,14 @@ from types import CodeType
 
 CODES: dict[str, CodeType] = {}
 
-def __init__(self, attr, method, callee, span):
+def __init__(self, attr, method, callee, span, handle_args=None):
     _o = self.__dict__
     _o['attr'] = attr
     _o['method'] = method
     _o['callee'] = callee
     _o['span'] = span
-CODES["def __init__(self, attr, method, callee, span):\n    _o = self.__dict__\n    _o['attr'] = attr\n    _o['method'] = method\n    _o['callee'] = callee\n    _o['span'] = span\n"] = __init__.__code__
+    _o['handle_args'] = handle_args
+CODES["def __init__(self, attr, method, callee, span, handle_args=_d_handle_args):\n    _o = self.__dict__\n    _o['attr'] = attr\n    _o['method'] = method\n    _o['callee'] = callee\n    _o['span'] = span\n    _o['handle_args'] = handle_args\n"] = __init__.__code__
 
 def __init__(self, attr, method, site, opener=None, process_checked=None):
     _o = self.__dict__

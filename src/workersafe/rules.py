@@ -448,7 +448,8 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
             if (member.qualname, kept.method) not in view.init_run or attr in direct \
                     or attr in view.guarded or attr in view.closed_at_fork:
                 continue
-            found = project.returned_handle(kept.callee, view.cls, home)
+            found = project.returned_handle(kept.callee, view.cls, home,
+                                            given=kept.handle_args)
             if found is None:
                 continue
             site, cached, where = found
@@ -472,9 +473,12 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
                                  not htype.fork_safe)
                 yield cand, parent_use, attr, "instance"
                 continue
-            how = f"returned by {callee}()" \
-                if project.resolve(kept.callee, home) not in project.classes \
-                else f"built as its subclass {callee}"
+            if project.resolve(kept.callee, home) in project.classes:
+                how = f"built as its subclass {callee}"
+            elif any(arg.site is site for arg in kept.handle_args):
+                how = f"passed through {callee}()"  # it returns the handle it is given
+            else:
+                how = f"returned by {callee}()"
             cand = Candidate("WS101", HandleSite(site.handle, kept.span), home.path,
                              f"{how} in {member.name}.{kept.method}",
                              view.cls.name, FixPlan("returned", site.handle, member.qualname,

@@ -353,6 +353,13 @@ PROGRAM_LIST += (
         (Before(FORK_4, REQUESTS_FAILURES),),
         fixed_configs=FULL_CONFIGS,  # a Session pickles: spawn worked before, and still does
     ),
+    Program(  # the session goes through a helper returning it: its call re-runs per worker
+        "session_passed_through_helper",
+        "WS101",
+        "with_retries(requests.Session(), token)",
+        (Before(FORK_4, REQUESTS_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     # WS303: a lazy open without a process check, opened by the parent first; the fix (the
     # same whatever the strategy) adds the check to the lazy test
     Program(

@@ -462,7 +462,7 @@ class Evaluator:
             looked = self.refs_of(func)
             return [DatasetRef("call" if r.kind == "name" else "built", r.target, arg_refs=args)
                     for r in looked if r.kind in ("name", "param")] + [
-                replace(r, handle_args=tuple(self._handle_args(call)), arg_refs=args,
+                replace(r, handle_args=tuple(self.handle_args(call)), arg_refs=args,
                         result_called=True)  # `cls = registry.get_task("x")`, `cls(cfg)`
                 for r in looked if r.kind == "call" and r.texts and not r.result_called]
         if type(func) is syntax.Attribute and (type(func.value) is syntax.Subscript or (
@@ -478,7 +478,7 @@ class Evaluator:
         name = self._own_method(func) or self.state.q(func)
         if name is None:
             if type(func) is syntax.Call:  # `registry.get_task("x")(cfg)`: the class looked up
-                return [replace(r, handle_args=tuple(self._handle_args(call)),
+                return [replace(r, handle_args=tuple(self.handle_args(call)),
                                 arg_refs=tuple(self.arg_refs(call)), result_called=True)
                         for r in self._classes_made(func)]
             if type(func) is syntax.Attribute and type(func.value) is syntax.Call:
@@ -620,7 +620,8 @@ class Evaluator:
                                     none, truth))
         return found
 
-    def _handle_args(self, call: ast.Call) -> list[HandleArg]:
+    def handle_args(self, call: ast.Call) -> list[HandleArg]:
+        """The arguments of `call` that are open handles (by position or keyword)."""
         found = []
         for index, arg in enumerate(self.args(call)):
             if arg.star:

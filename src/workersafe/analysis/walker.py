@@ -1013,7 +1013,9 @@ class FactWalker:
             if source is not None and source != attr:  # `self.txn = self.env.begin()`
                 cls.derived_attrs.append((attr, source, value.func.attr))
         if callee:
-            cls.held_calls.append(HeldCall(attr, method.name, callee, self.positions.span(value)))
+            assert isinstance(value, syntax.Call)  # (`_callee`)
+            cls.held_calls.append(HeldCall(attr, method.name, callee, self.positions.span(value),
+                                           tuple(self.ev.handle_args(value))))
             if self.state.pid_guard_depth:
                 method.guarded_attrs.add(attr)
 

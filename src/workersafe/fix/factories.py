@@ -162,8 +162,9 @@ class Factories:
                           cls: Optional[ClassFacts], depth: int) -> None:
         located = self.located(path)
         names = HandleNames(located.module, self.registry)
-        own = bound_names(list(func.body.body)) - set(function_params(func)) \
-            if isinstance(func.body, cst.IndentedBlock) else set()
+        # (a parameter it returns is the handle it is given: its own to configure, `_tracked`)
+        own = (bound_names(list(func.body.body)) - set(function_params(func))
+               | _returned_params(func)) if isinstance(func.body, cst.IndentedBlock) else set()
         attrs, handle_locals = _tracked(func, names)
         facts = self.by_path.get(path)
 
@@ -224,9 +225,11 @@ def _decorator_name(decorator: cst.Decorator) -> str:
 
 def _tracked(func: cst.FunctionDef, names: HandleNames) -> tuple[set[str], set[str]]:
     """The attributes of self and the locals the function keeps handles (or objects derived
-    from them) in: configuring those is opening work."""
+    from them) in: configuring those is opening work. A parameter it returns is the handle
+    it is given back (`def retryable(session): session.mount(...); return session`: the
+    function is checked because what it returns is the handle)."""
     attrs: set[str] = set()
-    handle_locals: set[str] = set()
+    handle_locals = _returned_params(func)
     for _ in range(2):  # twice: loops feed later iterations
         for node in walk(func.body):
             if isinstance(node, cst.Assign) and names.derives(node.value, attrs, handle_locals):
@@ -237,6 +240,14 @@ def _tracked(func: cst.FunctionDef, names: HandleNames) -> tuple[set[str], set[s
                     elif isinstance(target.target, cst.Name):
                         handle_locals.add(target.target.value)
     return attrs, handle_locals
+
+
+def _returned_params(func: cst.FunctionDef) -> set[str]:
+    """The parameters the function returns as they are (`return session`)."""
+    params = set(function_params(func))
+    return {node.value.value for node in walk(func.body)
+            if isinstance(node, cst.Return) and isinstance(node.value, cst.Name)
+            and node.value.value in params}
 
 
 def _binds_or_opens(small: cst.BaseSmallStatement, names: HandleNames, attrs: set[str],

@@ -102,6 +102,11 @@ class HandleNames:
         if isinstance(expr, cst.Dict) and expr.elements:
             return any(isinstance(e, cst.DictElement) and self.derives(e.value, attrs, names)
                        for e in expr.elements)
+        if isinstance(expr, cst.BooleanOperation):  # `session or requests.Session()`
+            return self.derives(expr.left, attrs, names) or self.derives(expr.right, attrs, names)
+        if isinstance(expr, cst.IfExp):
+            return self.derives(expr.body, attrs, names) \
+                or self.derives(expr.orelse, attrs, names)
         if isinstance(expr, cst.Name):
             return expr.value in names
         attr = self_attr(expr)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
-from ..facts import ClassFacts, FileFacts, FunctionFacts, HandleSite, LoaderCall, last_parts
+from ..facts import (
+    ClassFacts, DatasetRef, FileFacts, FunctionFacts, HandleArg, HandleSite, LoaderCall,
+    last_parts,
+)
 from .starts import Starts
 
 # `calls_through`: (each bare name read, with its file), the project functions called
@@ -105,11 +108,14 @@ class Returns(Starts):
         return any(imports.get(read, "").rpartition(".")[2] in names for read in reads)
 
     def returned_handle(self, callee: str, cls: Optional[ClassFacts], facts: FileFacts,
-                        depth: int = 0) -> Optional[tuple[HandleSite, bool, FileFacts]]:
+                        depth: int = 0, given: tuple[HandleArg, ...] = ()
+                        ) -> Optional[tuple[HandleSite, bool, FileFacts]]:
         """The handle a call returns (`open_env(p)`, `self._connect(p)`), followed through
         further calls a few levels deep: its creating call, whether a cached function returns
         it (one object per process, shared: WS102), and the file creating it. None when it
-        returns no handle we know."""
+        returns no handle we know. `given`: the handles the call (in `facts`) is given, one
+        of which a module-level function returning its parameter gives back
+        (`retryable(requests.Session())`, `def retryable(session): ...; return session`)."""
         if depth > _MAX_RETURN_DEPTH:
             return None
         if callee.startswith("self."):
@@ -123,7 +129,8 @@ class Returns(Starts):
                     return method.returns_handle, False, home
                 if method.returns_call:
                     return self.returned_handle(method.returns_call, cls, home, depth + 1)
-                return None
+                passed = passed_through(f"{member.qualname}.{name}", method.returns, given)
+                return (passed, False, facts) if passed is not None else None
             return None
         resolved = self.resolve(callee, facts)
         built = self.classes.get(resolved)
@@ -140,7 +147,8 @@ class Returns(Starts):
         if func.returns_call and not func.returns_call.startswith("self."):
             found = self.returned_handle(func.returns_call, None, home, depth + 1)
             return (found[0], found[1] or func.cached, found[2]) if found else None
-        return None
+        passed = passed_through(func.qualname, func.returns, given)
+        return (passed, False, facts) if passed is not None else None
 
     def calls_through(self, names: Iterable[str], facts: FileFacts,
                       skip: frozenset[str] = frozenset()) -> _Through:
@@ -186,3 +194,18 @@ class Returns(Starts):
     def worker_init_functions(self, loader: LoaderCall, facts: FileFacts) -> list[FunctionFacts]:
         found = (self.functions.get(self.resolve(name, facts)) for name in loader.worker_inits)
         return [f for f in found if f is not None]
+
+
+def passed_through(qualname: str, returns: tuple[DatasetRef, ...],
+                   given: tuple[HandleArg, ...]) -> Optional[HandleSite]:
+    """The handle among `given` (a call's handle arguments) that the function or method
+    `qualname` returns as its parameter (`return session`; `returns`: what it returns), or
+    None. (A method's parameters are counted after `self`, as its call passes them.)"""
+    for ref in returns:
+        if ref.kind != "param" or not ref.target.startswith(qualname + "#"):
+            continue
+        index, _, name = ref.target[len(qualname) + 1:].partition("#")
+        for arg in given:
+            if (arg.keyword == name if arg.keyword else str(arg.position) == index):
+                return arg.site
+    return None

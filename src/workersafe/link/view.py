@@ -147,7 +147,8 @@ class Views(Returns):
             for call in member.held_calls:
                 if call.attr == attr and (member.qualname, call.method) in view.init_run:
                     found = self.returned_handle(call.callee, view.cls,
-                                                 self.class_file[member.qualname])
+                                                 self.class_file[member.qualname],
+                                                 given=call.handle_args)
                     if found is not None:
                         return found[0], f"{member.name}.{call.method}"
         return None
