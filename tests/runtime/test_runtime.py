@@ -353,6 +353,13 @@ PROGRAM_LIST += (
         (Before(FORK_4, REQUESTS_FAILURES),),
         fixed_configs=FULL_CONFIGS,  # a Session pickles: spawn worked before, and still does
     ),
+    Program(  # the common retry helper, `session or requests.Session()`: re-run per worker
+        "session_retry_helper_factory",
+        "WS101",
+        "requests_retry_session(token)",
+        (Before(FORK_4, REQUESTS_FAILURES),),
+        fixed_configs=FULL_CONFIGS,
+    ),
     Program(  # the session goes through a helper returning it: its call re-runs per worker
         "session_passed_through_helper",
         "WS101",
