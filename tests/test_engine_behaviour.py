@@ -56,6 +56,24 @@ def test_dataset_words_in_prose_do_not_make_a_candidate(tmp_path: Path, tail: st
     assert (result.stats.candidates, result.stats.parsed) == (int(candidate), int(candidate))
 
 
+@pytest.mark.parametrize("text, named", [
+    ("loader = DenseDataLoader(ds)", True),  # a word ending in another ("DataLoader")
+    ("rows = MyDataThing()", True),  # a configured base: only its whole word counts
+    ("rows = OtherDataThing()", False),  # ("DataThing" alone is no word)
+    ("c = Corpus()", True),  # a configured base without "Data"
+    ("# Corpus()\nx = 1", False),
+    ('"""Corpus"""\nx = DataThing', False),
+    ("DataLoaders = 1", False),  # no word ends there
+    ("dls = DataLoaders.from_dsets(a, b)", True),
+])
+def test_dataset_words_configured_or_ending_others(text: str, named: bool) -> None:
+    from workersafe.config import Config
+    from workersafe.prefilter import Prefilter
+
+    prefilter = Prefilter(Config().registry(), ("MyDataThing", "Corpus"))
+    assert prefilter.mentions_dataset(text + "\n") is named
+
+
 def test_libcst_not_imported_without_candidates(tmp_path: Path) -> None:
     (tmp_path / "plain.py").write_text("x = 1\n")
     # a handle file and a dataset file that do not link: the repo-wide closure runs too
@@ -533,6 +551,20 @@ def test_the_names_a_from_line_lists(text: str, names: tuple[str, ...]) -> None:
     from workersafe.prefilter import import_lines
 
     assert import_lines(text + "\n")[0] == (0, "a", names)
+    # an import line's answer is kept for the next text holding it; a list that goes on
+    # below its line is read in each text
+    again = import_lines(f"import io\n{text}\nimport sys\n")
+    assert again[:2] == [(0, "io", None), (0, "a", names)] and again[-1] == (0, "sys", None)
+
+
+def test_a_list_below_its_line_is_read_in_each_text() -> None:
+    """The same opening line, listing other names below it in another text."""
+    from workersafe.prefilter import import_lines
+
+    for below in ("b,\n    c,\n)", "d\n)", "e, f)"):
+        expected = tuple(w.strip() for w in below.rstrip(")").replace("\n", "").split(",")
+                         if w.strip())
+        assert import_lines(f"from a import (\n    {below}\n") == [(0, "a", expected)]
 
 
 @pytest.mark.parametrize("text", [
