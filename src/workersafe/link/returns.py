@@ -114,7 +114,7 @@ class Returns(Starts):
         further calls a few levels deep: its creating call, whether a cached function returns
         it (one object per process, shared: WS102), and the file creating it. None when it
         returns no handle we know. `given`: the handles the call (in `facts`) is given, one
-        of which a module-level function returning its parameter gives back
+        of which a function or method returning its parameter gives back
         (`retryable(requests.Session())`, `def retryable(session): ...; return session`)."""
         if depth > _MAX_RETURN_DEPTH:
             return None
