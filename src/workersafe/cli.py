@@ -250,7 +250,8 @@ def _check(args: argparse.Namespace, config: Config) -> int:
                   file=sys.stderr)
         _write_index(engine, paths, result)
         files_with_findings = {f.path for f in findings if f.plan}
-        if args.show_fixes or len(files_with_findings) <= MARK_FIXABLE_FILES:
+        if files_with_findings and (args.show_fixes
+                                    or len(files_with_findings) <= MARK_FIXABLE_FILES):
             from .fixable import mark_fixable
 
             findings = mark_fixable(engine, result, config)
