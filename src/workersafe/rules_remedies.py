@@ -158,10 +158,14 @@ def _worker_init_only(project: Project, index: _Index, view: View, uses: list[Lo
                     continue
                 none_site, owner, param = found
                 given = f" (from its parameter {param}, which its constructions leave None)"
-            if any(h.attr == attr and ((m.qualname, h.method) in view.init_run
-                                       or h.method in item_methods)
-                   for m in mro for h in m.held):
-                continue  # the dataset opens it itself (`if self.data is None:` in __getitem__)
+            # the dataset opens it itself (`if self.data is None:` in __getitem__), or sets it
+            # from a call (`self.session = retrying(requests.Session())`) in a method that
+            # `__init__` runs (an opener)
+            setting = [(m.qualname, h.method) for m in mro for h in m.held if h.attr == attr]
+            setting += [(m.qualname, c.method) for m in mro for c in m.held_calls
+                        if c.attr == attr]
+            if any(at in view.init_run or at[1] in item_methods for at in setting):
+                continue
             reported.add(attr)
             evidence = _main_process_evidence(index, view, uses)
             if none_site is not None:
