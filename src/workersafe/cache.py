@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import time
-from typing import Optional
+from typing import Any, Optional
 
 from . import __version__
 from .atomic import atomic_replace
@@ -61,6 +61,18 @@ class FactsCache:
         """The JSON of `facts` as this run read it from the cache or wrote it, or None."""
         found = self._encoded.get(id(facts))
         return found[1] if found is not None and found[0] is facts else None
+
+    def read_json(self, path: str) -> Any:
+        """A JSON entry of the cache; None when it is missing or damaged (then with a
+        warning, once)."""
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return json.load(handle)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            self.warn(f"ignoring damaged cache entry {path}: {type(exc).__name__}")
+            return None
 
     def write_json(self, path: str, data: object) -> str:
         """Atomically (a temp file renamed over); a failure warns once and is otherwise ignored.
@@ -116,18 +128,15 @@ class QuietFiles:
         self.entries = self._load()
 
     def _load(self) -> dict[str, list[int]]:
-        try:
-            with open(self.path, encoding="utf-8") as handle:
-                data = json.load(handle)
-            if isinstance(data, dict) and all(
-                    isinstance(v, list) and len(v) == 2 for v in data.values()):
-                return data
-            raise ValueError("not a path → [size, mtime] table")
-        except FileNotFoundError:
+        data = self.cache.read_json(self.path)
+        if data is None:
             return {}
-        except (OSError, ValueError) as exc:
-            self.cache.warn(f"ignoring damaged cache entry {self.path}: {type(exc).__name__}")
-            return {}
+        if isinstance(data, dict) and all(
+                isinstance(v, list) and len(v) == 2 for v in data.values()):
+            return data
+        # (not a path → [size, mtime] table)
+        self.cache.warn(f"ignoring damaged cache entry {self.path}: ValueError")
+        return {}
 
     def unchanged(self, paths: list[str]) -> set[str]:
         """Those of `paths` recorded quiet and unchanged since."""

@@ -10,6 +10,7 @@ the cold run planned with every file's text."""
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
@@ -63,9 +64,9 @@ def _verdicts(engine: Engine, result: CheckResult, config: Config) -> Optional[V
     """What the rewriter says of each finding, from the cache when it planned the same
     findings over the same files before; None when planning failed."""
     cache = engine.cache
-    key = _key(cache, result, config) if cache is not None else ""
+    path = _path(cache, _key(cache, result, config)) if cache is not None else ""
     if cache is not None:
-        kept = _read(cache, key)
+        kept = _read(cache, path)
         if kept is not None:
             return kept
     from .fix.remedyfix import make_rewriter
@@ -76,8 +77,7 @@ def _verdicts(engine: Engine, result: CheckResult, config: Config) -> Optional[V
         return None
     verdicts = {_finding_key(o.finding): (o.status == "fixed", o.note) for o in outcomes}
     if cache is not None:
-        cache.write_json(_path(cache, key), [[*k, fixed, note]
-                                             for k, (fixed, note) in verdicts.items()])
+        cache.write_json(path, [[*k, fixed, note] for k, (fixed, note) in verdicts.items()])
     return verdicts
 
 
@@ -114,22 +114,16 @@ def _key(cache: FactsCache, result: CheckResult, config: Config) -> str:
 
 
 def _path(cache: FactsCache, key: str) -> str:
-    import os
-
     return os.path.join(cache.root, "fixable", key[:2], key + ".json")
 
 
-def _read(cache: FactsCache, key: str) -> Optional[Verdicts]:
-    import json
-
-    path = _path(cache, key)
+def _read(cache: FactsCache, path: str) -> Optional[Verdicts]:
+    rows = cache.read_json(path)
+    if rows is None:
+        return None
     try:
-        with open(path, encoding="utf-8") as handle:
-            rows = json.load(handle)
         return {(str(p), str(s), str(c)): (bool(fixed), str(note))
                 for p, s, c, fixed, note in rows}
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, TypeError) as exc:
+    except (TypeError, ValueError) as exc:
         cache.warn(f"ignoring damaged cache entry {path}: {type(exc).__name__}")
         return None

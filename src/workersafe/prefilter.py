@@ -87,8 +87,8 @@ class Prefilter:
         unless the file reaches a worker's dataset (`get_worker_info().dataset.env = ...`: a
         worker_init_fn names no dataset word in code; its docstring's and comments' still
         count, as they did before they were skipped)."""
-        data = self._data_word_ends
-        if data is not None and "Data" in text and _names_in_code(text, self._data_word_search):
+        if self._data_word_ends is not None and "Data" in text \
+                and _names_in_code(text, self._data_word_search):
             return True  # (most texts naming one: the words without "Data" need no scan)
         if not any(w in text for w in self._words_without_data):
             return False

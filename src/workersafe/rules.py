@@ -475,7 +475,7 @@ def _returned_candidates(project: Project, registry: Registry, view: ClassView,
                 continue
             if project.resolve(kept.callee, home) in project.classes:
                 how = f"built as its subclass {callee}"
-            elif any(arg.site is site for arg in kept.handle_args):
+            elif any(arg.site == site for arg in kept.handle_args):
                 how = f"passed through {callee}()"  # it returns the handle it is given
             else:
                 how = f"returned by {callee}()"

@@ -162,10 +162,11 @@ class Factories:
                           cls: Optional[ClassFacts], depth: int) -> None:
         located = self.located(path)
         names = HandleNames(located.module, self.registry)
-        # (a parameter it returns is the handle it is given: its own to configure, `_tracked`)
-        own = (bound_names(list(func.body.body)) - set(function_params(func))
-               | _returned_params(func)) if isinstance(func.body, cst.IndentedBlock) else set()
-        attrs, handle_locals = _tracked(func, names)
+        # a parameter it returns is the handle it is given: its own to configure (`_tracked`)
+        returned = _returned_params(func)
+        own = (bound_names(list(func.body.body)) - set(function_params(func)) | returned) \
+            if isinstance(func.body, cst.IndentedBlock) else set()
+        attrs, handle_locals = _tracked(func, names, returned)
         facts = self.by_path.get(path)
 
         def vouch(call: cst.Call, where: str) -> bool:
@@ -223,13 +224,14 @@ def _decorator_name(decorator: cst.Decorator) -> str:
     return dotted(node.func if isinstance(node, cst.Call) else node) or "..."
 
 
-def _tracked(func: cst.FunctionDef, names: HandleNames) -> tuple[set[str], set[str]]:
+def _tracked(func: cst.FunctionDef, names: HandleNames, returned: set[str]
+             ) -> tuple[set[str], set[str]]:
     """The attributes of self and the locals the function keeps handles (or objects derived
-    from them) in: configuring those is opening work. A parameter it returns is the handle
-    it is given back (`def retryable(session): session.mount(...); return session`: the
-    function is checked because what it returns is the handle)."""
+    from them) in: configuring those is opening work. `returned`: the parameters it returns,
+    the handle it is given back (`def retryable(session): session.mount(...); return
+    session`: the function is checked because what it returns is the handle)."""
     attrs: set[str] = set()
-    handle_locals = _returned_params(func)
+    handle_locals = set(returned)
     for _ in range(2):  # twice: loops feed later iterations
         for node in walk(func.body):
             if isinstance(node, cst.Assign) and names.derives(node.value, attrs, handle_locals):
