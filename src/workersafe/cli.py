@@ -9,9 +9,9 @@ import argparse
 import os
 import sys
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator, NoReturn, Optional, Sequence
 
+from .records import replace
 from . import __version__, compiled
 from .config import (
     STRATEGIES, Config, ConfigError, check_codes, discover_config, load_pyproject, split_list,

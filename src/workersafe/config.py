@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import field, replace
 from typing import Any, Iterable, Mapping, Optional
 
 from .paths import CACHE_DIR_NAME, ancestors
-from .records import record
+from .records import field, record, replace
 from .registry import DEFAULT_REGISTRY, Registry
 from .ruletable import DEFAULT_SELECT, RULES, default_on
 from .torchnames import DATASET_BASES

@@ -6,7 +6,6 @@ Which files a linked run parses is `selection.py`'s job."""
 from __future__ import annotations
 
 import os
-from dataclasses import field, replace
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from .config import Config
@@ -14,7 +13,7 @@ from .discovery import SourceFile, discover, module_name
 from .facts import FileFacts, Span
 from .findings import Finding
 from .prefilter import Prefilter, forget_words
-from .records import record
+from .records import field, record, replace
 from .ruletable import UNREADABLE
 from .source import Source, SourceError, decode, forget_trees
 
@@ -149,8 +148,6 @@ class Engine:
         """One file linked against an index of its project (the flake8 plugin's confirmed mode).
         Only this file's findings are returned. `handle`: the prefilter's
         `mentions_handle(text)` if the caller asked it."""
-        from dataclasses import replace as _replace
-
         from .parse import file_facts
 
         here = os.path.abspath(path)
@@ -164,7 +161,7 @@ class Engine:
                            self.registry, tree)
         if facts.error:
             return [self.error_finding(path, facts.error, *facts.error_at)]
-        if known is not None and _replace(known, path=here) == facts:
+        if known is not None and replace(known, path=here) == facts:
             # unchanged since the index: the index's project, linked once for all its files
             linked = self._linked.get(id(index))
             if linked is None or linked[0] is not index:
@@ -172,7 +169,7 @@ class Engine:
             found = linked[1]
         else:
             found = self._link_index(index, {here: facts})
-        mine = [_replace(f, path=path) for f in found if f.path == here]
+        mine = [replace(f, path=path) for f in found if f.path == here]
         return [f for f in mine if self.config.enabled(f.code)]
 
     def _link_index(self, index: "Index", changed: dict[str, FileFacts]) -> list[Finding]:

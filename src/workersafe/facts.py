@@ -6,13 +6,11 @@ A name that could not be qualified is kept bare; the linker tries the file's sta
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import typing
-from dataclasses import field
 from typing import Any, Callable, Literal, Mapping, Optional, Tuple
 
-from .records import record
+from .records import field, record, record_fields
 
 FACTS_VERSION = 46  # bump whenever a dataclass below changes: old caches are then ignored
 
@@ -494,12 +492,25 @@ def _to_jsonable(obj: Any, written: dict[int, int]) -> Any:
         return out
     if kind is tuple:
         return [x if type(x) in _PLAIN else _to_jsonable(x, written) for x in obj]
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        _NAMES[kind] = tuple(f.name for f in dataclasses.fields(obj))
-        return _to_jsonable(obj, written)
+    if not isinstance(obj, type):
+        names = _field_names(kind)
+        if names is not None:
+            _NAMES[kind] = names
+            return _to_jsonable(obj, written)
     if isinstance(obj, tuple):
         return [_to_jsonable(x, written) for x in obj]
     return obj
+
+
+def _field_names(cls: type) -> Optional[tuple[str, ...]]:
+    """The field names of a record or dataclass class, in order; None for another class (the
+    facts are records: dataclasses is imported only if one is not)."""
+    names = record_fields(cls)
+    if names is not None or not hasattr(cls, "__dataclass_fields__"):
+        return names
+    import dataclasses
+
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 _PLAIN = frozenset({str, int, bool, float, type(None)})  # JSON as they are
@@ -546,7 +557,7 @@ def _fields_of(cls: Any) -> tuple[tuple[str, ...], tuple[tuple[str, Convert], ..
     found = _FIELDS.get(cls)
     if found is None:
         hints = typing.get_type_hints(cls, globals())
-        converters = [(f.name, _converter(hints[f.name])) for f in dataclasses.fields(cls)]
+        converters = [(name, _converter(hints[name])) for name in _field_names(cls) or ()]
         found = _FIELDS[cls] = (tuple(n for n, c in converters if c is _same),
                                 tuple((n, c) for n, c in converters if c is not _same))
     return found
@@ -560,7 +571,7 @@ def _converter(tp: Any) -> Convert:
     """How a value of type `tp` comes back from JSON (lists → tuples, dicts → dataclasses);
     `_same` when it comes back as it is."""
     origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and _field_names(tp) is not None:
         return functools.partial(_from_jsonable, tp)
     if origin is tuple:
         args = typing.get_args(tp)

@@ -3,11 +3,10 @@ verification read these fields, never the message text)."""
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Literal, Optional
 
 from .facts import Span
-from .records import record
+from .records import field, record
 
 # Where the handle lives, which picks the rewrite:
 # "instance": created in a method and kept on self (WS101/WS111/WS201);

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
+from .records import replace
 from .ruletable import UNREADABLE
 
 if TYPE_CHECKING:

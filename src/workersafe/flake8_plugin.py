@@ -11,9 +11,9 @@ import ast
 import gc
 import os
 import sys
-from dataclasses import replace
 from typing import Any, ClassVar, Iterator, Optional, Sequence
 
+from .records import replace
 from . import __version__
 from .config import (
     Config, ConfigError, find_pyproject, flake8_value, load_pyproject_data, with_requires_python,

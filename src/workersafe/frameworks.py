@@ -16,10 +16,9 @@ the analysis reads a call of one as a DataLoader of each of its datasets."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Iterable, Optional
 
-from .records import record
+from .records import record, replace
 from .torchnames import TORCH_DATA
 
 _BASES = {n: f"{TORCH_DATA}.{n}" for n in ("Dataset", "IterableDataset")}

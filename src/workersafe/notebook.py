@@ -720,7 +720,7 @@ def cell_positions(code: str) -> list[Optional[CellLine]]:
 def in_cells(findings: Sequence["Finding"], texts: Mapping[str, str]) -> list["Finding"]:
     """Findings in notebooks with their lines counted within their cell (and `cell` set);
     findings elsewhere unchanged. `texts`: path → joined code of each notebook."""
-    from dataclasses import replace
+    from .records import replace
 
     from .facts import Span
 
@@ -752,7 +752,7 @@ def in_cells(findings: Sequence["Finding"], texts: Mapping[str, str]) -> list["F
 
 def _error_in_cells(finding: "Finding", origin: list[Optional[CellLine]]) -> "Finding":
     """`syntax error: ... (line 12, column 15)` → `... (cell 3, line 4, column 15)`."""
-    from dataclasses import replace
+    from .records import replace
 
     def cell_of(match: "re.Match[str]") -> str:
         place = _at(origin, int(match.group(1)))
@@ -765,7 +765,7 @@ def _error_in_cells(finding: "Finding", origin: list[Optional[CellLine]]) -> "Fi
 def _message_in_cells(finding: "Finding", texts: Mapping[str, str],
                       maps: dict[str, list[Optional[CellLine]]]) -> "Finding":
     """`nb.ipynb:18` in a message (where the DataLoader is) → `nb.ipynb:cell 4:1`."""
-    from dataclasses import replace
+    from .records import replace
 
     message = finding.message
     for path, code in texts.items():

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
-from dataclasses import replace
 
+from .records import replace
 from .config import Config
 from .engine import CheckResult, Engine
 from .exitcodes import EXIT_ERROR, UsageError

@@ -10,6 +10,11 @@ names, with the same behaviour as dataclasses' own:
 - `dataclasses.fields`, `replace`, `asdict`, `is_dataclass`, pickling and copying work as on
   any dataclass (the class is one; `dataclasses.dataclass` still makes its `Field`s, from the
   same body, but only when first asked for: a plain body is read here, ~30 us a class less);
+- the module `dataclasses` is not imported until something asks it (`fields`, `asdict`, a
+  `dataclasses.field` in a body, a frozen record's error): its import, with `inspect`'s, cost
+  ~5 ms of every run (a check of a 300-file tree takes ~120 ms). A record's body spells
+  `field(...)` from here, and the code base copies records with `replace` from here (both
+  behave as dataclasses' own; `replace` of a dataclass that is no record is dataclasses');
 - `==` compares the fields with `compare=True` of two objects of the same class (else
   `NotImplemented`), `hash` is the hash of the same tuple dataclasses hashes (a frozen record
   is hashable, a mutable one is not), `repr` is `Class(a=1, b='x')`;
@@ -22,7 +27,6 @@ another dataclass (none does: each layer is one flat class)."""
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import reprlib
 import sys
 from operator import attrgetter
@@ -38,11 +42,65 @@ else:
         return lambda decorated: decorated
 
 T = TypeVar("T")
-_MISSING = dataclasses.MISSING
+
+
+class _Missing:
+    """No default (dataclasses' `MISSING`, without importing dataclasses)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+_MISSING: Any = _Missing()
 BUILT: list[tuple[str, str]] = []  # (module, `__init__` source) of every record made here
 
 
-@dataclass_transform(field_specifiers=(dataclasses.field,))
+def field(*, default: Any = _MISSING, default_factory: Any = _MISSING, init: bool = True,
+          repr: bool = True, hash: Optional[bool] = None, compare: bool = True) -> Any:
+    """`dataclasses.field` for a record's body (the same settings, `kw_only` aside). Typed
+    `Any` (dataclasses' own is typed as its default's type): mypyc, compiling analysis/,
+    would check that a `field(default_factory=list)` returns a list, as it does not check
+    `dataclasses.field`'s, which it knows by name."""
+    if default is not _MISSING and default_factory is not _MISSING:
+        raise ValueError("cannot specify both default and default_factory")
+    return _Spec("", default, default_factory, init, repr, compare, hash)
+
+
+def replace(obj: T, /, **changes: Any) -> T:
+    """`dataclasses.replace`: a copy of `obj` with `changes`, made by its `__init__`."""
+    specs = getattr(type(obj), "__record_specs__", None)
+    if specs is None:  # a dataclass that is no record
+        import dataclasses
+
+        copy: T = dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+        return copy
+    for spec in specs:
+        if spec.init:
+            if spec.name not in changes:
+                changes[spec.name] = getattr(obj, spec.name)
+        elif spec.name in changes:
+            raise ValueError(f"field {spec.name} is declared with init=False, it cannot be "
+                             "specified with replace()")
+    made: T = obj.__class__(**changes)
+    return made
+
+
+def record_fields(cls: Any) -> Optional[tuple[str, ...]]:
+    """The names of the fields of a record class (or of a record), in order; None for any
+    other class."""
+    specs = getattr(cls, "__record_specs__", None)
+    return None if specs is None else tuple(spec.name for spec in specs)
+
+
+def _dataclasses_field(value: Any) -> bool:
+    """Whether `value` is a `dataclasses.field(...)` (only if the module was imported)."""
+    module = sys.modules.get("dataclasses")
+    return module is not None and isinstance(value, module.Field)
+
+
+@dataclass_transform(field_specifiers=(field,))
 def record(*, frozen: bool = False, eq: bool = True, repr: bool = True
            ) -> Callable[[type[T]], type[T]]:
     """Use as `@record(frozen=True)` where one would write `@dataclass(frozen=True)`."""
@@ -57,17 +115,23 @@ def record(*, frozen: bool = False, eq: bool = True, repr: bool = True
 def _build(cls: Any, frozen: bool, eq: bool, with_repr: bool) -> None:
     """Makes `cls` a dataclass in place (`dataclasses.dataclass` returns the class it is
     given, without `slots`)."""
-    if any(dataclasses.is_dataclass(base) for base in cls.__mro__[1:]):
+    if any("__dataclass_fields__" in vars(base) for base in cls.__mro__[1:]):
         raise TypeError(f"{cls.__name__}: a record cannot inherit from a dataclass")
     own = dict(cls.__dict__)
     if not own.get("__doc__"):  # dataclasses would build one with inspect.signature
         cls.__doc__ = cls.__name__
     fields = _plain_specs(cls, own)
     if fields is None:  # a body only dataclasses reads right (ClassVar, InitVar, ...)
+        import dataclasses
+
+        for name, value in own.items():
+            if isinstance(value, _Spec):
+                setattr(cls, name, value.as_field())
         dataclasses.dataclass(cls, init=False, repr=False, eq=False)  # the fields only
         fields = tuple(_Spec.of(f) for f in dataclasses.fields(cls))
     else:
         _as_dataclass_lazily(cls, own, fields)
+        cls.__record_specs__ = fields
     names = tuple(f.name for f in fields)
     if "__init__" not in own:
         cls.__init__ = _init_of(cls, fields, frozen)
@@ -106,8 +170,27 @@ class _Spec:
         self.init, self.repr, self.compare, self.hash = init, repr, compare, hash
 
     @classmethod
-    def of(cls, f: dataclasses.Field[Any]) -> "_Spec":
-        return cls(f.name, f.default, f.default_factory, f.init, f.repr, f.compare, f.hash)
+    def of(cls, f: Any) -> "_Spec":
+        """The settings of a `dataclasses.Field`, its `MISSING` read as this module's."""
+        return cls(f.name, _ours(f.default), _ours(f.default_factory), f.init, f.repr,
+                   f.compare, f.hash)
+
+    def as_field(self) -> Any:
+        """The same settings as a `dataclasses.Field` (for dataclasses to read)."""
+        import dataclasses
+
+        theirs: Any = dataclasses.MISSING
+        return dataclasses.field(
+            default=theirs if self.default is _MISSING else self.default,
+            default_factory=theirs if self.default_factory is _MISSING
+            else self.default_factory,
+            init=self.init, repr=self.repr, hash=self.hash, compare=self.compare)
+
+
+def _ours(value: Any) -> Any:
+    """dataclasses' `MISSING` as `_MISSING`, anything else as it is (read from a `Field`:
+    the module is imported)."""
+    return _MISSING if value is sys.modules["dataclasses"].MISSING else value
 
 
 # dataclasses sets `__match_args__` from Python 3.10
@@ -116,18 +199,29 @@ _MATCH_ARGS = sys.version_info >= (3, 10)
 _NOT_PLAIN = ("ClassVar", "InitVar", "KW_ONLY")
 
 
+def _plain_annotation(kind: Any) -> bool:
+    """An annotation dataclasses reads as a field's: a string naming no ClassVar, InitVar or
+    KW_ONLY (as `from __future__ import annotations` leaves them), or a class other than
+    dataclasses' (mypyc, compiling analysis/, gives the classes: `set`, `ast.Call`)."""
+    if isinstance(kind, str):
+        return not any(word in kind for word in _NOT_PLAIN)
+    return isinstance(kind, type) and kind.__module__ != "dataclasses"
+
+
 def _plain_specs(cls: Any, own: dict[str, Any]) -> Optional[tuple[_Spec, ...]]:
-    """The fields of a body whose annotations are all plain (strings, as `from __future__
-    import annotations` leaves them, naming no ClassVar, InitVar or KW_ONLY), as dataclasses
+    """The fields of a body whose annotations are all plain (`_plain_annotation`), as dataclasses
     would find them (a default: the class attribute, inherited ones included; a `field()`
     there: its settings); None for any other body. Refuses what dataclasses refuses."""
     annotations = own.get("__annotations__", {})
     specs = []
     for name, kind in annotations.items():
-        if not isinstance(kind, str) or any(word in kind for word in _NOT_PLAIN):
+        if not _plain_annotation(kind):
             return None
         value = getattr(cls, name, _MISSING)
-        if isinstance(value, dataclasses.Field):
+        if isinstance(value, _Spec):
+            spec = _Spec(name, value.default, value.default_factory, value.init, value.repr,
+                         value.compare, value.hash)
+        elif _dataclasses_field(value):
             if getattr(value, "kw_only", False) is True:
                 return None
             spec = _Spec.of(value)
@@ -139,7 +233,7 @@ def _plain_specs(cls: Any, own: dict[str, Any]) -> Optional[tuple[_Spec, ...]]:
                              "allowed: use default_factory")
         specs.append(spec)
     for name, value in own.items():
-        if isinstance(value, dataclasses.Field) and name not in annotations:
+        if (isinstance(value, _Spec) or _dataclasses_field(value)) and name not in annotations:
             raise TypeError(f"{name!r} is a field but has no type annotation")
     seen_default = False
     for spec in specs:
@@ -159,7 +253,7 @@ def _as_dataclass_lazily(cls: Any, own: dict[str, Any], specs: tuple[_Spec, ...]
     body: dict[str, Any] = {}
     for spec in specs:
         value = getattr(cls, spec.name, _MISSING)
-        if isinstance(value, dataclasses.Field):
+        if isinstance(value, _Spec) or _dataclasses_field(value):
             body[spec.name] = value
             if spec.default is _MISSING:
                 delattr(cls, spec.name)
@@ -172,9 +266,8 @@ def _as_dataclass_lazily(cls: Any, own: dict[str, Any], specs: tuple[_Spec, ...]
     cls.__dataclass_params__ = _Lazy(made, "__dataclass_params__")
     if _MATCH_ARGS and "__match_args__" not in own:
         setattr(cls, "__match_args__", tuple(s.name for s in specs if s.init))
-    replacer = getattr(dataclasses, "_replace", None)  # Python 3.13+: `copy.replace`
-    if replacer is not None and "__replace__" not in own:
-        cls.__replace__ = replacer
+    if sys.version_info >= (3, 13) and "__replace__" not in own:  # `copy.replace`
+        cls.__replace__ = replace
 
 
 class _MadeFields:
@@ -186,9 +279,13 @@ class _MadeFields:
         self.cls, self.annotations, self.body = cls, annotations, body
 
     def get(self, name: str) -> Any:
+        import dataclasses
+
         cls = self.cls
+        body = {key: value.as_field() if isinstance(value, _Spec) else value
+                for key, value in self.body.items()}
         space = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
-                 "__doc__": cls.__doc__, "__annotations__": self.annotations, **self.body}
+                 "__doc__": cls.__doc__, "__annotations__": self.annotations, **body}
         copy = dataclasses.dataclass(type(cls)(cls.__name__, cls.__bases__, space),
                                      init=False, repr=False, eq=False)
         for made in ("__dataclass_fields__", "__dataclass_params__"):
@@ -341,12 +438,16 @@ def _record_repr(self: Any) -> str:
 def _frozen_setattr(self: Any, name: str, value: Any) -> None:
     cls, names = self.__record_frozen__
     if type(self) is cls or name in names:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
     super(cls, self).__setattr__(name, value)
 
 
 def _frozen_delattr(self: Any, name: str) -> None:
     cls, names = self.__record_frozen__
     if type(self) is cls or name in names:
-        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
     super(cls, self).__delattr__(name)

@@ -3,10 +3,9 @@ not share. Data, not code: one row per constructor, extended and trimmed by conf
 
 from __future__ import annotations
 
-from dataclasses import field, replace
 from typing import Any, Iterable, Mapping, Optional
 
-from .records import record
+from .records import field, record, replace
 
 # Generic knowledge, whatever the library: methods whose result is a derived handle (DB cursors,
 # transactions), calls that release a handle, and a callable name ending that builds on a

@@ -8,7 +8,6 @@ spawn/forkserver loader with a handle that does not pickle gives WS201."""
 from __future__ import annotations
 
 import os
-from dataclasses import field, replace
 from typing import Iterator, Optional
 
 from .facts import (ClassFacts, DatasetRef, FileFacts, HandleSite, HeldCall, LoaderCall,
@@ -17,7 +16,7 @@ from .findings import CacheFill, Finding, FixPlan
 from .link import (
     PICKLING_METHODS, SPAWN_LIKE, ClassView, Project, Reach, branch_not_taken, method_closure,
 )
-from .records import record
+from .records import field, record, replace
 from .registry import HandleType, Registry
 from .rules_remedies import opens_lazily, remedy_findings
 from .ruletable import latent_of

@@ -9,11 +9,10 @@ scope, module bindings, handle lookups and process identities)."""
 from __future__ import annotations
 
 import ast
-from dataclasses import field
 from typing import Union
 
 from . import syntax
-from ..records import record
+from ..records import field, record
 from .nodes import breadth_first, child_nodes
 from .state import ClassState, Env, FunctionState, Handle, MethodState, State
 from .values import Evaluator, call_args, is_self, self_attr

@@ -6,13 +6,13 @@ reads DataLoader calls, positions.py converts positions; this module assembles t
 from __future__ import annotations
 
 import ast
-import dataclasses
 from typing import Optional
 
 from . import syntax
 from ..facts import (
     ClassFacts, FileFacts, FunctionFacts, HeldCall, HeldHandle, MethodFacts, ModuleHandle,
 )
+from ..records import replace
 from ..registry import Registry
 from .baseinit import Found, base_init, init_callables
 from .branches import init_branches
@@ -39,7 +39,7 @@ def extract_facts(tree: ast.Module, text: str, path: str, module_name: str, is_p
                             if isinstance(n, syntax.ClassDef)})
     remedies = remedy_facts(tree, walker.state, walker.ev, walker.classes, walker.self_uses,
                             not spelled.isdisjoint(PROCESS_WORDS), "get_worker_info" in spelled)
-    return dataclasses.replace(facts, remedies=remedies)
+    return replace(facts, remedies=remedies)
 
 
 # The words whose presence in the text decides what the passes look for.

@@ -19,7 +19,6 @@ method's nodes only in a class that spells a process call and has such a method.
 from __future__ import annotations
 
 import ast
-from dataclasses import field
 from typing import Optional, Union
 
 from . import syntax
@@ -27,7 +26,7 @@ from ..facts import (
     AttrSite, DatasetRef, DatasetUse, LazyOpen, LoaderWrap, RemedyClass, RemedyFacts, UseKind,
     WorkerInit,
 )
-from ..records import record
+from ..records import field, record
 from ..torchnames import LOADERS, TORCH_DATA, WRAPPERS
 from .loader_args import loader_arguments
 from .nodes import REVERSED_FIELDS, breadth_first, child_nodes, reversed_fields, subtree

@@ -5,12 +5,11 @@ bound to."""
 from __future__ import annotations
 
 import ast
-from dataclasses import field
 from typing import NamedTuple, Optional, Union
 
 from . import syntax
 from ..facts import DatasetRef, HeldCall, Span
-from ..records import record
+from ..records import field, record
 from ..registry import Registry
 from .names import Scope, dotted, imported_by_call, qualify
 

@@ -5,9 +5,9 @@ a multiprocessing context. Small recursive functions over one expression, no tre
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional
 
+from ..records import replace
 from . import syntax
 from ..facts import (
     LOOKUP_VERBS, OWN_CLASS, ArgRef, AttrArg, DatasetRef, HandleArg, HandleSite, RefKind,

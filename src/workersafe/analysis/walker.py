@@ -8,13 +8,12 @@ call is read is in loader_args.py."""
 from __future__ import annotations
 
 import ast
-import dataclasses
 from typing import Any, Callable, Final, Iterator, Optional, cast
 
 from . import syntax
 from ..facts import OWN_CLASS, CallSite, DatasetRef, HeldCall, LoaderCall
 from ..frameworks import LOADER_LAST_PARTS, framework_loader
-from ..records import record
+from ..records import field, record
 from ..registry import Registry
 from ..torchnames import CACHE_DECORATORS, LOADERS, SET_START_METHOD
 from .loader_args import read_candidate_loader, read_framework_loader, read_loader
@@ -84,16 +83,16 @@ _STAR_LOADER_NAMES: Final = frozenset({"DataLoader"})
 class SelfUses:
     """What the methods of one class do with attributes of self (for the remedy facts)."""
 
-    indexed: set[str] = dataclasses.field(default_factory=set)  # `self.x[i]`
-    members: set[tuple[str, str, str]] = dataclasses.field(default_factory=set)  # (method, x, m)
+    indexed: set[str] = field(default_factory=set)  # `self.x[i]`
+    members: set[tuple[str, str, str]] = field(default_factory=set)  # (method, x, m)
     # the methods testing whether an attribute of self is there (values.presence: `if self.x
     # is None:`, `a if self.x else b`) or falling back from it (`self.x or b`), nested code
     # included (annotations are not walked)
-    presence: set[str] = dataclasses.field(default_factory=set)
+    presence: set[str] = field(default_factory=set)
     # the methods that may hold a lazy accessor (nested code included): an `if` whose test
     # checks an attribute of self is unset (values.unset_tests), an assignment
     # `self.x = self.x or b` (values.or_self); the others record none (remedies.py)
-    lazy: set[str] = dataclasses.field(default_factory=set)
+    lazy: set[str] = field(default_factory=set)
 
 
 class FactWalker:

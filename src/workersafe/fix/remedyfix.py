@@ -10,9 +10,9 @@ verification checks it like any other rewrite."""
 from __future__ import annotations
 
 import difflib
-from dataclasses import replace
 from typing import Final, Optional
 
+from ..records import replace
 from ..engine import CheckResult, Engine
 from ..findings import Finding
 from ..ruletable import codes_fixed_as

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
 import libcst
 
+from ..records import replace
 from ..engine import CheckResult, Engine
 from ..source import Source, SourceError, decode
 from .lazyguard import unguarded_left

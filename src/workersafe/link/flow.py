@@ -17,15 +17,13 @@ node once, so they come in the order the references give them.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import field
 from typing import Iterator, Optional
 
 from ..facts import (
     LOOKUP_VERBS, OWN_CLASS, ArgRef, CallSite, ClassFacts, DatasetRef, FileFacts, FunctionFacts,
     registry_kind,
 )
-from ..records import record
+from ..records import field, record, replace
 from .classes import Hierarchy
 
 # The value flow (`Project.classes_of_ref`): a class with the reference constructing it; a
@@ -191,7 +189,7 @@ class ValueFlow(Hierarchy):
             cls = self.classes.get(self.resolve(each.target, home)) \
                 if each.kind == "name" else None
             if cls is not None:
-                made = dataclasses.replace(ref, target=cls.qualname)
+                made = replace(ref, target=cls.qualname)
                 self._read_in(made, facts)
                 out.append(_In(item=(cls, made)))
         return out
@@ -310,8 +308,7 @@ class ValueFlow(Hierarchy):
             given = tuple((position, keyword, text) for position, keyword, param in keys
                           for text in [_text_for(ref.texts, param, True)] if text is not None)
             if given:
-                returns[index] = dataclasses.replace(returns[index],
-                                                     texts=returns[index].texts + given)
+                returns[index] = replace(returns[index], texts=returns[index].texts + given)
         return returns if returns != list(function.returns) else None
 
     def _looked_up(self, ref: DatasetRef, target: str, facts: FileFacts
@@ -403,7 +400,7 @@ class ValueFlow(Hierarchy):
                 out: list[_In] = []
                 for ref in method.returns:
                     if ref.kind == "call" and ref.target == OWN_CLASS:  # `cls(...)`
-                        made = dataclasses.replace(ref, target=cls.qualname)
+                        made = replace(ref, target=cls.qualname)
                         self._read_in(made, home)
                         out.append(_In(item=(cls, made)))
                     else:

@@ -5,11 +5,11 @@ construction passes."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterator, Optional
 
 from ..facts import ArgRef, ClassFacts, FileFacts, LoaderCall
 from ..loadermap import Passed, given, is_pure_forward, loader_argument, pass_through
+from ..records import replace
 from ..torchnames import LOADERS
 from .flow import ValueFlow
 from .names import _MAX_RESOLVE_DEPTH
@@ -62,7 +62,7 @@ class Loaders(ValueFlow):
         mapped = self._through_inits(cls, given(call.args))
         if mapped is None:
             return None
-        as_read = dataclasses.replace(call, via=cls.qualname, args=())
+        as_read = replace(call, via=cls.qualname, args=())
         if isinstance(mapped, _AsGiven):
             return as_read
         dataset = loader_argument(mapped, "dataset")
@@ -86,7 +86,7 @@ class Loaders(ValueFlow):
         probe = self._through_inits(cls, given((*call.args, ArgRef(-1, "worker_init_fn"))))
         reached = loader_argument(probe, "worker_init_fn") \
             if isinstance(probe, list) else None
-        return dataclasses.replace(
+        return replace(
             as_read, datasets=dataset.given.refs, num_workers=count[0], num_workers_text=count[1],
             persistent=call.persistent if "persistent_workers" in kept else False,
             context=call.context if "multiprocessing_context" in kept else "",
@@ -136,4 +136,4 @@ class Loaders(ValueFlow):
         if not counts or None in counts:
             return loader
         most = max(c for c in counts if c is not None)
-        return dataclasses.replace(loader, num_workers=most, num_workers_text=str(most))
+        return replace(loader, num_workers=most, num_workers_text=str(most))

@@ -5,13 +5,12 @@ definitions by name."""
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Optional
 
 from ..discovery import module_aliases
 from ..facts import ClassFacts, FileFacts, FunctionFacts, ModuleHandle
 from ..frameworks import star_reexport
-from ..records import record
+from ..records import field, record
 from ..registry import DEFAULT_REGISTRY, Registry
 from ..torchnames import DATASET_BASES
 

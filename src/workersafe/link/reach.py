@@ -4,11 +4,10 @@ in `__init__` or passed to it), reached by the same loaders; `reached` says how.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterable, Iterator, Optional
 
 from ..facts import ClassFacts, DatasetRef, FileFacts, LoaderCall
-from ..records import record
+from ..records import record, replace
 from .loaders import Loaders
 
 # (file, loader, the reference that constructs the class) for each loader reaching a class
@@ -132,8 +131,8 @@ class Reaching(Loaders):
             if loader.num_workers_param.split("#")[0] == function:
                 workers = [a for a in site.args if self._is_arg_for(a, loader.num_workers_param)]
                 if workers and workers[0].int_value is not None:
-                    used = dataclasses.replace(loader, num_workers=workers[0].int_value,
-                                               num_workers_text=str(workers[0].int_value))
+                    used = replace(loader, num_workers=workers[0].int_value,
+                                   num_workers_text=str(workers[0].int_value))
             for arg in site.args:
                 if self._is_arg_for(arg, ref.target):
                     for r in arg.refs:

@@ -9,11 +9,10 @@ path when it is reached only through another class (`via`, for messages and the 
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Optional
 
 from ..facts import AttrArg, ClassFacts, DatasetRef, FileFacts, HandleSite, MethodFacts
-from ..records import record
+from ..records import field, record
 from .classes import Methods, method_closure
 from .reach import LoaderUse, Reach
 from .returns import Returns
