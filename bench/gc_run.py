@@ -17,7 +17,7 @@ def main(argv: list[str]) -> int:
     mode, args = argv[0], argv[1:]
     from workersafe import cli
 
-    cli._fewer_collections = contextlib.nullcontext  # type: ignore[assignment]
+    cli._fewer_collections = lambda **_: contextlib.nullcontext()  # type: ignore[assignment]
     if mode == "off":
         gc.disable()
     elif mode.startswith("t"):

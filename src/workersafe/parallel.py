@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import threading
 from collections import deque
 from contextlib import contextmanager
@@ -85,6 +84,8 @@ def _sigint_ignored() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    import signal  # (a pool's only: a run in one process does not load it)
+
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
@@ -93,6 +94,8 @@ def _sigint_ignored() -> Iterator[None]:
 
 
 def _ignore_sigint() -> None:
+    import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
