@@ -645,6 +645,47 @@ def test_word_tests_by_find_answer_as_the_regexes_they_replace(text: str) -> Non
     assert _loader_aliases({"a.py": text}, {"a.py"}) == tuple(sorted(set(aliases)))
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("def val(net, dataset):\n    return DataLoader(dataset, batch_size=2)\n", True),
+    ("def val(net, data: Dataset = None):\n    DataLoader(dataset=data)\n", True),
+    ("def run(datasets):\n    for k, ds in datasets.items():\n        DataLoader(ds)\n", True),
+    ("def run(datasets):\n    for ds in datasets:\n        DataLoader(ds, 2)\n", True),
+    ("class T:\n    def __init__(self, train_set):\n        self.train_set = train_set\n"
+     "    def loader(self):\n        return DataLoader(self.train_set)\n", True),
+    ("ds = Items()\nDataLoader(ds, 2)\ndef f(dsx):\n    pass\n", False),  # a longer word
+    ("def run(n):\n    for ds in make(n):\n        DataLoader(ds)\n", False),  # over a call
+    ("for ds in sets:\n    DataLoader(ds)\ndef f(x, y):\n    pass\n", False),
+    ("for a, b, ds in sets:\n    DataLoader(ds)\ndef f(sets):\n    pass\n", False),
+    ("class T:\n    def __init__(self):\n        self.data = make()\n"
+     "    def loader(self):\n        return DataLoader(self.data)\n", False),
+    ("self.data_x = y\nDataLoader(self.data)\n", False),
+    ("self.a = self.data = y\nDataLoader(self.data)\n", True),
+    ("x = DataLoader (ds)\n", False), ("", False),
+])
+def test_a_loader_of_a_parameter_is_found_as_the_regexes_per_name_found_it(
+        text: str, expected: bool) -> None:
+    """`_loader_of_parameter` reads a text with patterns of its own, as it read it with
+    patterns made for each name (the reference below): the same answer."""
+    import re
+
+    from workersafe.selection import _LOADER_FIRST_ARG, _LOADER_SELF_ARG, _loader_of_parameter
+
+    def per_name(text: str) -> bool:
+        if "DataLoader(" not in text:
+            return False
+        for match in re.finditer(_LOADER_FIRST_ARG, text):
+            name = match.group(1)
+            if re.search(rf"def \w+\([^)]*\b{name}\b", text):
+                return True
+            for loop in re.finditer(rf"\bfor\s+(?:\w+\s*,\s*)?{name}\s+in\s+(\w+)", text):
+                if re.search(rf"def \w+\([^)]*\b{loop.group(1)}\b", text):
+                    return True
+        attrs = [match.group(1) for match in re.finditer(_LOADER_SELF_ARG, text)]
+        return any(re.search(rf"self\.{attr}\s*=\s*\w+\s*$", text, re.M) for attr in attrs)
+
+    assert _loader_of_parameter(text) == per_name(text) == expected
+
+
 def test_git_ignored_files_are_skipped_in_a_work_tree_and_git_is_not_run_outside_one(
         tmp_path: Path) -> None:
     """Inside a git work tree (a `.git` here or above) discovery lists what git would track;

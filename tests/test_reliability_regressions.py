@@ -56,6 +56,11 @@ def test_physical_lines_split_like_python() -> None:
     text = "a\x0cb\x0bc\x1cd\x85e\u2028f\u2029g\r\nh\ri\nj"
     assert physical_lines(text) == ["a\x0cb\x0bc\x1cd\x85e\u2028f\u2029g\r\n", "h\r", "i\n", "j"]
     assert physical_lines("") == [] and physical_lines("\n\n") == ["\n", "\n"]
+    # each break alone, in an ASCII text and beyond (`str.splitlines` splits those without one)
+    for other in ("\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", ""):
+        for rest in ("", "é"):
+            sample = f"a{other}b{rest}\r\nc\rd\ne"
+            assert physical_lines(sample) == [f"a{other}b{rest}\r\n", "c\r", "d\n", "e"]
     for sample in (text, SAMPLE, "x\r\n\r\n", "\r\r\n\n"):
         assert "".join(physical_lines(sample)) == sample
 
