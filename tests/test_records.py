@@ -187,6 +187,8 @@ def test_a_record_has_the_fields_and_class_attributes_dataclasses_gives(dc: Any,
     assert getattr(rec, "__match_args__", None) == getattr(dc, "__match_args__", None)
     assert hasattr(rec, "__replace__") == hasattr(dc, "__replace__")
     assert isinstance(rec.__dataclass_params__, type(dc.__dataclass_params__))
+    # (a dataclass subclassing a record must match it: `frozen` as dataclasses gives it)
+    assert rec.__dataclass_params__.frozen == dc.__dataclass_params__.frozen
 
 
 @pytest.mark.parametrize("dc, rec", [(DC_FROZEN, REC_FROZEN), (DC_FROZEN, OwnPoint),
@@ -205,6 +207,29 @@ def test_records_replace_copies_as_dataclasses_replace_does(dc: Any, rec: Any) -
         with pytest.raises((ValueError, TypeError)):
             replacing(d if replacing is dataclasses.replace else r, **{refused: 1})
     assert records.replace(d, **changes) == want  # a dataclass that is no record: dataclasses'
+
+
+@dataclass(frozen=True)
+class DcOnRecord(RecPoint):  # a dataclass below a record: fields of its own
+    z: int = 3
+
+
+class PlainOnRecord(OwnPoint):  # a plain subclass: the record's fields
+    def norm(self) -> int:
+        return abs(self.x) + abs(self.y)
+
+
+def test_replace_copies_a_subclass_of_a_record_as_dataclasses_does() -> None:
+    """A dataclass subclassing a record keeps its own fields in a copy (dataclasses reads
+    them), and a plain subclass is copied as its record's fields say, staying of its class."""
+    below = DcOnRecord(1, 2, z=9)
+    assert records.replace(below, y=5) == dataclasses.replace(below, y=5) == DcOnRecord(1, 5, z=9)
+    assert records.record_fields(DcOnRecord) is None
+    plain = PlainOnRecord(1, 2)
+    copied = records.replace(plain, y=-7)
+    assert type(copied) is PlainOnRecord and copied.norm() == 8
+    assert repr(copied) == repr(dataclasses.replace(plain, y=-7))
+    assert records.record_fields(PlainOnRecord) == ("x", "y", "tags", "note", "label")
 
 
 def test_a_record_made_of_records_fields_needs_no_dataclasses_module() -> None:

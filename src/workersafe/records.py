@@ -59,7 +59,8 @@ BUILT: list[tuple[str, str]] = []  # (module, `__init__` source) of every record
 
 def field(*, default: Any = _MISSING, default_factory: Any = _MISSING, init: bool = True,
           repr: bool = True, hash: Optional[bool] = None, compare: bool = True) -> Any:
-    """`dataclasses.field` for a record's body (the same settings, `kw_only` aside). Typed
+    """`dataclasses.field` for a record's body (the same settings, `kw_only` and `metadata`
+    aside: give dataclasses' own for those). Typed
     `Any` (dataclasses' own is typed as its default's type): mypyc, compiling analysis/,
     would check that a `field(default_factory=list)` returns a list, as it does not check
     `dataclasses.field`'s, which it knows by name."""
@@ -70,8 +71,8 @@ def field(*, default: Any = _MISSING, default_factory: Any = _MISSING, init: boo
 
 def replace(obj: T, /, **changes: Any) -> T:
     """`dataclasses.replace`: a copy of `obj` with `changes`, made by its `__init__`."""
-    specs = getattr(type(obj), "__record_specs__", None)
-    if specs is None:  # a dataclass that is no record
+    specs = _specs_of(type(obj))
+    if specs is None:  # a dataclass that is no record (nor a plain subclass of one)
         import dataclasses
 
         copy: T = dataclasses.replace(obj, **changes)  # type: ignore[type-var]
@@ -87,11 +88,24 @@ def replace(obj: T, /, **changes: Any) -> T:
     return made
 
 
-def record_fields(cls: Any) -> Optional[tuple[str, ...]]:
-    """The names of the fields of a record class (or of a record), in order; None for any
-    other class."""
-    specs = getattr(cls, "__record_specs__", None)
+def record_fields(cls: type) -> Optional[tuple[str, ...]]:
+    """The names of the fields of a record class, in order; None for any other class."""
+    specs = _specs_of(cls)
     return None if specs is None else tuple(spec.name for spec in specs)
+
+
+def _specs_of(cls: type) -> Optional[tuple["_Spec", ...]]:
+    """The fields of a record class, or of a plain subclass of one (its fields are the
+    record's); None for any other class, a dataclass subclassing a record included (it has
+    fields of its own: dataclasses reads them)."""
+    for klass in cls.__mro__:
+        own = vars(klass)
+        if "__record_specs__" in own:
+            specs: tuple[_Spec, ...] = own["__record_specs__"]
+            return specs
+        if "__dataclass_fields__" in own:
+            return None
+    return None
 
 
 def _dataclasses_field(value: Any) -> bool:
@@ -127,10 +141,11 @@ def _build(cls: Any, frozen: bool, eq: bool, with_repr: bool) -> None:
         for name, value in own.items():
             if isinstance(value, _Spec):
                 setattr(cls, name, value.as_field())
-        dataclasses.dataclass(cls, init=False, repr=False, eq=False)  # the fields only
+        # the fields only (and `frozen`, which a dataclass subclassing it must match)
+        dataclasses.dataclass(cls, init=False, repr=False, eq=False, frozen=frozen)
         fields = tuple(_Spec.of(f) for f in dataclasses.fields(cls))
     else:
-        _as_dataclass_lazily(cls, own, fields)
+        _as_dataclass_lazily(cls, own, fields, frozen)
         cls.__record_specs__ = fields
     names = tuple(f.name for f in fields)
     if "__init__" not in own:
@@ -246,10 +261,12 @@ def _plain_specs(cls: Any, own: dict[str, Any]) -> Optional[tuple[_Spec, ...]]:
     return tuple(specs)
 
 
-def _as_dataclass_lazily(cls: Any, own: dict[str, Any], specs: tuple[_Spec, ...]) -> None:
-    """What `dataclasses.dataclass(cls, init=False, repr=False, eq=False)` leaves on `cls`,
-    its `Field` objects made when first asked for (`fields`, `replace`, `asdict`, ...: few
-    classes, in few runs). A `field()` in the body gives way to its default, as there."""
+def _as_dataclass_lazily(cls: Any, own: dict[str, Any], specs: tuple[_Spec, ...],
+                         frozen: bool) -> None:
+    """What `dataclasses.dataclass(cls, init=False, repr=False, eq=False, frozen=frozen)`
+    leaves on `cls`, its `Field` objects made when first asked for (`fields`, `replace`,
+    `asdict`, ...: few classes, in few runs). A `field()` in the body gives way to its
+    default, as there."""
     body: dict[str, Any] = {}
     for spec in specs:
         value = getattr(cls, spec.name, _MISSING)
@@ -261,7 +278,7 @@ def _as_dataclass_lazily(cls: Any, own: dict[str, Any], specs: tuple[_Spec, ...]
                 setattr(cls, spec.name, spec.default)
         elif spec.name in own:
             body[spec.name] = value
-    made = _MadeFields(cls, own.get("__annotations__", {}), body)
+    made = _MadeFields(cls, own.get("__annotations__", {}), body, frozen)
     cls.__dataclass_fields__ = _Lazy(made, "__dataclass_fields__")
     cls.__dataclass_params__ = _Lazy(made, "__dataclass_params__")
     if _MATCH_ARGS and "__match_args__" not in own:
@@ -275,8 +292,9 @@ class _MadeFields:
     when first read by `dataclasses.dataclass` from the same body (on a copy of the class: the
     record's methods are untouched), then set on the class in place of the `_Lazy`s."""
 
-    def __init__(self, cls: Any, annotations: dict[str, Any], body: dict[str, Any]) -> None:
-        self.cls, self.annotations, self.body = cls, annotations, body
+    def __init__(self, cls: Any, annotations: dict[str, Any], body: dict[str, Any],
+                 frozen: bool) -> None:
+        self.cls, self.annotations, self.body, self.frozen = cls, annotations, body, frozen
 
     def get(self, name: str) -> Any:
         import dataclasses
@@ -287,7 +305,7 @@ class _MadeFields:
         space = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
                  "__doc__": cls.__doc__, "__annotations__": self.annotations, **body}
         copy = dataclasses.dataclass(type(cls)(cls.__name__, cls.__bases__, space),
-                                     init=False, repr=False, eq=False)
+                                     init=False, repr=False, eq=False, frozen=self.frozen)
         for made in ("__dataclass_fields__", "__dataclass_params__"):
             if isinstance(cls.__dict__.get(made), _Lazy):
                 setattr(cls, made, copy.__dict__[made])
