@@ -1409,8 +1409,8 @@ _PARAMETER_LIST = r"def \w+\(([^)]*)"
 
 def _parameter_words(text: str) -> set[str]:
     """The words of the parameter lists of the functions `text` defines, up to each list's
-    first `)` (a name there, annotations and defaults included, is `\bname\b` after `def
-    f(`)."""
+    first `)`: a name is one of them when it is a whole word after `def f(`, annotations
+    and defaults included."""
     return {word for match in re.finditer(_PARAMETER_LIST, text)
             for word in re.findall(r"\w+", match.group(1))}
 
